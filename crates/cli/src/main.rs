@@ -1,0 +1,40 @@
+//! `seekless`: one command-line tool for every engine. This crate parses
+//! arguments and prints results; the engines live in their own crates.
+
+mod progress;
+#[cfg(feature = "pwned")]
+mod pwned;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Compact indexes over big raw data files, answered with as few reads as possible.
+#[derive(Debug, Parser)]
+#[command(name = "seekless", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Have I Been Pwned passwords: build an index, check passwords offline.
+    #[cfg(feature = "pwned")]
+    #[command(subcommand)]
+    Pwned(pwned::Command),
+    // engine: bencode
+    // engine: blocks
+    // engine: exhash
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        #[cfg(feature = "pwned")]
+        Command::Pwned(command) => pwned::run(command),
+        // run: bencode
+        // run: blocks
+        // run: exhash
+    }
+}

@@ -1,0 +1,2 @@
+//! Have I Been Pwned password index.
+#![deny(missing_docs)]
