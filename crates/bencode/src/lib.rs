@@ -1,0 +1,24 @@
+//! Bencode as BitTorrent uses it: a zero-copy decoder into one flat, reusable
+//! token buffer (8 bytes a token, like libtorrent's `bdecode`), borrowed node
+//! views with the raw bytes of any value, an encoder, serde support, and
+//! torrent metainfo (BEP 3 v1, BEP 52 v2 and hybrid) with info-hashes, magnet
+//! links, verification and creation.
+//!
+//! ```
+//! let doc = seekless_bencode::decode(b"d3:cow3:moo4:spaml1:a1:bee").unwrap();
+//! let root = doc.root();
+//! assert_eq!(root.get(b"cow").unwrap().as_str(), Some("moo"));
+//! assert_eq!(root.get(b"spam").unwrap().raw(), b"l1:a1:be");
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod lint;
+mod node;
+mod parser;
+mod token;
+
+pub use error::Error;
+pub use node::{Dict, DictIter, List, ListIter, Node};
+pub use parser::{Document, Limits, Parser, decode, decode_strict};
+pub use token::{Kind, Token};

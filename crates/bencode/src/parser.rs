@@ -1,0 +1,420 @@
+//! The decoder: one non-recursive pass from bytes to a flat token buffer.
+//!
+//! Default mode gives the same verdict and the same error offset as
+//! libtorrent 2.0's `bdecode` on every input (it accepts unsorted and
+//! duplicate keys, leading zeros, integers of up to 20 digits even when they
+//! overflow `i64`, and ignores bytes after the top-level value). Strict mode
+//! additionally rejects everything BEP 3 forbids, reporting the first problem
+//! in input order.
+
+use crate::Error;
+use crate::node::Node;
+use crate::token::{BYTES, DICT, END, INT, LIST, MAX_AUX, Token};
+
+/// Decoder limits. The defaults are libtorrent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum nesting: as in libtorrent, a token found while this many lists
+    /// or dictionaries are open fails with `depth_exceeded` (so at most
+    /// `depth - 1` levels can be closed again). Default 100.
+    pub depth: usize,
+    /// Maximum number of tokens, counting one per value and one per `e` that
+    /// closes a list or dictionary. Default 2,000,000.
+    pub tokens: usize,
+    /// Maximum input size in bytes. Default 2^29 - 1 (libtorrent's 29-bit
+    /// offsets); at most 2^32 - 2 (our 32-bit offsets).
+    pub input: usize,
+    /// Maximum number of digits (leading zeros included) in a string's
+    /// length prefix. Default 16, as in libtorrent 2.0.8, which keeps the
+    /// prefix width in a few bits of its token.
+    pub length_digits: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            depth: 100,
+            tokens: 2_000_000,
+            input: (1 << 29) - 1,
+            length_digits: 16,
+        }
+    }
+}
+
+impl Limits {
+    /// libtorrent's limits, but inputs up to 4 GiB (what our 32-bit offsets
+    /// allow) rather than libtorrent's 512 MiB.
+    pub fn large() -> Self {
+        Limits {
+            input: u32::MAX as usize - 1,
+            ..Limits::default()
+        }
+    }
+}
+
+/// A reusable decoder: the token buffer and the stack are kept between
+/// parses, so feeding it many messages does not allocate once warm.
+#[derive(Debug, Clone, Default)]
+pub struct Parser {
+    tokens: Vec<Token>,
+    stack: Vec<u32>,
+    keys: Vec<(u32, u32)>,
+    limits: Limits,
+    strict: bool,
+}
+
+/// An owned decoding result: the token buffer plus the borrowed input.
+#[derive(Debug, Clone)]
+pub struct Document<'a> {
+    input: &'a [u8],
+    tokens: Vec<Token>,
+}
+
+impl<'a> Document<'a> {
+    /// The top-level value.
+    pub fn root(&self) -> Node<'_> {
+        Node::new(self.input, &self.tokens, 0)
+    }
+
+    /// Number of tokens (values plus list/dictionary ends).
+    pub fn token_count(&self) -> usize {
+        self.tokens.len() - 1
+    }
+}
+
+/// Decode `input` in default (libtorrent-compatible) mode with default limits.
+pub fn decode(input: &[u8]) -> Result<Document<'_>, Error> {
+    let mut tokens = Vec::new();
+    let mut stack = Vec::new();
+    let mut keys = Vec::new();
+    run::<false>(
+        input,
+        &mut tokens,
+        &mut stack,
+        &mut keys,
+        &Limits::default(),
+    )?;
+    Ok(Document { input, tokens })
+}
+
+/// Decode `input` in strict (BEP 3) mode with default limits.
+pub fn decode_strict(input: &[u8]) -> Result<Document<'_>, Error> {
+    let mut tokens = Vec::new();
+    let mut stack = Vec::new();
+    let mut keys = Vec::new();
+    run::<true>(
+        input,
+        &mut tokens,
+        &mut stack,
+        &mut keys,
+        &Limits::default(),
+    )?;
+    Ok(Document { input, tokens })
+}
+
+impl Parser {
+    /// A default-mode parser with libtorrent's limits.
+    pub fn new() -> Self {
+        Parser::default()
+    }
+
+    /// Use these limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Reject what BEP 3 forbids (unsorted or duplicate keys, leading zeros,
+    /// `-0`, trailing bytes).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Decode `input`, reusing this parser's buffers, and return the
+    /// top-level value.
+    pub fn parse<'a>(&'a mut self, input: &'a [u8]) -> Result<Node<'a>, Error> {
+        if self.strict {
+            run::<true>(
+                input,
+                &mut self.tokens,
+                &mut self.stack,
+                &mut self.keys,
+                &self.limits,
+            )?;
+        } else {
+            run::<false>(
+                input,
+                &mut self.tokens,
+                &mut self.stack,
+                &mut self.keys,
+                &self.limits,
+            )?;
+        }
+        Ok(Node::new(input, &self.tokens, 0))
+    }
+
+    /// Decode into an owned [`Document`] (allocates a fresh token buffer).
+    pub fn parse_document<'a>(&self, input: &'a [u8]) -> Result<Document<'a>, Error> {
+        let mut tokens = Vec::new();
+        let mut stack = Vec::new();
+        let mut keys = Vec::new();
+        if self.strict {
+            run::<true>(input, &mut tokens, &mut stack, &mut keys, &self.limits)?;
+        } else {
+            run::<false>(input, &mut tokens, &mut stack, &mut keys, &self.limits)?;
+        }
+        Ok(Document { input, tokens })
+    }
+}
+
+/// Where the parser is: what the next token must be.
+const TOP: u8 = 0;
+const IN_LIST: u8 = 1;
+const DICT_KEY: u8 = 2;
+const DICT_VALUE: u8 = 3;
+
+/// Bit set in a stack entry when the open container is a dictionary.
+const DICT_FLAG: u32 = 1 << 31;
+/// No previous key yet in this dictionary (strict mode).
+const NO_KEY: (u32, u32) = (u32::MAX, 0);
+
+#[inline(always)]
+fn is_digit(c: u8) -> bool {
+    c.wrapping_sub(b'0') < 10
+}
+
+#[inline(always)]
+fn push(tokens: &mut Vec<Token>, token: Token) {
+    tokens.push(token);
+}
+
+/// Checks an integer body starting after `i`, libtorrent's way: returns the
+/// offset of its closing `e`, or the error (offset where it was detected).
+#[inline(always)]
+fn scan_int(input: &[u8], start: usize) -> Result<usize, Error> {
+    let len = input.len();
+    let mut p = start;
+    if p == len {
+        return Err(Error::UnexpectedEof { offset: p });
+    }
+    if input[p] == b'-' {
+        p += 1;
+        if p == len {
+            return Err(Error::UnexpectedEof { offset: p });
+        }
+    }
+    let digits_start = p;
+    let err = loop {
+        if !is_digit(input[p]) {
+            break Error::ExpectedDigit { offset: p };
+        }
+        p += 1;
+        if p == len {
+            break Error::UnexpectedEof { offset: p };
+        }
+        if input[p] == b'e' {
+            if p - digits_start > 20 {
+                return Err(Error::Overflow { offset: p });
+            }
+            return Ok(p);
+        }
+    };
+    if p - digits_start > 20 {
+        return Err(Error::Overflow { offset: p });
+    }
+    Err(err)
+}
+
+/// The parse loop. `STRICT` adds the BEP 3 checks; the default-mode build
+/// carries none of their cost.
+fn run<const STRICT: bool>(
+    input: &[u8],
+    tokens: &mut Vec<Token>,
+    stack: &mut Vec<u32>,
+    keys: &mut Vec<(u32, u32)>,
+    limits: &Limits,
+) -> Result<(), Error> {
+    tokens.clear();
+    stack.clear();
+    keys.clear();
+    let len = input.len();
+    if len > limits.input.min(u32::MAX as usize - 1) {
+        return Err(Error::LimitExceeded { offset: 0 });
+    }
+    if len == 0 {
+        return Err(Error::UnexpectedEof { offset: 0 });
+    }
+    if limits.depth == 0 {
+        return Err(Error::DepthExceeded { offset: 0 });
+    }
+    let max_tokens = limits.tokens;
+    let max_header = limits.length_digits.min(20) + 1;
+    if tokens.capacity() == 0 {
+        tokens.reserve((len / 8 + 16).min(max_tokens.saturating_add(1)));
+    }
+    let mut pos = 0usize;
+    let mut state = TOP;
+    loop {
+        if pos >= len {
+            return Err(Error::UnexpectedEof { offset: pos });
+        }
+        if tokens.len() >= max_tokens {
+            return Err(Error::LimitExceeded { offset: pos });
+        }
+        let c = input[pos];
+        if state == DICT_KEY && !is_digit(c) && c != b'e' {
+            return Err(Error::ExpectedDigit { offset: pos });
+        }
+        match c {
+            b'0'..=b'9' => {
+                let str_start = pos;
+                let mut value = u64::from(c - b'0');
+                let mut p = pos + 1;
+                if p >= len {
+                    return Err(Error::UnexpectedEof { offset: p });
+                }
+                // Same overflow rule as libtorrent: the length must fit i64.
+                while p < len && input[p] != b':' {
+                    let d = input[p];
+                    if !is_digit(d) {
+                        return Err(Error::ExpectedDigit { offset: p });
+                    }
+                    if value > (i64::MAX / 10) as u64 {
+                        return Err(Error::Overflow { offset: p });
+                    }
+                    value *= 10;
+                    let d = u64::from(d - b'0');
+                    if value > i64::MAX as u64 - d {
+                        return Err(Error::Overflow { offset: p });
+                    }
+                    value += d;
+                    p += 1;
+                }
+                if p == len {
+                    return Err(Error::ExpectedColon { offset: p });
+                }
+                if value > (len - p - 1) as u64 {
+                    return Err(Error::UnexpectedEof { offset: p });
+                }
+                p += 1;
+                let header = p - str_start;
+                if header > max_header {
+                    return Err(Error::LimitExceeded { offset: p });
+                }
+                if STRICT {
+                    if c == b'0' && header > 2 {
+                        return Err(Error::LeadingZero { offset: str_start });
+                    }
+                    if state == DICT_KEY {
+                        let prev = keys.last_mut().expect("open dictionary has a key slot");
+                        let key = &input[p..p + value as usize];
+                        if prev.0 != u32::MAX {
+                            let (s, l) = (prev.0 as usize, prev.1 as usize);
+                            match input[s..s + l].cmp(key) {
+                                std::cmp::Ordering::Less => {}
+                                std::cmp::Ordering::Equal => {
+                                    return Err(Error::DuplicateKey { offset: str_start });
+                                }
+                                std::cmp::Ordering::Greater => {
+                                    return Err(Error::UnsortedKey { offset: str_start });
+                                }
+                            }
+                        }
+                        *prev = (p as u32, value as u32);
+                    }
+                }
+                push(tokens, Token::new(str_start as u32, BYTES, header as u32));
+                pos = p + value as usize;
+            }
+            b'i' => {
+                let e = scan_int(input, pos + 1)?;
+                if STRICT {
+                    let mut d = pos + 1;
+                    if input[d] == b'-' {
+                        if input[d + 1] == b'0' {
+                            return Err(Error::NegativeZero { offset: d });
+                        }
+                        d += 1;
+                    }
+                    if input[d] == b'0' && e - d > 1 {
+                        return Err(Error::LeadingZero { offset: d });
+                    }
+                }
+                push(tokens, Token::new(pos as u32, INT, 0));
+                pos = e + 1;
+            }
+            b'd' | b'l' => {
+                let index = tokens.len() as u32;
+                if c == b'd' {
+                    push(tokens, Token::new(pos as u32, DICT, 0));
+                    stack.push(index | DICT_FLAG);
+                    state = DICT_KEY;
+                } else {
+                    push(tokens, Token::new(pos as u32, LIST, 0));
+                    stack.push(index);
+                    state = IN_LIST;
+                }
+                if STRICT {
+                    keys.push(NO_KEY);
+                }
+                pos += 1;
+                if stack.len() >= limits.depth {
+                    return Err(if pos >= len {
+                        Error::UnexpectedEof { offset: pos }
+                    } else {
+                        Error::DepthExceeded { offset: pos }
+                    });
+                }
+                continue;
+            }
+            b'e' => {
+                let Some(&top) = stack.last() else {
+                    return Err(Error::UnexpectedEof { offset: pos });
+                };
+                if state == DICT_VALUE {
+                    return Err(Error::ExpectedValue { offset: pos });
+                }
+                push(tokens, Token::new(pos as u32, END, 0));
+                let open = (top & !DICT_FLAG) as usize;
+                let next = tokens.len() - open;
+                if next > MAX_AUX as usize {
+                    return Err(Error::LimitExceeded { offset: pos });
+                }
+                tokens[open].info |= (next as u32) << crate::token::TYPE_BITS;
+                stack.pop();
+                if STRICT {
+                    keys.pop();
+                }
+                pos += 1;
+                state = match stack.last() {
+                    None => TOP,
+                    Some(&parent) if parent & DICT_FLAG != 0 => DICT_KEY,
+                    Some(_) => IN_LIST,
+                };
+                if state == TOP {
+                    break;
+                }
+                continue;
+            }
+            _ => return Err(Error::ExpectedValue { offset: pos }),
+        }
+        // A leaf value (string or integer) was added.
+        state = match state {
+            TOP => break,
+            DICT_KEY => DICT_VALUE,
+            DICT_VALUE => DICT_KEY,
+            s => s,
+        };
+    }
+    if STRICT && pos < len {
+        return Err(Error::TrailingData { offset: pos });
+    }
+    push(tokens, Token::new(pos as u32, END, 0));
+    Ok(())
+}
