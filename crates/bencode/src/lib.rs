@@ -13,12 +13,14 @@
 #![deny(missing_docs)]
 
 mod error;
+mod json;
 mod lint;
 mod node;
 mod parser;
 mod token;
 
 pub use error::Error;
+pub use json::to_json;
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
 pub use token::{Kind, Token};

@@ -177,7 +177,12 @@ impl<'a> Node<'a> {
         crate::lint::warnings(self.input, self.tokens, self.index)
     }
 
-    /// Every token of this subtree, for walking it without recursion.
+    pub(crate) fn tokens(&self) -> &'a [Token] {
+        self.tokens
+    }
+
+    /// Every token of this subtree (for a container, up to and including its
+    /// end token), for walking it without recursion.
     pub(crate) fn subtree(&self) -> &'a [Token] {
         &self.tokens[self.index..self.index + self.token().next()]
     }

@@ -7,6 +7,8 @@
 
 use seekless_bencode::{Error, Kind, Limits, Parser, decode, decode_strict};
 
+type Verdict = Option<(&'static str, usize)>;
+
 fn verdict(input: &[u8]) -> Option<(&'static str, usize)> {
     match decode(input) {
         Ok(_) => None,
@@ -21,8 +23,7 @@ fn strict_verdict(input: &[u8]) -> Option<(&'static str, usize)> {
     }
 }
 
-#[allow(clippy::type_complexity)]
-const LIBTORRENT: &[(&[u8], Option<(&str, usize)>)] = &[
+const LIBTORRENT: &[(&[u8], Verdict)] = &[
     (b"", Some(("unexpected_eof", 0))),
     (b"e", Some(("unexpected_eof", 0))),
     (b"x", Some(("expected_value", 0))),
@@ -127,7 +128,7 @@ fn depth_limit_matches_libtorrent() {
     };
     assert_eq!(verdict(&nest(99)), None);
     assert_eq!(verdict(&nest(100)), Some(("depth_exceeded", 100)));
-    assert_eq!(verdict(&vec![b'l'; 100]), Some(("unexpected_eof", 100)));
+    assert_eq!(verdict(&[b'l'; 100]), Some(("unexpected_eof", 100)));
     let dicts = |n: usize| {
         let mut v = b"d1:a".repeat(n);
         v.extend_from_slice(b"i1e");
@@ -295,7 +296,7 @@ fn corrupted_bytes_never_panic() {
 
 #[test]
 fn strict_mode_kinds() {
-    let cases: &[(&[u8], Option<(&str, usize)>)] = &[
+    let cases: &[(&[u8], Verdict)] = &[
         (b"d1:ai1e1:bi2ee", None),
         (b"d1:bi1e1:ai2ee", Some(("unsorted_key", 7))),
         (b"d1:ai1e1:ai2ee", Some(("duplicate_key", 7))),

@@ -1,6 +1,8 @@
 //! `seekless`: one command-line tool for every engine. This crate parses
 //! arguments and prints results; the engines live in their own crates.
 
+#[cfg(feature = "bencode")]
+mod bencode;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
@@ -23,7 +25,10 @@ enum Command {
     #[cfg(feature = "pwned")]
     #[command(subcommand)]
     Pwned(pwned::Command),
-    // engine: bencode
+    /// Bencode files: check them (libtorrent-compatible or strict), dump as JSON.
+    #[cfg(feature = "bencode")]
+    #[command(subcommand)]
+    Bencode(bencode::Command),
     // engine: blocks
     // engine: exhash
 }
@@ -33,7 +38,8 @@ fn main() -> ExitCode {
     match cli.command {
         #[cfg(feature = "pwned")]
         Command::Pwned(command) => pwned::run(command),
-        // run: bencode
+        #[cfg(feature = "bencode")]
+        Command::Bencode(command) => bencode::run(command),
         // run: blocks
         // run: exhash
     }
