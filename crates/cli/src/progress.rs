@@ -22,6 +22,7 @@ pub fn bytes(total: u64, what: &str) -> ProgressBar {
 }
 
 /// A spinner counting items (when the total is unknown), drawn only on a terminal.
+#[allow(dead_code)]
 pub fn items(what: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();

@@ -1,13 +1,386 @@
+//! `seekless pwned …`: Have I Been Pwned passwords, offline.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use indicatif::ProgressBar;
+use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Kind, Progress, build, sample};
+
+use crate::progress;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Print the index format version.
-    Stats,
+    /// Build an index from Pwned Passwords text files (HASH:COUNT lines, or a
+    /// directory of per-range files 00000.txt … FFFFF.txt).
+    Prepare {
+        /// Input files or directories; `-` or none reads standard input.
+        inputs: Vec<String>,
+        /// The index file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Parser and sorter threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Memory budget for buffered hashes, in bytes (suffixes K, M, G;
+        /// default: half the machine's memory). Beyond it, input spills to
+        /// temporary files.
+        #[arg(long, value_parser = parse_bytes)]
+        memory: Option<u64>,
+        /// Directory for spill files (default: the output's directory).
+        #[arg(long)]
+        tmp_dir: Option<PathBuf>,
+        /// Skip malformed lines (and count them) instead of stopping.
+        #[arg(long)]
+        skip_invalid: bool,
+    },
+    /// Check passwords (or hashes) against an index: one line per input,
+    /// its count first (0 = not found).
+    Check {
+        /// The index (default: the built-in sample of common passwords).
+        #[arg(short, long)]
+        index: Option<PathBuf>,
+        /// Inputs are hex hashes of the index's kind, not passwords.
+        #[arg(long)]
+        hashes: bool,
+        /// Passwords (or hashes); none reads standard input, one per line.
+        inputs: Vec<String>,
+    },
+    /// Print the index's kind, size and format version.
+    Stats {
+        /// The index.
+        index: PathBuf,
+    },
+    /// Check every checksum and the order of every hash (exit 1 if damaged).
+    Verify {
+        /// The index.
+        index: PathBuf,
+    },
+    /// Write the corpus back as HASH:COUNT lines, uppercase, sorted by hash.
+    Export {
+        /// The index.
+        index: PathBuf,
+        /// Output file (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// End lines with CRLF, as the published files do.
+        #[arg(long)]
+        crlf: bool,
+    },
 }
 
 pub fn run(command: Command) -> ExitCode {
-    match command {
-        Command::Stats => ExitCode::SUCCESS,
+    let result = match command {
+        Command::Prepare {
+            inputs,
+            output,
+            threads,
+            memory,
+            tmp_dir,
+            skip_invalid,
+        } => prepare(inputs, &output, threads, memory, tmp_dir, skip_invalid),
+        Command::Check {
+            index,
+            hashes,
+            inputs,
+        } => check(index.as_deref(), hashes, inputs),
+        Command::Stats { index } => stats(&index),
+        Command::Verify { index } => verify(&index),
+        Command::Export {
+            index,
+            output,
+            crlf,
+        } => export(&index, output.as_deref(), crlf),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("seekless: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Parses `1234`, `64K`, `512M`, `8G` (binary multiples).
+fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&text[..i], 10),
+        Some((i, 'm' | 'M')) => (&text[..i], 20),
+        Some((i, 'g' | 'G')) => (&text[..i], 30),
+        Some((i, 't' | 'T')) => (&text[..i], 40),
+        _ => (text, 0),
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of bytes"))?;
+    value
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Progress of a build, drawn only on a terminal.
+struct BuildProgress {
+    bar: ProgressBar,
+}
+
+impl Progress for BuildProgress {
+    fn input(&self, bytes: u64) {
+        self.bar.set_length(bytes);
+    }
+    fn read(&self, bytes: u64) {
+        self.bar.inc(bytes);
+    }
+    fn writing(&self, partitions: u64) {
+        self.bar.finish_and_clear();
+        if !self.bar.is_hidden() {
+            self.bar.reset();
+            self.bar.set_length(partitions);
+            self.bar.set_message("sorting");
+            self.bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:>10} [{bar:40}] {pos}/{len} partitions",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+        }
+    }
+    fn written(&self) {
+        self.bar.inc(1);
+    }
+}
+
+fn prepare(
+    inputs: Vec<String>,
+    output: &Path,
+    threads: Option<usize>,
+    memory: Option<u64>,
+    tmp_dir: Option<PathBuf>,
+    skip_invalid: bool,
+) -> Result<ExitCode> {
+    let inputs: Vec<Input> = if inputs.is_empty() {
+        vec![Input::Stdin]
+    } else {
+        inputs.iter().map(|a| Input::from_arg(a)).collect()
+    };
+    let mut options = BuildOptions {
+        tmp_dir,
+        skip_invalid,
+        ..BuildOptions::default()
+    };
+    if let Some(threads) = threads {
+        options.threads = threads.max(1);
+    }
+    if let Some(memory) = memory {
+        options.memory = memory;
+    }
+    let progress = BuildProgress {
+        bar: progress::bytes(0, "reading"),
+    };
+    let summary = build(inputs, output, &options, &progress)?;
+    progress.bar.finish_and_clear();
+    let kind = summary.kind.map_or("SHA-1".to_string(), |k| k.to_string());
+    println!(
+        "wrote {}: {} {kind} hashes from {} lines in {:.2} s",
+        output.display(),
+        summary.hashes,
+        summary.lines,
+        summary.seconds
+    );
+    println!(
+        "  {} bytes, {:.2} bytes per hash; {} duplicates merged, {} invalid lines skipped, {} zero counts skipped, {} counts capped at 4294967295",
+        summary.bytes,
+        summary.bytes_per_hash(),
+        summary.duplicates,
+        summary.invalid,
+        summary.zero_counts,
+        summary.capped
+    );
+    if let Some(first) = &summary.first_invalid {
+        println!("  first invalid line: {first}");
+    }
+    if summary.spilled > 0 {
+        println!("  spilled {} bytes to temporary files", summary.spilled);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<ExitCode> {
+    let from_sample = index.is_none();
+    let index = match index {
+        Some(path) => Index::open(path)?,
+        None => {
+            eprintln!(
+                "seekless: no index given (-i INDEX): answering from {}",
+                sample::DESCRIPTION
+            );
+            sample::index()?
+        }
+    };
+    let kind = index.kind();
+    let stdout = io::stdout();
+    let interactive = stdout.is_terminal();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut line = Vec::with_capacity(128);
+    let mut answer = |input: &str, out: &mut dyn Write| -> Result<()> {
+        let key = if hashes {
+            seekless_pwned::Key::from_hex(kind, input.as_bytes()).ok_or_else(|| {
+                format!(
+                    "bad hash {input:?}: expected {} hex digits of {kind}",
+                    kind.hex_len()
+                )
+            })?
+        } else {
+            kind.hash_password(input)
+        };
+        let count = index.count(key)?;
+        line.clear();
+        line.extend_from_slice(count.to_string().as_bytes());
+        line.push(b'\t');
+        key.write_hex(kind, &mut line);
+        if from_sample {
+            line.extend_from_slice(if count > 0 {
+                b"\tlisted in the sample"
+            } else {
+                b"\tnot in the sample"
+            });
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
+        if interactive {
+            out.flush()?;
+        }
+        Ok(())
+    };
+    if inputs.is_empty() {
+        let stdin = io::stdin();
+        if stdin.is_terminal() {
+            let what = if hashes { "hashes" } else { "passwords" };
+            eprintln!("seekless: type {what}, one per line; end with Ctrl-D");
+        }
+        let mut reader = stdin.lock();
+        let mut text = String::new();
+        loop {
+            text.clear();
+            if reader.read_line(&mut text)? == 0 {
+                break;
+            }
+            let input = text.strip_suffix('\n').unwrap_or(&text);
+            let input = input.strip_suffix('\r').unwrap_or(input);
+            answer(input, &mut out)?;
+        }
+    } else {
+        for input in &inputs {
+            answer(input, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats(path: &Path) -> Result<ExitCode> {
+    let index = Index::open(path)?;
+    let s = index.stats();
+    println!("file\t{}", path.display());
+    println!("format_version\t{}", s.version);
+    println!(
+        "kind\t{}",
+        match s.kind {
+            Kind::Sha1 => "sha1",
+            Kind::Ntlm => "ntlm",
+        }
+    );
+    println!("hashes\t{}", s.hashes);
+    println!("total_count\t{}", s.total_count);
+    println!("pages\t{}", s.pages);
+    println!("bucket_bits\t{}", s.bucket_bits);
+    println!("bytes\t{}", s.bytes);
+    let per_hash = if s.hashes == 0 {
+        0.0
+    } else {
+        s.bytes as f64 / s.hashes as f64
+    };
+    println!("bytes_per_hash\t{per_hash:.3}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(path: &Path) -> Result<ExitCode> {
+    let result = Index::open(path).and_then(|index| index.verify().map(|()| index.stats()));
+    match result {
+        Ok(s) => {
+            println!(
+                "{}: ok ({} hashes, {} pages, format version {})",
+                path.display(),
+                s.hashes,
+                s.pages,
+                s.version
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if matches!(e.kind(), ErrorKind::Io { .. }) => Err(e.into()),
+        Err(e) => {
+            println!("{}: {e}", path.display());
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
+    let index = Index::open(path)?;
+    let kind = index.kind();
+    let write = |out: &mut dyn Write| -> Result<()> {
+        let mut line = Vec::with_capacity(64);
+        for item in index.iter() {
+            let (key, count) = item?;
+            line.clear();
+            key.write_hex(kind, &mut line);
+            line.push(b':');
+            line.extend_from_slice(count.to_string().as_bytes());
+            line.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+            out.write_all(&line)?;
+        }
+        out.flush()?;
+        Ok(())
+    };
+    match output {
+        None => {
+            let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+            write(&mut out)?;
+        }
+        Some(output) => {
+            let tmp = output.with_extension(format!("seekless-tmp-{}", std::process::id()));
+            let result = (|| -> Result<()> {
+                let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+                write(&mut out)?;
+                out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+                std::fs::rename(&tmp, output)?;
+                Ok(())
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("1234"), Ok(1234));
+        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
+        assert_eq!(parse_bytes("512m"), Ok(512 << 20));
+        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
+        assert!(parse_bytes("8X").is_err());
+        assert!(parse_bytes("").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
     }
 }

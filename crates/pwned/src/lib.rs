@@ -1,2 +1,41 @@
-//! Have I Been Pwned password index.
+//! Have I Been Pwned passwords, offline: build a compact index of the
+//! Pwned Passwords corpus once, then look up hashes with one 4 KiB read each.
+//!
+//! ```no_run
+//! use seekless_pwned::{BuildOptions, Index, Input, NoProgress, build};
+//!
+//! let summary = build(
+//!     vec![Input::from_arg("pwnedpasswords.txt")],
+//!     "pwned.idx".as_ref(),
+//!     &BuildOptions::default(),
+//!     &NoProgress,
+//! )?;
+//! println!("{} hashes, {:.2} bytes each", summary.hashes, summary.bytes_per_hash());
+//!
+//! let index = Index::open("pwned.idx")?;
+//! let count = index.count_password("password")?;
+//! # Ok::<(), seekless_pwned::Error>(())
+//! ```
+//!
+//! The file format is documented in `docs/format-pwned.md`.
 #![deny(missing_docs)]
+
+mod bits;
+mod error;
+mod format;
+mod hash;
+mod index;
+mod input;
+mod page;
+mod prepare;
+pub mod sample;
+mod sort;
+
+pub use error::{Error, ErrorKind, Result};
+pub use format::{PAGE, VERSION};
+pub use hash::{Key, Kind};
+pub use index::{Index, Iter, Stats};
+pub use input::Input;
+pub use prepare::{
+    BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
+};

@@ -1,0 +1,137 @@
+//! The one error type of the pwned engine.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Everything that can go wrong while building, opening or reading an index.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+}
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A file could not be read or written.
+    Io {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A line of the input is malformed.
+    BadLine {
+        /// The input file (`-` for stdin).
+        file: String,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The inputs hold SHA-1 and NTLM hashes together.
+    MixedKinds {
+        /// The input file (`-` for stdin).
+        file: String,
+        /// 1-based line number of the first hash of the other kind.
+        line: u64,
+    },
+    /// A hash given for lookup is not hex of the index's kind.
+    BadHash {
+        /// The text that was given.
+        text: String,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// The file is not a seekless pwned index.
+    NotAnIndex,
+    /// The index was made by a newer seekless.
+    NewerVersion {
+        /// The version found in the file.
+        version: u16,
+    },
+    /// The index is damaged (checksum mismatch, wrong size, inconsistent data).
+    Corrupt {
+        /// What is wrong.
+        what: String,
+    },
+    /// The index is too large for this build (more pages than fit an address).
+    TooLarge,
+}
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The kind, by value.
+    pub fn into_kind(self) -> ErrorKind {
+        self.kind
+    }
+
+    pub(crate) fn io(path: impl Into<Option<PathBuf>>, source: std::io::Error) -> Self {
+        ErrorKind::Io {
+            path: path.into(),
+            source,
+        }
+        .into()
+    }
+
+    pub(crate) fn corrupt(what: impl Into<String>) -> Self {
+        ErrorKind::Corrupt { what: what.into() }.into()
+    }
+
+    pub(crate) fn bad_line(file: &str, line: u64, what: impl Into<String>) -> Self {
+        ErrorKind::BadLine {
+            file: file.to_string(),
+            line,
+            what: what.into(),
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error { kind }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Io {
+                path: Some(path),
+                source,
+            } => write!(f, "{}: {source}", path.display()),
+            ErrorKind::Io { path: None, source } => write!(f, "{source}"),
+            ErrorKind::BadLine { file, line, what } => write!(f, "{file}:{line}: {what}"),
+            ErrorKind::MixedKinds { file, line } => write!(
+                f,
+                "{file}:{line}: hash kind differs from the first line (SHA-1 and NTLM cannot be mixed in one index)"
+            ),
+            ErrorKind::BadHash { text, what } => write!(f, "bad hash {text:?}: {what}"),
+            ErrorKind::NotAnIndex => write!(f, "not a seekless pwned index (bad magic)"),
+            ErrorKind::NewerVersion { version } => write!(
+                f,
+                "index format version {version} was made by a newer seekless; this one reads version {}",
+                crate::format::VERSION
+            ),
+            ErrorKind::Corrupt { what } => write!(f, "index is damaged: {what}"),
+            ErrorKind::TooLarge => write!(f, "index is too large for this platform"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

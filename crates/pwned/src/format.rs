@@ -1,0 +1,205 @@
+//! The index file's header, directory and geometry (see docs/format-pwned.md).
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::hash::Kind;
+
+/// File magic.
+pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";
+/// The format version this build writes and reads.
+pub const VERSION: u16 = 1;
+/// Page size: one random read per lookup.
+pub const PAGE: usize = 4096;
+/// Bytes of a page before its bit stream: hash count, count-lengths start,
+/// count-mantissas start.
+pub(crate) const PAGE_HEADER: usize = 6;
+/// Bits available to a page's bit stream.
+pub(crate) const PAGE_BITS: usize = (PAGE - PAGE_HEADER) * 8;
+/// Bytes of one directory entry.
+pub(crate) const DIR_ENTRY: usize = 12;
+/// Flag in a directory entry's first bucket: the bucket continues from the
+/// previous page.
+pub(crate) const CONTINUED: u64 = 1 << 63;
+/// Largest remainder chunk, in bits.
+pub(crate) const CHUNK: u32 = 56;
+
+/// How hashes split into bucket and remainder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub kind: Kind,
+    /// Bucket bits.
+    pub h: u32,
+}
+
+impl Layout {
+    /// The layout with the fewest bits per hash for `n` hashes.
+    pub(crate) fn for_count(kind: Kind, n: u64) -> Layout {
+        let bits = kind.bits();
+        let h = if n <= 1 {
+            0
+        } else {
+            let floor = 63 - n.leading_zeros();
+            let cost = |h: u32| f64::from(bits - h) + (2f64).powi(h as i32) / n as f64;
+            if cost(floor + 1) < cost(floor) {
+                floor + 1
+            } else {
+                floor
+            }
+        };
+        Layout { kind, h: h.min(64) }
+    }
+
+    /// Remainder bits.
+    pub(crate) fn l(&self) -> u32 {
+        self.kind.bits() - self.h
+    }
+
+    /// The bucket of a key: its top `h` bits.
+    #[inline]
+    pub(crate) fn bucket(&self, key: crate::Key) -> u64 {
+        if self.h == 0 {
+            0
+        } else {
+            key.hi >> (64 - self.h)
+        }
+    }
+
+    /// The remainder chunks of a key: (start bit in the hash, width).
+    #[inline]
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = (u32, u32)> + use<> {
+        let bits = self.kind.bits();
+        let h = self.h;
+        (0..self.l().div_ceil(CHUNK)).map(move |c| {
+            let start = h + c * CHUNK;
+            (start, (bits - start).min(CHUNK))
+        })
+    }
+}
+
+/// The fixed-size file header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub layout: Layout,
+    pub hashes: u64,
+    pub pages: u64,
+    pub total: u64,
+    pub dir_crc: u32,
+}
+
+pub(crate) const HEADER_LEN: usize = 64;
+
+impl Header {
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..8].copy_from_slice(MAGIC);
+        b[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        b[10] = self.layout.kind.code();
+        b[11] = self.layout.h as u8;
+        b[12..16].copy_from_slice(&(PAGE as u32).to_le_bytes());
+        b[16..24].copy_from_slice(&self.hashes.to_le_bytes());
+        b[24..32].copy_from_slice(&self.pages.to_le_bytes());
+        b[32..40].copy_from_slice(&self.total.to_le_bytes());
+        b[40..44].copy_from_slice(&self.dir_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Result<Header> {
+        if b.len() < HEADER_LEN || &b[0..8] != MAGIC {
+            return Err(ErrorKind::NotAnIndex.into());
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let version = u16_at(8);
+        if version > VERSION {
+            return Err(ErrorKind::NewerVersion { version }.into());
+        }
+        if version == 0 {
+            return Err(Error::corrupt("format version 0"));
+        }
+        if crc32c::crc32c(&b[0..60]) != u32_at(60) {
+            return Err(Error::corrupt("header checksum mismatch"));
+        }
+        let kind = Kind::from_code(b[10])
+            .ok_or_else(|| Error::corrupt(format!("unknown hash kind {}", b[10])))?;
+        let h = u32::from(b[11]);
+        if h > 64 {
+            return Err(Error::corrupt(format!("bucket bits {h} out of range")));
+        }
+        if u32_at(12) as usize != PAGE {
+            return Err(Error::corrupt(format!(
+                "page size {} is not {PAGE}",
+                u32_at(12)
+            )));
+        }
+        Ok(Header {
+            layout: Layout { kind, h },
+            hashes: u64_at(16),
+            pages: u64_at(24),
+            total: u64_at(32),
+            dir_crc: u32_at(40),
+        })
+    }
+
+    /// The exact file size an index with this header has.
+    pub(crate) fn file_len(&self) -> Option<u64> {
+        self.pages
+            .checked_mul((PAGE + DIR_ENTRY) as u64)?
+            .checked_add(PAGE as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_bits_near_log2() {
+        assert_eq!(Layout::for_count(Kind::Sha1, 0).h, 0);
+        assert_eq!(Layout::for_count(Kind::Sha1, 1).h, 0);
+        assert_eq!(Layout::for_count(Kind::Sha1, 55_000_000).h, 26);
+        assert_eq!(Layout::for_count(Kind::Sha1, 1 << 20).h, 20);
+        let l = Layout::for_count(Kind::Sha1, 1_000_000_000);
+        assert!(l.h == 29 || l.h == 30);
+        let widths: Vec<_> = Layout {
+            kind: Kind::Sha1,
+            h: 26,
+        }
+        .chunks()
+        .collect();
+        assert_eq!(widths, [(26, 56), (82, 56), (138, 22)]);
+    }
+
+    #[test]
+    fn header_round_trip_and_damage() {
+        let h = Header {
+            layout: Layout {
+                kind: Kind::Ntlm,
+                h: 17,
+            },
+            hashes: 123_456,
+            pages: 789,
+            total: u64::MAX,
+            dir_crc: 0xdead_beef,
+        };
+        let bytes = h.encode();
+        assert_eq!(Header::decode(&bytes).unwrap(), h);
+        let mut bad = bytes;
+        bad[20] ^= 1;
+        assert!(matches!(
+            Header::decode(&bad).unwrap_err().kind(),
+            ErrorKind::Corrupt { .. }
+        ));
+        let mut newer = bytes;
+        newer[8] = 2;
+        assert!(matches!(
+            Header::decode(&newer).unwrap_err().kind(),
+            ErrorKind::NewerVersion { version: 2 }
+        ));
+        assert!(matches!(
+            Header::decode(b"hello").unwrap_err().kind(),
+            ErrorKind::NotAnIndex
+        ));
+    }
+}

@@ -1,0 +1,278 @@
+//! Hash kinds, hashes as sortable integers, and fast hex decoding.
+
+use std::fmt;
+
+use md4::Md4;
+use sha1::{Digest, Sha1};
+
+/// Which hash the corpus (and an index) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// SHA-1 of the UTF-8 password: 20 bytes, 40 hex digits.
+    Sha1,
+    /// NTLM: MD4 of the UTF-16LE password: 16 bytes, 32 hex digits.
+    Ntlm,
+}
+
+impl Kind {
+    /// Length of the hash in bytes.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Kind::Sha1 => 20,
+            Kind::Ntlm => 16,
+        }
+    }
+
+    /// Length of the hash in bits.
+    pub const fn bits(self) -> u32 {
+        self.bytes() as u32 * 8
+    }
+
+    /// Length of the hash in hex digits.
+    pub const fn hex_len(self) -> usize {
+        self.bytes() * 2
+    }
+
+    /// The kind whose hex form has `len` digits.
+    pub const fn from_hex_len(len: usize) -> Option<Kind> {
+        match len {
+            40 => Some(Kind::Sha1),
+            32 => Some(Kind::Ntlm),
+            _ => None,
+        }
+    }
+
+    /// Hashes a password the way the corpus of this kind does.
+    pub fn hash_password(self, password: &str) -> Key {
+        match self {
+            Kind::Sha1 => Key::from_bytes(&Sha1::digest(password.as_bytes())),
+            Kind::Ntlm => {
+                let mut md4 = Md4::new();
+                for unit in password.encode_utf16() {
+                    md4.update(unit.to_le_bytes());
+                }
+                Key::from_bytes(&md4.finalize())
+            }
+        }
+    }
+
+    pub(crate) const fn code(self) -> u8 {
+        match self {
+            Kind::Sha1 => 1,
+            Kind::Ntlm => 2,
+        }
+    }
+
+    pub(crate) const fn from_code(code: u8) -> Option<Kind> {
+        match code {
+            1 => Some(Kind::Sha1),
+            2 => Some(Kind::Ntlm),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Sha1 => "SHA-1",
+            Kind::Ntlm => "NTLM",
+        })
+    }
+}
+
+/// A hash as a big-endian integer of up to 160 bits, in three words so that
+/// the derived order is the order of the hash bytes. An NTLM hash leaves `lo`
+/// zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Key {
+    /// Bytes 0..8.
+    pub hi: u64,
+    /// Bytes 8..16.
+    pub mid: u64,
+    /// Bytes 16..20 (zero for NTLM).
+    pub lo: u32,
+}
+
+impl Key {
+    /// The key of a 16- or 20-byte hash (shorter input is zero-extended).
+    pub fn from_bytes(bytes: &[u8]) -> Key {
+        let mut buf = [0u8; 20];
+        let n = bytes.len().min(20);
+        buf[..n].copy_from_slice(&bytes[..n]);
+        Key {
+            hi: u64::from_be_bytes(buf[0..8].try_into().expect("8 bytes")),
+            mid: u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes")),
+            lo: u32::from_be_bytes(buf[16..20].try_into().expect("4 bytes")),
+        }
+    }
+
+    /// The hash bytes (20; an NTLM key uses the first 16).
+    pub fn to_bytes(self) -> [u8; 20] {
+        let mut out = [0u8; 20];
+        out[0..8].copy_from_slice(&self.hi.to_be_bytes());
+        out[8..16].copy_from_slice(&self.mid.to_be_bytes());
+        out[16..20].copy_from_slice(&self.lo.to_be_bytes());
+        out
+    }
+
+    /// Parses hex of exactly `kind.hex_len()` digits, either case.
+    pub fn from_hex(kind: Kind, text: &[u8]) -> Option<Key> {
+        if text.len() != kind.hex_len() {
+            return None;
+        }
+        let mut words = [0u32; 5];
+        for (i, word) in words.iter_mut().take(kind.hex_len() / 8).enumerate() {
+            *word = hex8(text[i * 8..i * 8 + 8].try_into().expect("8 digits"))?;
+        }
+        Some(Key::from_words(words))
+    }
+
+    /// The key whose hash bytes are the five big-endian words (the last is
+    /// zero for NTLM).
+    pub(crate) fn from_words(w: [u32; 5]) -> Key {
+        Key {
+            hi: (u64::from(w[0]) << 32) | u64::from(w[1]),
+            mid: (u64::from(w[2]) << 32) | u64::from(w[3]),
+            lo: w[4],
+        }
+    }
+
+    /// Writes the hash in uppercase hex.
+    pub fn write_hex(self, kind: Kind, out: &mut Vec<u8>) {
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+        for &byte in &self.to_bytes()[..kind.bytes()] {
+            out.push(DIGITS[usize::from(byte >> 4)]);
+            out.push(DIGITS[usize::from(byte & 15)]);
+        }
+    }
+
+    /// The hash in uppercase hex.
+    pub fn to_hex(self, kind: Kind) -> String {
+        let mut out = Vec::with_capacity(40);
+        self.write_hex(kind, &mut out);
+        String::from_utf8(out).expect("hex is ASCII")
+    }
+
+    /// `len` bits (1..=57) starting `start` bits from the most significant
+    /// end, as an integer.
+    #[inline]
+    pub(crate) fn bits(self, start: u32, len: u32) -> u64 {
+        debug_assert!((1..=57).contains(&len) && start + len <= 160);
+        let words = [self.hi, self.mid, u64::from(self.lo) << 32, 0];
+        let w = (start / 64) as usize;
+        let off = start % 64;
+        let top = if off == 0 {
+            words[w]
+        } else {
+            (words[w] << off) | (words[w + 1] >> (64 - off))
+        };
+        top >> (64 - len)
+    }
+
+    /// The key with `len` bits starting at `start` (from the top) set to
+    /// `value`; those bits must be zero before.
+    #[inline]
+    pub(crate) fn with_bits(self, start: u32, len: u32, value: u64) -> Key {
+        debug_assert!((1..=57).contains(&len) && start + len <= 160);
+        let mut words = [self.hi, self.mid, u64::from(self.lo) << 32];
+        let w = (start / 64) as usize;
+        let off = start % 64;
+        // The value occupies bits [off, off + len) of the 128-bit window
+        // made of words w and w + 1, counted from the top.
+        let shift = 128 - off - len;
+        let wide = u128::from(value) << shift;
+        words[w] |= (wide >> 64) as u64;
+        if w + 1 < 3 {
+            words[w + 1] |= wide as u64;
+        }
+        Key {
+            hi: words[0],
+            mid: words[1],
+            lo: (words[2] >> 32) as u32,
+        }
+    }
+}
+
+/// Decodes 8 hex digits (either case) into a big-endian `u32`, or `None` if
+/// any byte is not a hex digit. Works on all 8 bytes at once (SWAR).
+#[inline]
+pub(crate) fn hex8(digits: [u8; 8]) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(digits);
+    // For bytes below 0x80, `(b + 0x80 - k) & 0x80` is set exactly when b >= k,
+    // and no addition carries into the next byte.
+    let ge = |v: u64, k: u64| v.wrapping_add((0x80 - k) * ONES) & HIGH;
+    let lower = x | (0x20 * ONES);
+    let digit = ge(x, 0x30) & !ge(x, 0x3a);
+    let letter = ge(lower, 0x61) & !ge(lower, 0x67);
+    if x & HIGH != 0 || (digit | letter) != HIGH {
+        return None;
+    }
+    // '0'..'9' -> low nibble; 'a'/'A'.. -> low nibble + 9 (bit 6 marks letters).
+    let nibbles = (x & (0x0f * ONES)) + 9 * ((x >> 6) & ONES);
+    // Byte i (first digit in byte 0) holds nibble i; gather them big-endian.
+    let pairs = ((nibbles & 0x000f_000f_000f_000f) << 4) | ((nibbles >> 8) & 0x000f_000f_000f_000f);
+    let quads = ((pairs & 0x0000_00ff_0000_00ff) << 8) | ((pairs >> 16) & 0x0000_00ff_0000_00ff);
+    let value = ((quads & 0xffff) << 16) | ((quads >> 32) & 0xffff);
+    Some(value as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_hex8(digits: [u8; 8]) -> Option<u32> {
+        u32::from_str_radix(std::str::from_utf8(&digits).ok()?, 16).ok()
+    }
+
+    #[test]
+    fn hex8_matches_naive_on_every_byte() {
+        let base = *b"0aF93bC7";
+        for pos in 0..8 {
+            for b in 0..=255u8 {
+                let mut d = base;
+                d[pos] = b;
+                let expect = if b == b'+' { None } else { naive_hex8(d) };
+                assert_eq!(hex8(d), expect, "{d:?}");
+            }
+        }
+        assert_eq!(hex8(*b"ffffffff"), Some(u32::MAX));
+        assert_eq!(hex8(*b"00000000"), Some(0));
+        assert_eq!(hex8(*b"12345678"), Some(0x1234_5678));
+    }
+
+    #[test]
+    fn known_password_hashes() {
+        let sha1 = Kind::Sha1.hash_password("password");
+        assert_eq!(
+            sha1.to_hex(Kind::Sha1),
+            "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
+        );
+        let ntlm = Kind::Ntlm.hash_password("password");
+        assert_eq!(ntlm.to_hex(Kind::Ntlm), "8846F7EAEE8FB117AD06BDD830B7586C");
+    }
+
+    #[test]
+    fn hex_round_trip_and_bits() {
+        let key = Key::from_hex(Kind::Sha1, b"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8").unwrap();
+        assert_eq!(
+            key.to_hex(Kind::Sha1),
+            "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"
+        );
+        assert_eq!(key.bits(0, 20), 0x5BAA6);
+        assert_eq!(key.bits(140, 20), 0x68FD8);
+        // Rebuild the key from chunks at odd offsets.
+        let mut rebuilt = Key::default().with_bits(0, 26, key.bits(0, 26));
+        let mut start = 26;
+        while start < 160 {
+            let len = (160 - start).min(56);
+            rebuilt = rebuilt.with_bits(start, len, key.bits(start, len));
+            start += len;
+        }
+        assert_eq!(rebuilt, key);
+        assert!(Key::from_hex(Kind::Sha1, b"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd").is_none());
+        assert!(Key::from_hex(Kind::Ntlm, b"8846F7EAEE8FB117AD06BDD830B7586G").is_none());
+    }
+}

@@ -1,0 +1,385 @@
+//! Reading an index: open once, then answer any number of lookups.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
+use crate::hash::{Key, Kind};
+use crate::page::Page;
+
+/// The bytes of an index: a memory map of its file, or a buffer.
+#[derive(Debug)]
+enum Data {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Data {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Map(map) => map,
+            Data::Owned(vec) => vec,
+        }
+    }
+}
+
+/// An open index. Opening reads the header and the directory (12 bytes a
+/// page) into memory; each lookup then reads one 4 KiB page.
+///
+/// An `Index` is `Sync`: share one between threads.
+#[derive(Debug)]
+pub struct Index {
+    data: Data,
+    header: Header,
+    /// First bucket of each page, without flags.
+    firsts: Vec<u64>,
+    crcs: Vec<u32>,
+    /// Pages whose first bucket continues from the previous page.
+    continued: Vec<u64>,
+    /// Pages whose checksum has been checked.
+    verified: Vec<AtomicU64>,
+    /// `guide[t]`: the first page whose first bucket, shifted right by
+    /// `guide_shift`, is ≥ `t`; a lookup searches only a few directory
+    /// entries.
+    guide: Vec<u32>,
+    guide_shift: u32,
+}
+
+/// Figures about an index, as `seekless pwned stats` prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Format version.
+    pub version: u16,
+    /// Hash kind.
+    pub kind: Kind,
+    /// Distinct hashes.
+    pub hashes: u64,
+    /// Sum of all counts (saturating).
+    pub total_count: u64,
+    /// 4 KiB pages.
+    pub pages: u64,
+    /// Bucket bits.
+    pub bucket_bits: u32,
+    /// File size in bytes.
+    pub bytes: u64,
+}
+
+fn bit(set: &[u64], i: usize) -> bool {
+    set[i / 64] & (1 << (i % 64)) != 0
+}
+
+impl Index {
+    /// Opens an index file (memory-mapped, with random-access advice so a
+    /// lookup reads one page).
+    pub fn open(path: impl AsRef<Path>) -> Result<Index> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
+        // SAFETY: seekless writes index files once, under a temporary name,
+        // and renames them into place; they are never modified in place, so
+        // the mapped bytes do not change while mapped. A file changed by
+        // something else could give wrong answers but every read is
+        // bounds-checked.
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.to_path_buf(), e))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
+        Index::new(Data::Map(map)).map_err(|e| match e.kind() {
+            ErrorKind::Corrupt { what } => Error::corrupt(format!("{}: {what}", path.display())),
+            _ => e,
+        })
+    }
+
+    /// Opens an index held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Index> {
+        Index::new(Data::Owned(bytes))
+    }
+
+    fn new(data: Data) -> Result<Index> {
+        let bytes = data.bytes();
+        let header = Header::decode(bytes)?;
+        let expected = header.file_len().ok_or(ErrorKind::TooLarge)?;
+        if bytes.len() as u64 != expected {
+            return Err(Error::corrupt(format!(
+                "file is {} bytes, its header says {expected} (truncated or damaged)",
+                bytes.len()
+            )));
+        }
+        let pages = usize::try_from(header.pages).map_err(|_| ErrorKind::TooLarge)?;
+        if pages > u32::MAX as usize {
+            return Err(ErrorKind::TooLarge.into());
+        }
+        let dir = &bytes[PAGE * (1 + pages)..];
+        if crc32c::crc32c(dir) != header.dir_crc {
+            return Err(Error::corrupt("directory checksum mismatch"));
+        }
+        let mut firsts = Vec::with_capacity(pages);
+        let mut crcs = Vec::with_capacity(pages);
+        let mut continued = vec![0u64; pages.div_ceil(64)];
+        for (i, entry) in dir.chunks_exact(DIR_ENTRY).enumerate() {
+            let first = u64::from_le_bytes(entry[0..8].try_into().expect("8 bytes"));
+            if first & CONTINUED != 0 {
+                continued[i / 64] |= 1 << (i % 64);
+            }
+            let first = first & !CONTINUED;
+            if firsts.last().is_some_and(|&prev| prev > first) {
+                return Err(Error::corrupt(format!(
+                    "directory out of order at page {i}"
+                )));
+            }
+            let limit = if header.layout.h == 64 {
+                u64::MAX
+            } else {
+                1u64 << header.layout.h
+            };
+            if header.layout.h < 64 && first >= limit {
+                return Err(Error::corrupt(format!(
+                    "page {i} starts past the last bucket"
+                )));
+            }
+            firsts.push(first);
+            crcs.push(u32::from_le_bytes(
+                entry[8..12].try_into().expect("4 bytes"),
+            ));
+        }
+        let (guide, guide_shift) = build_guide(&firsts, header.layout.h);
+        let verified = (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Ok(Index {
+            data,
+            header,
+            firsts,
+            crcs,
+            continued,
+            verified,
+            guide,
+            guide_shift,
+        })
+    }
+
+    /// The hash kind of the index.
+    pub fn kind(&self) -> Kind {
+        self.header.layout.kind
+    }
+
+    /// Number of distinct hashes.
+    pub fn len(&self) -> u64 {
+        self.header.hashes
+    }
+
+    /// Whether the index holds no hash.
+    pub fn is_empty(&self) -> bool {
+        self.header.hashes == 0
+    }
+
+    /// Figures about the index.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            version: crate::format::VERSION,
+            kind: self.kind(),
+            hashes: self.header.hashes,
+            total_count: self.header.total,
+            pages: self.header.pages,
+            bucket_bits: self.header.layout.h,
+            bytes: self.data.bytes().len() as u64,
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        self.header.layout
+    }
+
+    /// The page `i`, its checksum checked the first time it is touched.
+    fn page(&self, i: usize) -> Result<Page<'_>> {
+        let bytes = &self.data.bytes()[PAGE * (1 + i)..PAGE * (2 + i)];
+        let word = &self.verified[i / 64];
+        let mask = 1u64 << (i % 64);
+        if word.load(Ordering::Relaxed) & mask == 0 {
+            if crc32c::crc32c(bytes) != self.crcs[i] {
+                return Err(Error::corrupt(format!("page {i} checksum mismatch")));
+            }
+            word.fetch_or(mask, Ordering::Relaxed);
+        }
+        Page::new(bytes, self.layout())
+            .ok_or_else(|| Error::corrupt(format!("page {i} header is inconsistent")))
+    }
+
+    /// The occurrence count of a hash (0 when absent).
+    pub fn count(&self, key: Key) -> Result<u64> {
+        let layout = self.layout();
+        let bucket = layout.bucket(key);
+        let t = (bucket >> self.guide_shift) as usize;
+        // The page is the last one whose first bucket is <= bucket: at the
+        // earliest the last page of an earlier slot.
+        let lo = (self.guide[t] as usize).saturating_sub(1);
+        let hi = self.guide[t + 1] as usize;
+        let mut i = lo + self.firsts[lo..hi].partition_point(|&f| f <= bucket);
+        while i > 0 {
+            i -= 1;
+            let first = self.firsts[i];
+            if let Some(count) = self.page(i)?.count(layout, bucket - first, key) {
+                return Ok(count);
+            }
+            if !(first == bucket && bit(&self.continued, i)) {
+                break;
+            }
+        }
+        Ok(0)
+    }
+
+    /// The count of a hash given as raw bytes (20 for SHA-1, 16 for NTLM).
+    pub fn count_bytes(&self, hash: &[u8]) -> Result<u64> {
+        if hash.len() != self.kind().bytes() {
+            return Err(ErrorKind::BadHash {
+                text: hash.iter().map(|b| format!("{b:02x}")).collect(),
+                what: "wrong length for the index's hash kind",
+            }
+            .into());
+        }
+        self.count(Key::from_bytes(hash))
+    }
+
+    /// The count of a hash given in hex (either case).
+    pub fn count_hex(&self, hex: &str) -> Result<u64> {
+        let key = parse_hex(self.kind(), hex)?;
+        self.count(key)
+    }
+
+    /// The count of a password, hashed as the index's kind.
+    pub fn count_password(&self, password: &str) -> Result<u64> {
+        self.count(self.kind().hash_password(password))
+    }
+
+    /// Every (hash, count) in hash order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            index: self,
+            page: 0,
+            buf: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    /// Checks every checksum, the order of every hash and the header's totals.
+    pub fn verify(&self) -> Result<()> {
+        let mut hashes = 0u64;
+        let mut total = 0u64;
+        let mut prev: Option<Key> = None;
+        for item in self.iter() {
+            let (key, count) = item?;
+            if prev.is_some_and(|p| p >= key) {
+                return Err(Error::corrupt(format!(
+                    "hash {} out of order",
+                    key.to_hex(self.kind())
+                )));
+            }
+            prev = Some(key);
+            hashes += 1;
+            total = total.saturating_add(count);
+        }
+        if hashes != self.header.hashes {
+            return Err(Error::corrupt(format!(
+                "holds {hashes} hashes, its header says {}",
+                self.header.hashes
+            )));
+        }
+        if total != self.header.total {
+            return Err(Error::corrupt(format!(
+                "counts add up to {total}, its header says {}",
+                self.header.total
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a hex hash of `kind`, with a clear error.
+pub(crate) fn parse_hex(kind: Kind, hex: &str) -> Result<Key> {
+    let bad = |what| -> Error {
+        ErrorKind::BadHash {
+            text: hex.to_string(),
+            what,
+        }
+        .into()
+    };
+    if hex.len() != kind.hex_len() {
+        return Err(bad(match kind {
+            Kind::Sha1 => "a SHA-1 hash has 40 hex digits",
+            Kind::Ntlm => "an NTLM hash has 32 hex digits",
+        }));
+    }
+    Key::from_hex(kind, hex.as_bytes()).ok_or_else(|| bad("not hexadecimal"))
+}
+
+fn build_guide(firsts: &[u64], h: u32) -> (Vec<u32>, u32) {
+    let bits = (usize::BITS - firsts.len().leading_zeros()).min(h).min(28);
+    let shift = h - bits;
+    let slots = 1usize << bits;
+    let mut guide = Vec::with_capacity(slots + 1);
+    let mut page = 0usize;
+    for t in 0..=slots as u64 {
+        while page < firsts.len() && (firsts[page] >> shift) < t {
+            page += 1;
+        }
+        guide.push(page as u32);
+    }
+    (guide, shift)
+}
+
+/// Iterator over an index's (hash, count) pairs in hash order.
+#[derive(Debug)]
+pub struct Iter<'a> {
+    index: &'a Index,
+    page: usize,
+    buf: Vec<(Key, u64)>,
+    pos: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Result<(Key, u64)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.pos == self.buf.len() {
+            if self.page == self.index.firsts.len() {
+                return None;
+            }
+            let i = self.page;
+            self.page += 1;
+            self.buf.clear();
+            self.pos = 0;
+            let layout = self.index.layout();
+            let decoded = self
+                .index
+                .page(i)
+                .and_then(|page| {
+                    page.decode(layout, self.index.firsts[i], &mut self.buf)
+                        .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))
+                })
+                .and_then(|()| {
+                    let next = self.index.firsts.get(i + 1).copied();
+                    let first = self.index.firsts[i];
+                    let ok = self.buf.iter().all(|&(k, _)| {
+                        let b = layout.bucket(k);
+                        b >= first && next.is_none_or(|n| b <= n)
+                    });
+                    if ok {
+                        Ok(())
+                    } else {
+                        Err(Error::corrupt(format!(
+                            "page {i} holds hashes of another page"
+                        )))
+                    }
+                });
+            if let Err(e) = decoded {
+                self.page = self.index.firsts.len();
+                self.buf.clear();
+                return Some(Err(e));
+            }
+        }
+        let item = self.buf[self.pos];
+        self.pos += 1;
+        Some(Ok(item))
+    }
+}
+
+const _: () = assert!(HEADER_LEN <= PAGE);

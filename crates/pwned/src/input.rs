@@ -1,0 +1,391 @@
+//! Reading the HIBP text corpus: inputs, big chunks read by their own thread,
+//! and the line parser.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use crate::hash::{Key, Kind, hex8};
+
+/// One input of `prepare`.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Standard input (named `-` in messages).
+    Stdin,
+    /// A text file of `HASH:COUNT` lines, or a directory of per-range files
+    /// `00000.txt` … `FFFFF.txt` holding `SUFFIX:COUNT` lines.
+    Path(PathBuf),
+    /// Text held in memory, with a name for messages.
+    Bytes {
+        /// Name used in messages.
+        name: String,
+        /// `HASH:COUNT` lines.
+        data: Vec<u8>,
+    },
+}
+
+impl Input {
+    /// `-` is standard input, anything else a path.
+    pub fn from_arg(arg: &str) -> Input {
+        if arg == "-" {
+            Input::Stdin
+        } else {
+            Input::Path(PathBuf::from(arg))
+        }
+    }
+}
+
+/// One file the reader goes through, with the 5-hex-digit prefix its lines
+/// lack when it is a per-range file.
+#[derive(Debug)]
+pub(crate) struct Part {
+    pub name: String,
+    pub source: PartSource,
+    pub prefix: Option<[u8; 5]>,
+}
+
+#[derive(Debug)]
+pub(crate) enum PartSource {
+    Stdin,
+    File(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Part {
+    pub(crate) fn open(&mut self) -> io::Result<Box<dyn Read + '_>> {
+        Ok(match &mut self.source {
+            PartSource::Stdin => Box::new(io::stdin().lock()),
+            PartSource::File(path) => Box::new(File::open(path)?),
+            PartSource::Bytes(data) => Box::new(io::Cursor::new(std::mem::take(data))),
+        })
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        match &self.source {
+            PartSource::Stdin => 0,
+            PartSource::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            PartSource::Bytes(data) => data.len() as u64,
+        }
+    }
+}
+
+/// Expands inputs into the files to read, in order. A directory yields its
+/// per-range files (`XXXXX.txt`, five hex digits) sorted by name.
+pub(crate) fn expand(inputs: Vec<Input>) -> Result<Vec<Part>, (PathBuf, io::Error)> {
+    let mut parts = Vec::new();
+    for input in inputs {
+        match input {
+            Input::Stdin => parts.push(Part {
+                name: "-".into(),
+                source: PartSource::Stdin,
+                prefix: None,
+            }),
+            Input::Bytes { name, data } => parts.push(Part {
+                name,
+                source: PartSource::Bytes(data),
+                prefix: None,
+            }),
+            Input::Path(path) => {
+                let meta = std::fs::metadata(&path).map_err(|e| (path.clone(), e))?;
+                if meta.is_dir() {
+                    let mut ranges = Vec::new();
+                    for entry in std::fs::read_dir(&path).map_err(|e| (path.clone(), e))? {
+                        let entry = entry.map_err(|e| (path.clone(), e))?;
+                        if let Some(prefix) = range_prefix(&entry.file_name().to_string_lossy()) {
+                            ranges.push((prefix, entry.path()));
+                        }
+                    }
+                    if ranges.is_empty() {
+                        return Err((
+                            path.clone(),
+                            io::Error::new(
+                                io::ErrorKind::NotFound,
+                                "directory holds no per-range files (00000.txt … FFFFF.txt)",
+                            ),
+                        ));
+                    }
+                    ranges.sort();
+                    parts.extend(ranges.into_iter().map(|(prefix, file)| Part {
+                        name: file.display().to_string(),
+                        source: PartSource::File(file),
+                        prefix: Some(prefix),
+                    }));
+                } else {
+                    parts.push(Part {
+                        name: path.display().to_string(),
+                        source: PartSource::File(path),
+                        prefix: None,
+                    });
+                }
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// The uppercase prefix of a per-range file name `XXXXX.txt`.
+fn range_prefix(name: &str) -> Option<[u8; 5]> {
+    let stem = name.strip_suffix(".txt")?;
+    let bytes: [u8; 5] = stem.as_bytes().try_into().ok()?;
+    bytes
+        .iter()
+        .all(u8::is_ascii_hexdigit)
+        .then(|| bytes.map(|b| b.to_ascii_uppercase()))
+}
+
+/// Fills `buf` from `reader` as far as it goes; returns bytes read.
+pub(crate) fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// What a line holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// A hash with its count (≥ 1) and whether the count was capped.
+    Hash { key: Key, count: u32, capped: bool },
+    /// Nothing to index: an empty line, or a count of 0 (API padding).
+    Skip { zero: bool },
+}
+
+/// Why a line is rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LineError {
+    Bad(String),
+    /// A hash of the other kind.
+    Mixed,
+}
+
+/// Parses one line (without its `\n`) of a corpus of `kind`; `prefix` is the
+/// range prefix of a per-range file.
+#[inline]
+pub(crate) fn parse_line(
+    kind: Kind,
+    prefix: Option<&[u8; 5]>,
+    line: &[u8],
+) -> Result<Line, LineError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.is_empty() {
+        return Ok(Line::Skip { zero: false });
+    }
+    let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
+    let hash_end = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+    if hash_end != hex_len {
+        let other = match kind {
+            Kind::Sha1 => Kind::Ntlm,
+            Kind::Ntlm => Kind::Sha1,
+        };
+        let other_len = other.hex_len() - if prefix.is_some() { 5 } else { 0 };
+        if hash_end == other_len && line[..hash_end].iter().all(u8::is_ascii_hexdigit) {
+            return Err(LineError::Mixed);
+        }
+        return Err(LineError::Bad(format!(
+            "expected {hex_len} hex digits before ':', found {hash_end} characters"
+        )));
+    }
+    let key = match prefix {
+        None => decode_key(kind, &line[..hex_len]),
+        Some(prefix) => {
+            let mut full = [0u8; 40];
+            full[..5].copy_from_slice(prefix);
+            full[5..kind.hex_len()].copy_from_slice(&line[..hex_len]);
+            decode_key(kind, &full[..kind.hex_len()])
+        }
+    }
+    .ok_or_else(|| LineError::Bad("hash is not hexadecimal".into()))?;
+    if hash_end == line.len() {
+        return Ok(Line::Hash {
+            key,
+            count: 1,
+            capped: false,
+        });
+    }
+    let digits = &line[hash_end + 1..];
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(LineError::Bad(format!(
+            "count {:?} is not a decimal number",
+            String::from_utf8_lossy(&digits[..digits.len().min(24)])
+        )));
+    }
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    for &d in digits {
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+        {
+            Some(v) => value = v,
+            None => overflow = true,
+        }
+    }
+    if value == 0 && !overflow {
+        return Ok(Line::Skip { zero: true });
+    }
+    let capped = overflow || value > u64::from(u32::MAX);
+    let count = if capped { u32::MAX } else { value as u32 };
+    Ok(Line::Hash { key, count, capped })
+}
+
+#[inline]
+fn decode_key(kind: Kind, hex: &[u8]) -> Option<Key> {
+    let mut words = [0u32; 5];
+    for (i, word) in words.iter_mut().take(kind.hex_len() / 8).enumerate() {
+        *word = hex8(hex[i * 8..i * 8 + 8].try_into().expect("8 digits"))?;
+    }
+    Some(Key::from_words(words))
+}
+
+/// The kind of the first non-empty line of `text`, if it has one.
+pub(crate) fn detect_kind(text: &[u8], ranged: bool) -> Option<Kind> {
+    let line = text
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .find(|l| !l.is_empty())?;
+    let len = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+    Kind::from_hex_len(len + if ranged { 5 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PW: &[u8] = b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8";
+
+    fn hash(kind: Kind, prefix: Option<&[u8; 5]>, line: &[u8]) -> (Key, u32) {
+        match parse_line(kind, prefix, line).unwrap() {
+            Line::Hash { key, count, .. } => (key, count),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn lines_of_every_shape() {
+        let key = Key::from_hex(Kind::Sha1, PW).unwrap();
+        assert_eq!(
+            hash(
+                Kind::Sha1,
+                None,
+                b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:10434004"
+            ),
+            (key, 10434004)
+        );
+        assert_eq!(
+            hash(
+                Kind::Sha1,
+                None,
+                b"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8:3\r"
+            ),
+            (key, 3)
+        );
+        assert_eq!(hash(Kind::Sha1, None, PW), (key, 1));
+        assert_eq!(
+            hash(
+                Kind::Sha1,
+                Some(b"5BAA6"),
+                b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:7"
+            ),
+            (key, 7)
+        );
+        assert_eq!(
+            parse_line(Kind::Sha1, None, b""),
+            Ok(Line::Skip { zero: false })
+        );
+        assert_eq!(
+            parse_line(Kind::Sha1, None, b"\r"),
+            Ok(Line::Skip { zero: false })
+        );
+        assert_eq!(
+            parse_line(
+                Kind::Sha1,
+                None,
+                b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:0"
+            ),
+            Ok(Line::Skip { zero: true })
+        );
+        let big = parse_line(
+            Kind::Sha1,
+            None,
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:99999999999999999999999",
+        )
+        .unwrap_err();
+        assert!(matches!(big, LineError::Bad(_)));
+        assert_eq!(
+            parse_line(
+                Kind::Sha1,
+                None,
+                b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:99999999999"
+            ),
+            Ok(Line::Hash {
+                key,
+                count: u32::MAX,
+                capped: true
+            })
+        );
+        let ntlm = Key::from_hex(Kind::Ntlm, b"8846F7EAEE8FB117AD06BDD830B7586C").unwrap();
+        assert_eq!(
+            hash(Kind::Ntlm, None, b"8846F7EAEE8FB117AD06BDD830B7586C:5"),
+            (ntlm, 5)
+        );
+        assert_eq!(
+            parse_line(Kind::Sha1, None, b"8846F7EAEE8FB117AD06BDD830B7586C:5"),
+            Err(LineError::Mixed)
+        );
+        assert_eq!(
+            parse_line(
+                Kind::Ntlm,
+                None,
+                b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:5"
+            ),
+            Err(LineError::Mixed)
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_rejected() {
+        for bad in [
+            &b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD:1"[..],
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FDX:1",
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:",
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:1a",
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:-1",
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8 :1",
+            b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:1 ",
+            b"hello",
+            "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FÄ:1".as_bytes(),
+        ] {
+            assert!(
+                matches!(parse_line(Kind::Sha1, None, bad), Err(LineError::Bad(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn kind_detection_and_range_names() {
+        assert_eq!(
+            detect_kind(b"\r\n5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:1\r\n", false),
+            Some(Kind::Sha1)
+        );
+        assert_eq!(
+            detect_kind(b"8846F7EAEE8FB117AD06BDD830B7586C", false),
+            Some(Kind::Ntlm)
+        );
+        assert_eq!(
+            detect_kind(b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:7", true),
+            Some(Kind::Sha1)
+        );
+        assert_eq!(detect_kind(b"", false), None);
+        assert_eq!(range_prefix("5baa6.txt"), Some(*b"5BAA6"));
+        assert_eq!(range_prefix("5baa6.TXT"), None);
+        assert_eq!(range_prefix("5baa.txt"), None);
+        assert_eq!(range_prefix("5baag.txt"), None);
+    }
+}

@@ -1,0 +1,384 @@
+//! One 4 KiB page of sorted hashes with counts: how it is packed and read
+//! (docs/format-pwned.md, "Page").
+
+use crate::bits;
+use crate::format::{CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
+use crate::hash::Key;
+
+/// Bits of the Elias gamma code of `count` (≥ 1).
+#[inline]
+fn gamma_len(count: u64) -> usize {
+    2 * (63 - count.leading_zeros() as usize) + 1
+}
+
+/// A page's directory entry: first bucket (with the continued flag) and checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirEntry {
+    pub first: u64,
+    pub crc: u32,
+}
+
+/// Packs sorted (key, count) pairs into pages.
+#[derive(Debug)]
+pub(crate) struct Encoder {
+    layout: Layout,
+    pending: Vec<(u64, Key, u64)>,
+    first: u64,
+    continued: bool,
+    bits: usize,
+    stream: bits::Writer,
+    /// Pages written so far, back to back.
+    pub pages: Vec<u8>,
+    /// One entry per page in `pages`.
+    pub dir: Vec<DirEntry>,
+}
+
+impl Encoder {
+    pub(crate) fn new(layout: Layout) -> Self {
+        Encoder {
+            layout,
+            pending: Vec::with_capacity(512),
+            first: 0,
+            continued: false,
+            bits: 0,
+            stream: bits::Writer::with_capacity(PAGE),
+            pages: Vec::new(),
+            dir: Vec::new(),
+        }
+    }
+
+    /// Adds the next key; keys must come in strictly increasing order and
+    /// counts be at least 1.
+    pub(crate) fn push(&mut self, key: Key, count: u64) {
+        debug_assert!(count >= 1);
+        let bucket = self.layout.bucket(key);
+        let fixed = 1 + self.layout.l() as usize + gamma_len(count);
+        loop {
+            let Some(&(last, ..)) = self.pending.last() else {
+                self.first = bucket;
+                self.pending.push((bucket, key, count));
+                self.bits = fixed;
+                return;
+            };
+            let gap = bucket - last;
+            if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
+                self.pending.push((bucket, key, count));
+                self.bits += fixed + gap as usize;
+                return;
+            }
+            if bucket != last || self.pending[0].0 == bucket {
+                // Next bucket, or one bucket fills the whole page: close the
+                // page; a bucket that goes on is flagged on the next page.
+                let continued = bucket == last;
+                self.flush();
+                self.continued = continued;
+                continue;
+            }
+            // Keep the bucket together: move its keys to the next page.
+            let split = self.pending.partition_point(|&(b, ..)| b < bucket);
+            let moved: Vec<_> = self.pending.drain(split..).collect();
+            let mut prev = self.first;
+            self.bits = 0;
+            for &(b, _, c) in &self.pending {
+                self.bits += (b - prev) as usize + 1 + self.layout.l() as usize + gamma_len(c);
+                prev = b;
+            }
+            self.flush();
+            for (_, k, c) in moved {
+                self.push(k, c);
+            }
+        }
+    }
+
+    /// Writes out the pending page, if any.
+    pub(crate) fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let w = &mut self.stream;
+        w.clear();
+        let mut prev = self.first;
+        for &(bucket, ..) in &self.pending {
+            w.zeros(bucket - prev);
+            w.push(1, 1);
+            prev = bucket;
+        }
+        debug_assert_eq!(w.len(), self.pending.len() + (prev - self.first) as usize);
+        for &(_, key, _) in &self.pending {
+            for (start, len) in self.layout.chunks() {
+                w.push(key.bits(start, len), len);
+            }
+        }
+        let unary = w.len();
+        for &(.., count) in &self.pending {
+            let e = 63 - count.leading_zeros();
+            w.zeros(u64::from(e));
+            w.push(1, 1);
+        }
+        let mantissa = w.len();
+        for &(.., count) in &self.pending {
+            let e = 63 - count.leading_zeros();
+            push_wide(w, count & !(1u64 << e), e);
+        }
+        debug_assert_eq!(w.len(), self.bits);
+        let stream = w.finish();
+        let start = self.pages.len();
+        self.pages.resize(start + PAGE, 0);
+        let page = &mut self.pages[start..];
+        page[0..2].copy_from_slice(&(self.pending.len() as u16).to_le_bytes());
+        page[2..4].copy_from_slice(&(unary as u16).to_le_bytes());
+        page[4..6].copy_from_slice(&(mantissa as u16).to_le_bytes());
+        page[PAGE_HEADER..PAGE_HEADER + stream.len()].copy_from_slice(stream);
+        let flag = if self.continued { CONTINUED } else { 0 };
+        self.dir.push(DirEntry {
+            first: self.first | flag,
+            crc: crc32c::crc32c(page),
+        });
+        self.pending.clear();
+        self.continued = false;
+        self.bits = 0;
+    }
+}
+
+fn push_wide(w: &mut bits::Writer, value: u64, len: u32) {
+    if len > 32 {
+        w.push(value & 0xffff_ffff, 32);
+        w.push(value >> 32, len - 32);
+    } else {
+        w.push(value, len);
+    }
+}
+
+fn read_wide(stream: &[u8], pos: usize, len: u32) -> u64 {
+    if len > 32 {
+        bits::read(stream, pos, 32) | (bits::read(stream, pos + 32, len - 32) << 32)
+    } else {
+        bits::read(stream, pos, len)
+    }
+}
+
+/// A read-only view of one page.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Page<'a> {
+    stream: &'a [u8],
+    keys: usize,
+    /// End of the bucket section, start of the remainders.
+    low: usize,
+    unary: usize,
+    mantissa: usize,
+}
+
+impl<'a> Page<'a> {
+    /// A view of `bytes` (one page) for `layout`, or `None` when the header
+    /// is inconsistent.
+    pub(crate) fn new(bytes: &'a [u8], layout: Layout) -> Option<Page<'a>> {
+        let u16_at = |i: usize| usize::from(u16::from_le_bytes([bytes[i], bytes[i + 1]]));
+        if bytes.len() != PAGE {
+            return None;
+        }
+        let keys = u16_at(0);
+        let unary = u16_at(2);
+        let mantissa = u16_at(4);
+        let low = unary.checked_sub(keys * layout.l() as usize)?;
+        if keys == 0 || low < keys || mantissa < unary + keys || mantissa > PAGE_BITS {
+            return None;
+        }
+        Some(Page {
+            stream: &bytes[PAGE_HEADER..],
+            keys,
+            low,
+            unary,
+            mantissa,
+        })
+    }
+
+    /// The count of `key` (whose bucket is `first + rel`), if present.
+    #[inline]
+    pub(crate) fn count(&self, layout: Layout, rel: u64, key: Key) -> Option<u64> {
+        let start = if rel == 0 {
+            0
+        } else {
+            bits::after_nth_zero(self.stream, 0, self.low, rel)?
+        };
+        let before = start - rel as usize;
+        let run = bits::run_of_ones(self.stream, start, self.low);
+        let l = layout.l() as usize;
+        'candidates: for j in before..(before + run).min(self.keys) {
+            let mut pos = self.low + j * l;
+            for (s, len) in layout.chunks() {
+                if bits::read(self.stream, pos, len) != key.bits(s, len) {
+                    continue 'candidates;
+                }
+                pos += len as usize;
+            }
+            return self.count_at(j);
+        }
+        None
+    }
+
+    /// The count of the `j`-th hash of the page.
+    fn count_at(&self, j: usize) -> Option<u64> {
+        let start = if j == 0 {
+            self.unary
+        } else {
+            bits::after_nth_one(self.stream, self.unary, self.mantissa, j as u64)?
+        };
+        let e = bits::word(self.stream, start).trailing_zeros();
+        if e == 64 {
+            return None;
+        }
+        let offset = start - self.unary - j;
+        Some((1u64 << e) | read_wide(self.stream, self.mantissa + offset, e))
+    }
+
+    /// Decodes every (key, count) of the page, in order, into `out`.
+    /// Returns `None` when the page's content is inconsistent.
+    pub(crate) fn decode(
+        &self,
+        layout: Layout,
+        first: u64,
+        out: &mut Vec<(Key, u64)>,
+    ) -> Option<()> {
+        let mut pos = 0;
+        let mut bucket = first;
+        let l = layout.l() as usize;
+        let mut unary = self.unary;
+        let mut mantissa = self.mantissa;
+        for j in 0..self.keys {
+            // Bucket: zeros then a one.
+            let zeros = bits::word(self.stream, pos).trailing_zeros() as usize;
+            if zeros == 64 {
+                // A long gap: count zero words.
+                let next = bits::after_nth_one(self.stream, pos, self.low, 1)?;
+                bucket = bucket.checked_add((next - 1 - pos) as u64)?;
+                pos = next;
+            } else {
+                bucket = bucket.checked_add(zeros as u64)?;
+                pos += zeros + 1;
+            }
+            if pos > self.low {
+                return None;
+            }
+            let mut key = if layout.h == 0 {
+                Key::default()
+            } else {
+                Key::default().with_bits(0, layout.h.min(57), bucket >> layout.h.saturating_sub(57))
+            };
+            if layout.h > 57 {
+                key = key.with_bits(57, layout.h - 57, bucket & ((1 << (layout.h - 57)) - 1));
+            }
+            let mut low = self.low + j * l;
+            for (s, len) in layout.chunks() {
+                key = key.with_bits(s, len, bits::read(self.stream, low, len));
+                low += len as usize;
+            }
+            let e = bits::word(self.stream, unary).trailing_zeros();
+            if e == 64 || unary + e as usize >= self.mantissa {
+                return None;
+            }
+            unary += e as usize + 1;
+            let count = (1u64 << e) | read_wide(self.stream, mantissa, e);
+            mantissa += e as usize;
+            out.push((key, count));
+        }
+        (pos == self.low && unary == self.mantissa && mantissa <= PAGE_BITS).then_some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::Kind;
+
+    fn key(i: u64) -> Key {
+        // Spread keys over the space, deterministically.
+        let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Key {
+            hi: x,
+            mid: x.rotate_left(17) ^ i,
+            lo: (x >> 7) as u32,
+        }
+    }
+
+    #[test]
+    fn encode_decode_and_lookup_every_key() {
+        for (kind, n) in [(Kind::Sha1, 3000u64), (Kind::Ntlm, 2000), (Kind::Sha1, 1)] {
+            let layout = Layout::for_count(kind, n);
+            let mut keys: Vec<Key> = (0..n)
+                .map(|i| {
+                    let mut k = key(i);
+                    if kind == Kind::Ntlm {
+                        k.lo = 0;
+                    }
+                    k
+                })
+                .collect();
+            keys.sort();
+            let counts = |i: usize| [1u64, 2, 3, 7, 1 << 40, u64::MAX, 1][i % 7];
+            let mut enc = Encoder::new(layout);
+            for (i, &k) in keys.iter().enumerate() {
+                enc.push(k, counts(i));
+            }
+            enc.flush();
+            let mut decoded = Vec::new();
+            for (p, entry) in enc.dir.iter().enumerate() {
+                let bytes = &enc.pages[p * PAGE..(p + 1) * PAGE];
+                assert_eq!(crc32c::crc32c(bytes), entry.crc);
+                let page = Page::new(bytes, layout).unwrap();
+                page.decode(layout, entry.first & !CONTINUED, &mut decoded)
+                    .unwrap();
+            }
+            let expect: Vec<_> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, counts(i)))
+                .collect();
+            assert_eq!(decoded, expect);
+            // Lookups, through the directory.
+            for (i, &k) in keys.iter().enumerate() {
+                let b = layout.bucket(k);
+                let p = enc.dir.partition_point(|e| e.first & !CONTINUED <= b) - 1;
+                let page = Page::new(&enc.pages[p * PAGE..(p + 1) * PAGE], layout).unwrap();
+                assert_eq!(
+                    page.count(layout, b - (enc.dir[p].first & !CONTINUED), k),
+                    Some(counts(i))
+                );
+                let mut absent = k;
+                absent.mid ^= 1;
+                assert_eq!(
+                    page.count(layout, b - (enc.dir[p].first & !CONTINUED), absent),
+                    None
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn one_bucket_larger_than_a_page_is_continued() {
+        let layout = Layout {
+            kind: Kind::Sha1,
+            h: 20,
+        };
+        let mut enc = Encoder::new(layout);
+        let keys: Vec<Key> = (0..1000u64)
+            .map(|i| Key {
+                hi: 0x1234_5000_0000_0000 | i,
+                mid: i,
+                lo: 0,
+            })
+            .collect();
+        for &k in &keys {
+            enc.push(k, 1);
+        }
+        enc.flush();
+        assert!(enc.dir.len() >= 4);
+        assert!(enc.dir[1..].iter().all(|e| e.first & CONTINUED != 0));
+        let mut decoded = Vec::new();
+        for (p, entry) in enc.dir.iter().enumerate() {
+            let page = Page::new(&enc.pages[p * PAGE..(p + 1) * PAGE], layout).unwrap();
+            page.decode(layout, entry.first & !CONTINUED, &mut decoded)
+                .unwrap();
+        }
+        assert_eq!(decoded.len(), 1000);
+    }
+}

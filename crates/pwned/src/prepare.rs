@@ -1,0 +1,818 @@
+//! Building an index from the HIBP text corpus.
+//!
+//! Phase 1 reads the inputs in big chunks on a reader thread while parser
+//! threads turn lines into 24-byte records, partitioned by their top 8 bits.
+//! Each parser holds a bounded buffer per partition; a full buffer is
+//! appended to that partition's spill file. Phase 2 takes partitions in
+//! order, sorts each (radix pass, then tiny comparison sorts), merges
+//! duplicates and packs pages, on all threads; the main thread writes the
+//! pages in order. When the input fits in memory, nothing touches the disk
+//! but the index.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
+use std::time::Instant;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{DIR_ENTRY, Header, Layout, PAGE};
+use crate::hash::Kind;
+use crate::input::{self, Input, Line, LineError, Part};
+use crate::page::{DirEntry, Encoder};
+use crate::sort::{self, RECORD_BYTES, Record};
+
+/// Partitions by the top bits of the hash.
+const PART_BITS: u32 = 8;
+const PARTS: usize = 1 << PART_BITS;
+/// Bytes the reader reads at a time (a chunk also holds the partial line
+/// carried over from the previous read).
+const READ: usize = 4 << 20;
+
+/// Options of a build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Parser and sorter threads.
+    pub threads: usize,
+    /// Memory budget in bytes for buffered records; input beyond it spills
+    /// to temporary files.
+    pub memory: u64,
+    /// Where spill files go (default: the output's directory).
+    pub tmp_dir: Option<PathBuf>,
+    /// Count and skip malformed lines instead of stopping.
+    pub skip_invalid: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            memory: default_memory(),
+            tmp_dir: None,
+            skip_invalid: false,
+        }
+    }
+}
+
+/// Half of the machine's memory (1 GiB when it cannot be read).
+pub fn default_memory() -> u64 {
+    let total = fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    total.map_or(1 << 30, |t| t / 2)
+}
+
+/// Receives progress reports from a build.
+pub trait Progress: Sync {
+    /// The inputs hold `bytes` bytes in all (0 when unknown, e.g. stdin).
+    fn input(&self, _bytes: u64) {}
+    /// `bytes` more bytes have been read.
+    fn read(&self, _bytes: u64) {}
+    /// Reading is done; `partitions` partitions will be sorted and written.
+    fn writing(&self, _partitions: u64) {}
+    /// One more partition has been written.
+    fn written(&self) {}
+}
+
+/// A build that reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// What a build did.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Hash kind of the corpus (SHA-1 for an empty one).
+    pub kind: Option<Kind>,
+    /// Hash lines read.
+    pub lines: u64,
+    /// Distinct hashes in the index.
+    pub hashes: u64,
+    /// Lines whose hash was already seen (counts summed).
+    pub duplicates: u64,
+    /// Malformed lines skipped (with `skip_invalid`).
+    pub invalid: u64,
+    /// The first malformed line skipped, as `FILE:LINE: what`.
+    pub first_invalid: Option<String>,
+    /// Lines with a count of 0, skipped.
+    pub zero_counts: u64,
+    /// Lines whose count exceeded 2^32 − 1 and was capped to it.
+    pub capped: u64,
+    /// Bytes of the index.
+    pub bytes: u64,
+    /// Bytes written to spill files.
+    pub spilled: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+impl Summary {
+    /// Index bytes per distinct hash.
+    pub fn bytes_per_hash(&self) -> f64 {
+        if self.hashes == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / self.hashes as f64
+        }
+    }
+}
+
+/// Builds an index file at `output` from `inputs`. The index is written to a
+/// temporary name in the same directory, synced, and renamed into place;
+/// on error nothing is left behind.
+pub fn build(
+    inputs: Vec<Input>,
+    output: &Path,
+    options: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = output.file_name().ok_or_else(|| {
+        Error::io(
+            output.to_path_buf(),
+            io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
+        )
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.seekless-tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let guard = RemoveOnDrop(Some(tmp.clone()));
+    let file = File::create(&tmp).map_err(|e| Error::io(tmp.clone(), e))?;
+    let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
+    let (file, summary) = build_into(
+        inputs,
+        BufWriter::with_capacity(1 << 20, file),
+        &spill_dir,
+        options,
+        progress,
+    )
+    .map_err(|e| e.with_path(&tmp))?;
+    let file = file
+        .into_inner()
+        .map_err(|e| Error::io(tmp.clone(), e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io(tmp.clone(), e))?;
+    drop(file);
+    fs::rename(&tmp, output).map_err(|e| Error::io(output.to_path_buf(), e))?;
+    std::mem::forget(guard);
+    Ok(summary)
+}
+
+/// Builds an index in memory.
+pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u8>, Summary)> {
+    let spill_dir = options.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let (cursor, summary) = build_into(
+        inputs,
+        io::Cursor::new(Vec::new()),
+        &spill_dir,
+        options,
+        &NoProgress,
+    )?;
+    Ok((cursor.into_inner(), summary))
+}
+
+trait WithPath {
+    fn with_path(self, path: &Path) -> Error;
+}
+
+impl WithPath for Error {
+    fn with_path(self, path: &Path) -> Error {
+        match self.kind() {
+            ErrorKind::Io { path: None, .. } => match self.into_kind() {
+                ErrorKind::Io { source, .. } => Error::io(path.to_path_buf(), source),
+                _ => unreachable!("matched above"),
+            },
+            _ => self,
+        }
+    }
+}
+
+/// Deletes a file or directory when dropped (unless forgotten).
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            if path.is_dir() {
+                let _ = fs::remove_dir_all(&path);
+            } else {
+                let _ = fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+fn build_into<W: Write + Seek>(
+    inputs: Vec<Input>,
+    mut out: W,
+    spill_dir: &Path,
+    options: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<(W, Summary)> {
+    let started = Instant::now();
+    let threads = options.threads.max(1);
+    let mut parts = input::expand(inputs).map_err(|(path, e)| Error::io(path, e))?;
+    progress.input(parts.iter().map(Part::size).sum());
+    let spill = Spill::new(spill_dir);
+    let collected = collect(&mut parts, threads, options, &spill, progress)?;
+    let mut summary = collected.summary;
+    let kind = collected.kind.unwrap_or(Kind::Sha1);
+    summary.kind = Some(kind);
+    let layout = Layout::for_count(kind, summary.lines);
+
+    // Partitions are independent groups of pages when a partition boundary
+    // is also a bucket boundary; with fewer bucket bits, one group.
+    let groups: Vec<Vec<usize>> = if layout.h >= PART_BITS {
+        (0..PARTS).map(|p| vec![p]).collect()
+    } else {
+        vec![(0..PARTS).collect()]
+    };
+    progress.writing(groups.len() as u64);
+    out.write_all(&[0u8; PAGE])
+        .map_err(|e| Error::io(None, e))?;
+    let buffers: Vec<Mutex<Vec<Vec<Record>>>> =
+        collected.buffers.into_iter().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(threads);
+    let mut dir: Vec<DirEntry> = Vec::new();
+    let mut pages_written = 0u64;
+    let mut first_error = None;
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (groups, buffers, next, failed, spill) =
+                (&groups, &buffers, &next, &failed, &spill);
+            s.spawn(move || {
+                let mut scratch = Vec::new();
+                loop {
+                    let g = next.fetch_add(1, Ordering::Relaxed);
+                    if g >= groups.len() || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let packed = pack(layout, &groups[g], buffers, spill, &mut scratch);
+                    if packed.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if tx.send((g, packed)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut want = 0;
+        for (g, packed) in rx {
+            pending.insert(g, packed);
+            while let Some(packed) = pending.remove(&want) {
+                want += 1;
+                match packed.and_then(|p| {
+                    out.write_all(&p.pages).map_err(|e| Error::io(None, e))?;
+                    Ok(p)
+                }) {
+                    Ok(p) => {
+                        pages_written += p.dir.len() as u64;
+                        dir.extend(p.dir);
+                        summary.hashes += p.hashes;
+                        summary.duplicates += p.duplicates;
+                        progress.written();
+                    }
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+    });
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let total = collected.total;
+    let mut dir_bytes = Vec::with_capacity(dir.len() * DIR_ENTRY);
+    for entry in &dir {
+        dir_bytes.extend_from_slice(&entry.first.to_le_bytes());
+        dir_bytes.extend_from_slice(&entry.crc.to_le_bytes());
+    }
+    let header = Header {
+        layout,
+        hashes: summary.hashes,
+        pages: pages_written,
+        total,
+        dir_crc: crc32c::crc32c(&dir_bytes),
+    };
+    let io_err = |e| Error::io(None, e);
+    out.write_all(&dir_bytes).map_err(io_err)?;
+    out.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    out.write_all(&header.encode()).map_err(io_err)?;
+    out.flush().map_err(io_err)?;
+    summary.bytes = header.file_len().unwrap_or(0);
+    summary.spilled = spill.bytes.load(Ordering::Relaxed);
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok((out, summary))
+}
+
+/// Pages packed from one group of partitions.
+struct Packed {
+    pages: Vec<u8>,
+    dir: Vec<DirEntry>,
+    hashes: u64,
+    duplicates: u64,
+}
+
+/// Sorts the partitions of a group, merges duplicates and packs pages.
+fn pack(
+    layout: Layout,
+    group: &[usize],
+    buffers: &[Mutex<Vec<Vec<Record>>>],
+    spill: &Spill,
+    scratch: &mut Vec<Record>,
+) -> Result<Packed> {
+    let mut encoder = Encoder::new(layout);
+    let mut hashes = 0;
+    let mut duplicates = 0;
+    for &p in group {
+        let mut records: Vec<Record> =
+            std::mem::take(&mut *buffers[p].lock().expect("buffers lock"))
+                .into_iter()
+                .flatten()
+                .collect();
+        spill.read(p, &mut records)?;
+        sort::sort(&mut records, PART_BITS, scratch);
+        let mut iter = records.iter().peekable();
+        while let Some(r) = iter.next() {
+            let key = r.key();
+            let mut count = u64::from(r.count);
+            while let Some(next) = iter.next_if(|n| n.key() == key) {
+                count = count.saturating_add(u64::from(next.count));
+                duplicates += 1;
+            }
+            encoder.push(key, count);
+            hashes += 1;
+        }
+    }
+    encoder.flush();
+    Ok(Packed {
+        pages: encoder.pages,
+        dir: encoder.dir,
+        hashes,
+        duplicates,
+    })
+}
+
+/// Records read in phase 1, by partition.
+struct Collected {
+    kind: Option<Kind>,
+    /// `buffers[partition][thread]`.
+    buffers: Vec<Vec<Vec<Record>>>,
+    total: u64,
+    summary: Summary,
+}
+
+/// A chunk of whole lines from one input file.
+struct Chunk {
+    seq: u64,
+    part: usize,
+    first_line: u64,
+    data: Vec<u8>,
+}
+
+/// State shared by the reader and the parsers.
+struct Shared<'a> {
+    kind: AtomicU8,
+    skip_invalid: bool,
+    /// The earliest error so far, by chunk sequence number.
+    error: Mutex<Option<(u64, Error)>>,
+    stop: AtomicBool,
+    lines: AtomicU64,
+    invalid: AtomicU64,
+    first_invalid: Mutex<Option<(u64, String)>>,
+    zero: AtomicU64,
+    capped: AtomicU64,
+    total: AtomicU64,
+    names: Vec<String>,
+    spill: &'a Spill,
+}
+
+impl Shared<'_> {
+    fn fail(&self, seq: u64, error: Error) {
+        let mut slot = self.error.lock().expect("error lock");
+        if slot.as_ref().is_none_or(|(s, _)| seq < *s) {
+            *slot = Some((seq, error));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether chunk `seq` can no longer change the outcome.
+    fn skip(&self, seq: u64) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            && self
+                .error
+                .lock()
+                .expect("error lock")
+                .as_ref()
+                .is_some_and(|(s, _)| seq > *s)
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::from_code(self.kind.load(Ordering::Relaxed)).unwrap_or(Kind::Sha1)
+    }
+
+    fn invalid(&self, seq: u64, at: String) {
+        self.invalid.fetch_add(1, Ordering::Relaxed);
+        let mut first = self.first_invalid.lock().expect("invalid lock");
+        if first.as_ref().is_none_or(|(s, _)| seq < *s) {
+            *first = Some((seq, at));
+        }
+    }
+}
+
+fn collect(
+    parts: &mut [Part],
+    threads: usize,
+    options: &BuildOptions,
+    spill: &Spill,
+    progress: &dyn Progress,
+) -> Result<Collected> {
+    let shared = Shared {
+        kind: AtomicU8::new(0),
+        skip_invalid: options.skip_invalid,
+        error: Mutex::new(None),
+        stop: AtomicBool::new(false),
+        lines: AtomicU64::new(0),
+        invalid: AtomicU64::new(0),
+        first_invalid: Mutex::new(None),
+        zero: AtomicU64::new(0),
+        capped: AtomicU64::new(0),
+        total: AtomicU64::new(0),
+        names: parts.iter().map(|p| p.name.clone()).collect(),
+        spill,
+    };
+    let prefixes: Vec<Option<[u8; 5]>> = parts.iter().map(|p| p.prefix).collect();
+    // Each parser keeps one bounded buffer per partition.
+    let per_buffer = (options.memory / (threads as u64 * PARTS as u64 * RECORD_BYTES as u64))
+        .clamp(64, 1 << 26) as usize;
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(threads * 2);
+    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let chunk_rx = Mutex::new(chunk_rx);
+    let mut per_thread: Vec<Vec<Vec<Record>>> = Vec::new();
+    std::thread::scope(|s| {
+        let shared = &shared;
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (chunk_rx, pool_tx, prefixes) = (&chunk_rx, pool_tx.clone(), &prefixes);
+                s.spawn(move || {
+                    let mut buffers: Vec<Vec<Record>> = (0..PARTS).map(|_| Vec::new()).collect();
+                    loop {
+                        let chunk = chunk_rx.lock().expect("chunk lock").recv();
+                        let Ok(chunk) = chunk else { break };
+                        if !shared.skip(chunk.seq) {
+                            parse_chunk(
+                                shared,
+                                &chunk,
+                                prefixes[chunk.part].as_ref(),
+                                &mut buffers,
+                                per_buffer,
+                            );
+                        }
+                        let _ = pool_tx.send(chunk.data);
+                    }
+                    buffers
+                })
+            })
+            .collect();
+        drop(pool_tx);
+        read_all(parts, shared, &chunk_tx, &pool_rx, progress);
+        drop(chunk_tx);
+        for h in handles {
+            per_thread.push(h.join().expect("parser thread"));
+        }
+    });
+    if let Some((_, error)) = shared.error.into_inner().expect("error lock") {
+        return Err(error);
+    }
+    let mut buffers: Vec<Vec<Vec<Record>>> =
+        (0..PARTS).map(|_| Vec::with_capacity(threads)).collect();
+    for thread in per_thread {
+        for (p, records) in thread.into_iter().enumerate() {
+            buffers[p].push(records);
+        }
+    }
+    let kind = Kind::from_code(shared.kind.load(Ordering::Relaxed));
+    Ok(Collected {
+        kind,
+        buffers,
+        total: shared.total.load(Ordering::Relaxed),
+        summary: Summary {
+            lines: shared.lines.load(Ordering::Relaxed),
+            invalid: shared.invalid.load(Ordering::Relaxed),
+            first_invalid: shared
+                .first_invalid
+                .into_inner()
+                .expect("invalid lock")
+                .map(|(_, s)| s),
+            zero_counts: shared.zero.load(Ordering::Relaxed),
+            capped: shared.capped.load(Ordering::Relaxed),
+            ..Summary::default()
+        },
+    })
+}
+
+/// The reader: every input in order, in chunks of whole lines.
+fn read_all(
+    parts: &mut [Part],
+    shared: &Shared,
+    tx: &mpsc::SyncSender<Chunk>,
+    pool: &mpsc::Receiver<Vec<u8>>,
+    progress: &dyn Progress,
+) {
+    let mut seq = 0u64;
+    for (index, part) in parts.iter_mut().enumerate() {
+        let name = part.name.clone();
+        let ranged = part.prefix.is_some();
+        let mut reader = match part.open() {
+            Ok(r) => r,
+            Err(e) => return shared.fail(seq, Error::io(PathBuf::from(&name), e)),
+        };
+        let mut line = 1u64;
+        let mut carry: Vec<u8> = Vec::new();
+        let mut discarding = false;
+        loop {
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut buf = pool
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(2 * READ));
+            buf.clear();
+            buf.extend_from_slice(&carry);
+            carry.clear();
+            let start = buf.len();
+            buf.resize(start + READ, 0);
+            let n = match input::fill(&mut reader, &mut buf[start..]) {
+                Ok(n) => n,
+                Err(e) => return shared.fail(seq, Error::io(PathBuf::from(&name), e)),
+            };
+            let eof = n < READ;
+            buf.truncate(start + n);
+            progress.read(n as u64);
+            if discarding {
+                // The rest of an overlong line.
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(nl) => {
+                        buf.drain(..=nl);
+                        line += 1;
+                        discarding = false;
+                    }
+                    None if eof => break,
+                    None => continue,
+                }
+            }
+            if !eof {
+                match buf.iter().rposition(|&b| b == b'\n') {
+                    Some(nl) => {
+                        carry.extend_from_slice(&buf[nl + 1..]);
+                        buf.truncate(nl + 1);
+                    }
+                    None => {
+                        if !shared.skip_invalid {
+                            return shared.fail(
+                                seq,
+                                Error::bad_line(
+                                    &name,
+                                    line,
+                                    format!("line longer than {READ} bytes"),
+                                ),
+                            );
+                        }
+                        shared
+                            .invalid(seq, format!("{name}:{line}: line longer than {READ} bytes"));
+                        discarding = true;
+                        continue;
+                    }
+                }
+            }
+            if shared.kind.load(Ordering::Relaxed) == 0 {
+                if let Some(kind) = input::detect_kind(&buf, ranged) {
+                    shared.kind.store(kind.code(), Ordering::Relaxed);
+                }
+            }
+            let lines = bytecount(&buf);
+            if !buf.is_empty()
+                && tx
+                    .send(Chunk {
+                        seq,
+                        part: index,
+                        first_line: line,
+                        data: buf,
+                    })
+                    .is_err()
+            {
+                return;
+            }
+            seq += 1;
+            line += lines;
+            if eof {
+                break;
+            }
+        }
+    }
+}
+
+fn bytecount(buf: &[u8]) -> u64 {
+    buf.iter().map(|&b| u64::from(b == b'\n')).sum()
+}
+
+/// Parses a chunk into per-partition buffers, spilling full ones.
+fn parse_chunk(
+    shared: &Shared,
+    chunk: &Chunk,
+    prefix: Option<&[u8; 5]>,
+    buffers: &mut [Vec<Record>],
+    per_buffer: usize,
+) {
+    let kind = shared.kind();
+    let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
+    let data = &chunk.data[..];
+    let mut pos = 0;
+    let mut line = chunk.first_line;
+    let (mut lines, mut zero, mut capped, mut total) = (0u64, 0u64, 0u64, 0u64);
+    while pos < data.len() {
+        let end = line_end(data, pos, hex_len);
+        match input::parse_line(kind, prefix, &data[pos..end]) {
+            Ok(Line::Hash {
+                key,
+                count,
+                capped: c,
+            }) => {
+                let p = (key.hi >> (64 - PART_BITS)) as usize;
+                let buffer = &mut buffers[p];
+                if buffer.capacity() == 0 {
+                    buffer.reserve_exact(per_buffer);
+                }
+                buffer.push(Record::new(key, count));
+                if buffer.len() >= per_buffer {
+                    if let Err(e) = shared.spill.write(p, buffer) {
+                        return shared.fail(u64::MAX, e);
+                    }
+                    buffer.clear();
+                }
+                lines += 1;
+                capped += u64::from(c);
+                total = total.saturating_add(u64::from(count));
+            }
+            Ok(Line::Skip { zero: z }) => zero += u64::from(z),
+            Err(LineError::Mixed) => {
+                return shared.fail(
+                    chunk.seq,
+                    ErrorKind::MixedKinds {
+                        file: shared.names[chunk.part].clone(),
+                        line,
+                    }
+                    .into(),
+                );
+            }
+            Err(LineError::Bad(what)) => {
+                let name = &shared.names[chunk.part];
+                if !shared.skip_invalid {
+                    return shared.fail(chunk.seq, Error::bad_line(name, line, what));
+                }
+                shared.invalid(chunk.seq, format!("{name}:{line}: {what}"));
+            }
+        }
+        pos = end + 1;
+        line += 1;
+    }
+    shared.lines.fetch_add(lines, Ordering::Relaxed);
+    shared.zero.fetch_add(zero, Ordering::Relaxed);
+    shared.capped.fetch_add(capped, Ordering::Relaxed);
+    let _ = shared
+        .total
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+            Some(t.saturating_add(total))
+        });
+}
+
+/// End (the `\n`, or the end of data) of the line starting at `pos`. Looks
+/// where a well-formed line ends first, then searches.
+#[inline]
+fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
+    let colon = pos + hex_len;
+    if data.get(colon) == Some(&b':') {
+        let mut q = colon + 1;
+        while q < data.len() && q - colon <= 20 && data[q].is_ascii_digit() {
+            q += 1;
+        }
+        match data.get(q) {
+            Some(b'\n') => return q,
+            Some(b'\r') if data.get(q + 1) == Some(&b'\n') => return q + 1,
+            None => return q,
+            _ => {}
+        }
+    }
+    data[pos..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(data.len(), |i| pos + i)
+}
+
+/// Spill files, one per partition, created when first needed.
+struct Spill {
+    root: PathBuf,
+    dir: Mutex<Option<RemoveOnDrop>>,
+    files: Vec<Mutex<Option<File>>>,
+    bytes: AtomicU64,
+}
+
+impl Spill {
+    fn new(root: &Path) -> Spill {
+        Spill {
+            root: root.to_path_buf(),
+            dir: Mutex::new(None),
+            files: (0..PARTS).map(|_| Mutex::new(None)).collect(),
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    fn write(&self, p: usize, records: &[Record]) -> Result<()> {
+        let mut bytes = Vec::with_capacity(records.len() * RECORD_BYTES);
+        for r in records {
+            r.write(&mut bytes);
+        }
+        let mut file = self.files[p].lock().expect("spill lock");
+        if file.is_none() {
+            let dir = self.dir()?;
+            let path = dir.join(format!("part-{p:03}"));
+            let created = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| Error::io(path, e))?;
+            *file = Some(created);
+        }
+        let f = file.as_mut().expect("created above");
+        f.write_all(&bytes)
+            .map_err(|e| Error::io(self.root.clone(), e))?;
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn dir(&self) -> Result<PathBuf> {
+        let mut dir = self.dir.lock().expect("spill dir lock");
+        if let Some(RemoveOnDrop(Some(path))) = &*dir {
+            return Ok(path.clone());
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = self
+            .root
+            .join(format!(".seekless-spill-{}-{nanos}", std::process::id()));
+        fs::create_dir_all(&path).map_err(|e| Error::io(path.clone(), e))?;
+        *dir = Some(RemoveOnDrop(Some(path.clone())));
+        Ok(path)
+    }
+
+    /// Appends partition `p`'s spilled records to `out`, and deletes its file.
+    fn read(&self, p: usize, out: &mut Vec<Record>) -> Result<()> {
+        let Some(file) = self.files[p].lock().expect("spill lock").take() else {
+            return Ok(());
+        };
+        let path = self.dir()?.join(format!("part-{p:03}"));
+        let io_err = |e| Error::io(path.clone(), e);
+        let len = file.metadata().map_err(io_err)?.len();
+        out.reserve((len / RECORD_BYTES as u64) as usize);
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let mut buf = vec![0u8; RECORD_BYTES * 8192];
+        loop {
+            let n = input::fill(&mut reader, &mut buf).map_err(io_err)?;
+            for record in buf[..n].chunks_exact(RECORD_BYTES) {
+                out.push(Record::read(record));
+            }
+            if n < buf.len() {
+                if n % RECORD_BYTES != 0 {
+                    return Err(Error::corrupt(format!(
+                        "{}: spill file is torn",
+                        path.display()
+                    )));
+                }
+                break;
+            }
+        }
+        drop(reader);
+        let _ = fs::remove_file(&path);
+        Ok(())
+    }
+}

@@ -1,0 +1,123 @@
+//! Records as `prepare` holds them, and sorting a partition of them.
+
+use crate::hash::Key;
+
+/// One parsed line: a hash and its (capped) count, 24 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Record {
+    pub hi: u64,
+    pub mid: u64,
+    pub lo: u32,
+    pub count: u32,
+}
+
+/// Bytes of a record in a spill file.
+pub(crate) const RECORD_BYTES: usize = 24;
+
+impl Record {
+    pub(crate) fn new(key: Key, count: u32) -> Record {
+        Record {
+            hi: key.hi,
+            mid: key.mid,
+            lo: key.lo,
+            count,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn key(&self) -> Key {
+        Key {
+            hi: self.hi,
+            mid: self.mid,
+            lo: self.lo,
+        }
+    }
+
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.hi.to_le_bytes());
+        out.extend_from_slice(&self.mid.to_le_bytes());
+        out.extend_from_slice(&self.lo.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+    }
+
+    pub(crate) fn read(b: &[u8]) -> Record {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        Record {
+            hi: u64_at(0),
+            mid: u64_at(8),
+            lo: u32_at(16),
+            count: u32_at(20),
+        }
+    }
+}
+
+/// Sorts records that share their top `skip` bits by hash: one counting-sort
+/// pass on the next bits spreads them into about one bucket per record, then
+/// each small bucket is sorted by comparison.
+pub(crate) fn sort(records: &mut Vec<Record>, skip: u32, scratch: &mut Vec<Record>) {
+    let n = records.len();
+    if n < 256 {
+        records.sort_unstable_by_key(Record::key);
+        return;
+    }
+    let radix = (64 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
+    let shift = 64 - skip - radix;
+    let mask = (1u64 << radix) - 1;
+    let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
+    let mut offsets = vec![0u32; (1 << radix) + 1];
+    for r in records.iter() {
+        offsets[digit(r) + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    scratch.clear();
+    scratch.resize(n, Record::default());
+    let mut next = offsets.clone();
+    for r in records.iter() {
+        let d = digit(r);
+        scratch[next[d] as usize] = *r;
+        next[d] += 1;
+    }
+    for w in offsets.windows(2) {
+        let bucket = &mut scratch[w[0] as usize..w[1] as usize];
+        if bucket.len() > 1 {
+            bucket.sort_unstable_by_key(Record::key);
+        }
+    }
+    std::mem::swap(records, scratch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_like_the_standard_sort() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0, 1, 255, 256, 5000, 70_000] {
+            let mut records: Vec<Record> = (0..n)
+                .map(|i| Record {
+                    // Same top 8 bits, some duplicates.
+                    hi: (0xAB << 56) | (next() >> 8) & if i % 10 == 0 { 0xff } else { u64::MAX },
+                    mid: next(),
+                    lo: next() as u32,
+                    count: i as u32,
+                })
+                .collect();
+            let mut expect = records.clone();
+            expect.sort_by_key(Record::key);
+            sort(&mut records, 8, &mut Vec::new());
+            let keys: Vec<Key> = records.iter().map(Record::key).collect();
+            let expect_keys: Vec<Key> = expect.iter().map(Record::key).collect();
+            assert_eq!(keys, expect_keys);
+        }
+    }
+}
