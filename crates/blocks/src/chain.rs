@@ -1,0 +1,358 @@
+//! The chain, linked after the scan: parents, heights, cumulative work, best
+//! tip, stale blocks, orphans and duplicates, in 88 bytes per block.
+//!
+//! Entries are sorted by hash so a parent is found by binary search, with no
+//! hash map. Once a block's parent index is known its previous-block hash is
+//! no longer needed, so the same 32 bytes then hold the parent index, the
+//! height and the cumulative work.
+
+use std::cmp::Ordering;
+
+use crate::hash::BlockHash;
+use crate::header::block_work;
+use crate::network::Network;
+use crate::record::FoundBlock;
+use crate::scan::ScanOutput;
+use crate::u256::U256;
+
+pub(crate) const FLAG_INVALID: u32 = 1 << 31;
+const FLAG_BAD_CHAIN: u32 = 1 << 30;
+const FLAG_BEST: u32 = 1 << 29;
+const SIZE_MASK: u32 = (1 << 29) - 1;
+
+const NONE: u32 = u32::MAX;
+const HEIGHT_UNSET: u32 = u32::MAX;
+const HEIGHT_ORPHAN: u32 = u32::MAX - 1;
+const HEIGHT_VISITING: u32 = u32::MAX - 2;
+
+const FILE_BITS: u32 = 24;
+const OFFSET_BITS: u32 = 40;
+
+/// One block, 88 bytes: what the scan records and the chain is built from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    hash: [u8; 32],
+    /// Before linking: the previous block's hash. After: parent index (4
+    /// bytes), height (4), cumulative work saturated to 192 bits (24).
+    link: [u8; 32],
+    bits: u32,
+    time: u32,
+    version: i32,
+    size_flags: u32,
+    /// File index (high 24 bits) and record offset (low 40 bits): the order
+    /// of first sight.
+    pos: u64,
+}
+
+impl Entry {
+    pub(crate) const MAX_FILES: u64 = 1 << FILE_BITS;
+    pub(crate) const MAX_OFFSET: u64 = 1 << OFFSET_BITS;
+
+    pub(crate) fn new(block: &FoundBlock<'_>, file: usize, flags: u32) -> Entry {
+        Entry {
+            hash: block.hash.0,
+            link: block.header.prev.0,
+            bits: block.header.bits,
+            time: block.header.time,
+            version: block.header.version,
+            size_flags: block.size | flags,
+            pos: (file as u64) << OFFSET_BITS | block.offset,
+        }
+    }
+
+    fn parent(&self) -> u32 {
+        u32::from_le_bytes(self.link[0..4].try_into().expect("4 bytes"))
+    }
+
+    fn set_parent(&mut self, parent: u32) {
+        self.link[0..4].copy_from_slice(&parent.to_le_bytes());
+    }
+
+    fn height(&self) -> u32 {
+        u32::from_le_bytes(self.link[4..8].try_into().expect("4 bytes"))
+    }
+
+    fn set_height(&mut self, height: u32) {
+        self.link[4..8].copy_from_slice(&height.to_le_bytes());
+    }
+
+    fn work(&self) -> U256 {
+        let mut bytes = [0u8; 32];
+        bytes[..24].copy_from_slice(&self.link[8..32]);
+        U256::from_le_bytes(&bytes)
+    }
+
+    fn set_work(&mut self, work: U256) {
+        let saturated = if work.0[3] != 0 {
+            U256([u64::MAX, u64::MAX, u64::MAX, 0])
+        } else {
+            work
+        };
+        self.link[8..32].copy_from_slice(&saturated.to_le_bytes()[..24]);
+    }
+
+    fn connected(&self) -> bool {
+        self.height() < HEIGHT_VISITING
+    }
+}
+
+/// One block as seen in the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// The block hash.
+    pub hash: BlockHash,
+    /// Height from genesis; `None` for orphans.
+    pub height: Option<u32>,
+    /// The parent's hash, when the parent was found.
+    pub parent: Option<BlockHash>,
+    /// Index of its file in the scan's file list.
+    pub file: usize,
+    /// Offset of its record (the magic) in that file.
+    pub offset: u64,
+    /// Serialized block size.
+    pub size: u32,
+    /// Compact target.
+    pub bits: u32,
+    /// Block time.
+    pub time: u32,
+    /// Block version.
+    pub version: i32,
+    /// Cumulative chain work up to and including this block (saturated at
+    /// 2^192; zero for orphans).
+    pub chain_work: U256,
+    /// Whether it is on the best chain.
+    pub on_best_chain: bool,
+    /// Whether it failed `--verify`.
+    pub invalid: bool,
+}
+
+/// The linked chain of every block found.
+#[derive(Debug)]
+pub struct Chain {
+    network: Network,
+    entries: Vec<Entry>,
+    best: Vec<u32>,
+    duplicates: u64,
+    stale: u64,
+    orphans: u64,
+}
+
+impl Chain {
+    /// Links the blocks of a scan (consuming its entries).
+    pub fn build(scan: &mut ScanOutput) -> Chain {
+        Chain::from_entries(scan.network, std::mem::take(&mut scan.entries))
+    }
+
+    pub(crate) fn from_entries(network: Network, mut entries: Vec<Entry>) -> Chain {
+        entries.sort_unstable_by(|a, b| a.hash.cmp(&b.hash).then(a.pos.cmp(&b.pos)));
+        let before = entries.len();
+        entries.dedup_by(|later, first| later.hash == first.hash);
+        let duplicates = (before - entries.len()) as u64;
+        entries.shrink_to_fit();
+        assert!(
+            entries.len() < HEIGHT_VISITING as usize,
+            "more blocks than heights"
+        );
+
+        // Parents by binary search on the hash; then the prev hash is spent.
+        for i in 0..entries.len() {
+            let prev = entries[i].link;
+            let parent = match entries.binary_search_by(|e| e.hash.cmp(&prev)) {
+                Ok(index) => index as u32,
+                Err(_) => NONE,
+            };
+            let entry = &mut entries[i];
+            entry.link = [0; 32];
+            entry.set_parent(parent);
+            entry.set_height(HEIGHT_UNSET);
+        }
+
+        let genesis = network.genesis().0;
+        let mut work_cache = (0u32, U256::ZERO);
+        let mut own_work = |bits: u32| {
+            if work_cache.0 != bits || work_cache.1.is_zero() {
+                work_cache = (bits, block_work(bits));
+            }
+            work_cache.1
+        };
+        for start in 0..entries.len() {
+            if entries[start].height() != HEIGHT_UNSET {
+                continue;
+            }
+            // Walk up to a resolved block or a root, reversing parent links
+            // so the way back down needs no stack.
+            let mut back = NONE;
+            let mut cur = start as u32;
+            while cur != NONE && entries[cur as usize].height() == HEIGHT_UNSET {
+                let entry = &mut entries[cur as usize];
+                let parent = entry.parent();
+                entry.set_height(HEIGHT_VISITING);
+                entry.set_parent(back);
+                back = cur;
+                cur = parent;
+            }
+            // Walk back down, restoring links and resolving heights and work.
+            let mut parent = cur;
+            while back != NONE {
+                let node = back as usize;
+                back = entries[node].parent();
+                let (height, work, bad) = if parent == NONE {
+                    if entries[node].hash == genesis {
+                        (0, own_work(entries[node].bits), false)
+                    } else {
+                        (HEIGHT_ORPHAN, U256::ZERO, false)
+                    }
+                } else {
+                    let p = &entries[parent as usize];
+                    if p.connected() {
+                        let work = p.work().saturating_add(own_work(entries[node].bits));
+                        (p.height() + 1, work, p.size_flags & FLAG_BAD_CHAIN != 0)
+                    } else {
+                        // An orphan parent, or (impossibly) a cycle.
+                        (HEIGHT_ORPHAN, U256::ZERO, false)
+                    }
+                };
+                let entry = &mut entries[node];
+                entry.set_parent(parent);
+                entry.set_height(height.min(HEIGHT_ORPHAN));
+                entry.set_work(work);
+                if bad || entry.size_flags & FLAG_INVALID != 0 {
+                    entry.size_flags |= FLAG_BAD_CHAIN;
+                }
+                parent = node as u32;
+            }
+        }
+
+        // Best tip: most work, ties to the first seen; never an invalid chain.
+        let mut tip: Option<usize> = None;
+        for (i, entry) in entries.iter().enumerate() {
+            if !entry.connected() || entry.size_flags & FLAG_BAD_CHAIN != 0 {
+                continue;
+            }
+            let better = match tip {
+                None => true,
+                Some(t) => match entry.work().cmp(&entries[t].work()) {
+                    Ordering::Greater => true,
+                    Ordering::Equal => entry.pos < entries[t].pos,
+                    Ordering::Less => false,
+                },
+            };
+            if better {
+                tip = Some(i);
+            }
+        }
+        let mut best = Vec::new();
+        if let Some(tip) = tip {
+            best = vec![NONE; entries[tip].height() as usize + 1];
+            let mut cur = tip as u32;
+            while cur != NONE {
+                let entry = &mut entries[cur as usize];
+                entry.size_flags |= FLAG_BEST;
+                best[entry.height() as usize] = cur;
+                cur = entry.parent();
+            }
+        }
+        let orphans = entries.iter().filter(|e| !e.connected()).count() as u64;
+        let stale = entries.len() as u64 - orphans - best.len() as u64;
+        Chain {
+            network,
+            entries,
+            best,
+            duplicates,
+            stale,
+            orphans,
+        }
+    }
+
+    /// The network.
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    /// Number of distinct blocks (stale and orphans included).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no block was found.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Records whose hash was already seen (the first is kept).
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+
+    /// Blocks linked to genesis but not on the best chain.
+    pub fn stale(&self) -> u64 {
+        self.stale
+    }
+
+    /// Blocks whose ancestry never reaches genesis.
+    pub fn orphans(&self) -> u64 {
+        self.orphans
+    }
+
+    /// The best tip, if any block is linked to genesis.
+    pub fn tip(&self) -> Option<BlockInfo> {
+        self.best.last().map(|&i| self.info(i as usize))
+    }
+
+    /// The best chain from genesis to the tip.
+    pub fn best_chain(&self) -> impl ExactSizeIterator<Item = BlockInfo> + '_ {
+        self.best.iter().map(|&i| self.info(i as usize))
+    }
+
+    /// Every block, in hash order.
+    pub fn blocks(&self) -> impl ExactSizeIterator<Item = BlockInfo> + '_ {
+        (0..self.entries.len()).map(|i| self.info(i))
+    }
+
+    /// A block by hash.
+    pub fn get(&self, hash: &BlockHash) -> Option<BlockInfo> {
+        let index = self
+            .entries
+            .binary_search_by(|e| e.hash.cmp(&hash.0))
+            .ok()?;
+        Some(self.info(index))
+    }
+
+    /// Bytes of memory held per block (the entry array's capacity).
+    pub fn memory_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Entry>() + self.best.capacity() * 4
+    }
+
+    fn info(&self, index: usize) -> BlockInfo {
+        let entry = &self.entries[index];
+        let parent = entry.parent();
+        BlockInfo {
+            hash: BlockHash(entry.hash),
+            height: entry.connected().then(|| entry.height()),
+            parent: (parent != NONE).then(|| BlockHash(self.entries[parent as usize].hash)),
+            file: (entry.pos >> OFFSET_BITS) as usize,
+            offset: entry.pos & (Entry::MAX_OFFSET - 1),
+            size: entry.size_flags & SIZE_MASK,
+            bits: entry.bits,
+            time: entry.time,
+            version: entry.version,
+            chain_work: if entry.connected() {
+                entry.work()
+            } else {
+                U256::ZERO
+            },
+            on_best_chain: entry.size_flags & FLAG_BEST != 0,
+            invalid: entry.size_flags & FLAG_INVALID != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_is_compact() {
+        assert_eq!(std::mem::size_of::<Entry>(), 88);
+    }
+}

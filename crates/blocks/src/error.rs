@@ -1,0 +1,264 @@
+//! The one error type of this crate.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// What went wrong, with the position where it applies.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Reading or writing a file failed.
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// What was being done ("read", "write", "open", ...).
+        action: &'static str,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A data structure ended before its last field.
+    UnexpectedEof {
+        /// Offset of the field that could not be read, from the start of the parsed bytes.
+        offset: usize,
+        /// What was being read.
+        what: &'static str,
+    },
+    /// A CompactSize integer used more bytes than needed (Core rejects these).
+    NonCanonicalCompactSize {
+        /// Offset of the integer.
+        offset: usize,
+    },
+    /// A CompactSize count or length is above Core's limit or cannot fit in what is left.
+    SizeTooLarge {
+        /// Offset of the count.
+        offset: usize,
+        /// The value read.
+        size: u64,
+        /// The largest acceptable value at that point.
+        limit: u64,
+    },
+    /// A transaction's segwit flag byte is not one Core knows.
+    UnknownTxFlags {
+        /// Offset of the flag byte.
+        offset: usize,
+        /// The flag value.
+        flags: u8,
+    },
+    /// A transaction declares witness data but every witness stack is empty.
+    SuperfluousWitness {
+        /// Offset of the transaction.
+        offset: usize,
+    },
+    /// Bytes left over after the last transaction of a block.
+    TrailingBytes {
+        /// Offset of the first unused byte.
+        offset: usize,
+    },
+    /// A block has no transactions, or its first is not a coinbase.
+    BadCoinbase {
+        /// Offset of the first transaction.
+        offset: usize,
+    },
+    /// A block's merkle root does not match its transactions.
+    BadMerkleRoot,
+    /// A block's transaction list is mutated (a duplicated subtree, CVE-2012-2459).
+    MutatedMerkleTree,
+    /// A block's weight is above 4,000,000.
+    WeightTooHigh {
+        /// The block weight.
+        weight: u64,
+    },
+    /// A header's proof of work does not meet its own nBits (or nBits is malformed).
+    BadProofOfWork,
+    /// A hexadecimal argument is malformed.
+    BadHex {
+        /// The text given.
+        text: String,
+        /// Number of bytes required.
+        expected_len: usize,
+    },
+    /// A network name is not one of main, testnet3, testnet4, signet, regtest.
+    UnknownNetwork {
+        /// The name given.
+        name: String,
+    },
+    /// No valid block record was found in the first part of any file, so the
+    /// network cannot be detected.
+    NetworkNotDetected,
+    /// The xor.dat file is not 8 bytes long.
+    BadXorFile {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// A path is neither a block file nor a directory holding blkNNNNN.dat files.
+    NoBlockFiles {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// More files or a larger file than a block position can express.
+    TooManyFiles {
+        /// Number of files, or the file's length.
+        value: u64,
+    },
+    /// A block changed on disk between the scan and a later read.
+    BlockChanged {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the record.
+        offset: u64,
+    },
+}
+
+/// The error type of `seekless-blocks`.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+}
+
+impl Error {
+    /// The kind of failure, with its details.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        action: &'static str,
+        source: std::io::Error,
+    ) -> Self {
+        ErrorKind::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+        .into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error { kind }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Io {
+                path,
+                action,
+                source,
+            } => {
+                write!(f, "cannot {action} {}: {source}", path.display())
+            }
+            ErrorKind::UnexpectedEof { offset, what } => {
+                write!(
+                    f,
+                    "unexpected end of data reading {what} at offset {offset}"
+                )
+            }
+            ErrorKind::NonCanonicalCompactSize { offset } => {
+                write!(f, "non-canonical compact size at offset {offset}")
+            }
+            ErrorKind::SizeTooLarge {
+                offset,
+                size,
+                limit,
+            } => {
+                write!(
+                    f,
+                    "size {size} at offset {offset} is above the limit {limit}"
+                )
+            }
+            ErrorKind::UnknownTxFlags { offset, flags } => {
+                write!(
+                    f,
+                    "unknown transaction flags {flags:#04x} at offset {offset}"
+                )
+            }
+            ErrorKind::SuperfluousWitness { offset } => {
+                write!(
+                    f,
+                    "superfluous witness record in transaction at offset {offset}"
+                )
+            }
+            ErrorKind::TrailingBytes { offset } => {
+                write!(
+                    f,
+                    "trailing bytes after the last transaction at offset {offset}"
+                )
+            }
+            ErrorKind::BadCoinbase { offset } => {
+                write!(
+                    f,
+                    "missing or misplaced coinbase transaction at offset {offset}"
+                )
+            }
+            ErrorKind::BadMerkleRoot => write!(f, "merkle root does not match the transactions"),
+            ErrorKind::MutatedMerkleTree => {
+                write!(f, "mutated merkle tree (duplicate transactions)")
+            }
+            ErrorKind::WeightTooHigh { weight } => {
+                write!(f, "block weight {weight} is above 4000000")
+            }
+            ErrorKind::BadProofOfWork => write!(f, "proof of work does not meet nBits"),
+            ErrorKind::BadHex { text, expected_len } => {
+                write!(
+                    f,
+                    "expected {expected_len} bytes of hexadecimal, got {text:?}"
+                )
+            }
+            ErrorKind::UnknownNetwork { name } => write!(
+                f,
+                "unknown network {name:?} (expected main, testnet3, testnet4, signet or regtest)"
+            ),
+            ErrorKind::NetworkNotDetected => {
+                write!(
+                    f,
+                    "no valid block record found to detect the network; pass --network"
+                )
+            }
+            ErrorKind::BadXorFile { path, len } => {
+                write!(
+                    f,
+                    "{} is {len} bytes, expected an 8-byte xor key",
+                    path.display()
+                )
+            }
+            ErrorKind::NoBlockFiles { path } => {
+                write!(
+                    f,
+                    "{} is neither a block file nor a directory of blkNNNNN.dat files",
+                    path.display()
+                )
+            }
+            ErrorKind::TooManyFiles { value } => {
+                write!(
+                    f,
+                    "too many files or file too large ({value}) for a block position"
+                )
+            }
+            ErrorKind::BlockChanged { path, offset } => {
+                write!(
+                    f,
+                    "block at offset {offset} of {} changed since the scan",
+                    path.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Result with this crate's error.
+pub type Result<T> = std::result::Result<T, Error>;

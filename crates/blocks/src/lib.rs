@@ -1,0 +1,57 @@
+//! Index Bitcoin Core block files (`blkNNNNN.dat`) in one sequential pass.
+//!
+//! Core stores blocks out of order (headers-first download fetches ahead),
+//! and its reindex re-reads blocks whose parent is not yet known. This crate
+//! never needs a byte twice: [`scan`] reads each file once with a reader
+//! thread, finds the records (resyncing on corruption like Core's
+//! `LoadExternalBlockFile`), hashes every header and keeps 88 bytes per block;
+//! [`Chain::build`] then links parents, heights, chain work, the best tip,
+//! stale blocks, orphans and duplicates. With [`ScanOptions::verify`] every
+//! transaction is parsed and merkle roots are checked. [`linearize`] writes
+//! the best chain in height order.
+//!
+//! ```no_run
+//! # fn main() -> seekless_blocks::Result<()> {
+//! use seekless_blocks::{Chain, ScanOptions, list_block_files, scan};
+//! let files = list_block_files(&["/home/me/.bitcoin/blocks".into()], None)?;
+//! let mut output = scan(files, &ScanOptions::default(), &mut |_| {})?;
+//! let chain = Chain::build(&mut output);
+//! if let Some(tip) = chain.tip() {
+//!     println!("tip {} at height {:?}", tip.hash, tip.height);
+//! }
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod block;
+mod chain;
+mod error;
+mod files;
+pub mod generate;
+mod hash;
+mod header;
+mod linearize;
+mod network;
+mod reader;
+mod record;
+mod scan;
+mod tx;
+mod u256;
+mod xor;
+
+pub use block::{BlockSummary, MAX_BLOCK_WEIGHT, check_block, merkle_root};
+pub use chain::{BlockInfo, Chain};
+pub use error::{Error, ErrorKind, Result};
+pub use files::{BlockFile, list_block_files};
+pub use hash::{BlockHash, sha256d};
+pub use header::{BlockHeader, HEADER_LEN, block_work, check_pow, header_hash, target_from_bits};
+pub use linearize::{DEFAULT_MAX_FILE_SIZE, LinearizeReport, linearize};
+pub use network::Network;
+pub use record::{
+    BadKind, BadRecord, Event, FoundBlock, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordScanner,
+    scan_bytes,
+};
+pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
+pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};
+pub use u256::U256;
+pub use xor::XorKey;

@@ -1,0 +1,215 @@
+//! One pass over the block files: read, de-obfuscate, find records, hash
+//! headers (and with `verify`, check whole blocks), collect compact entries.
+
+use std::fs::File;
+use std::io::Read;
+
+use crate::block::check_block;
+use crate::chain::{Entry, FLAG_INVALID};
+use crate::error::{Error, ErrorKind, Result};
+use crate::files::BlockFile;
+use crate::hash::BlockHash;
+use crate::network::Network;
+use crate::reader::{RESERVE, Reader};
+use crate::record::{BadRecord, Event, RecordScanner};
+
+/// How much of each file network detection looks at.
+const DETECT_LEN: u64 = 8 << 20;
+
+/// Options of a scan.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// The network; `None` detects it from the first valid record.
+    pub network: Option<Network>,
+    /// Parse every transaction and check merkle roots too.
+    pub verify: bool,
+    /// Bytes per read.
+    pub chunk_size: usize,
+    /// Read buffers in flight (at least 2).
+    pub buffers: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            network: None,
+            verify: false,
+            chunk_size: 8 << 20,
+            buffers: 3,
+        }
+    }
+}
+
+/// A bad stretch in one of the scanned files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileBadRecord {
+    /// Index of the file in [`ScanOutput::files`].
+    pub file: usize,
+    /// What was skipped there.
+    pub record: BadRecord,
+}
+
+/// A block whose header is valid but whose body failed `--verify`.
+#[derive(Debug)]
+pub struct InvalidBlock {
+    /// The block hash.
+    pub hash: BlockHash,
+    /// Index of the file in [`ScanOutput::files`].
+    pub file: usize,
+    /// Offset of its record.
+    pub offset: u64,
+    /// Why it failed.
+    pub error: Error,
+}
+
+/// What one pass over the files found.
+#[derive(Debug)]
+pub struct ScanOutput {
+    /// The network scanned for.
+    pub network: Network,
+    /// The files, in scan order.
+    pub files: Vec<BlockFile>,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Records with a valid header, duplicates included.
+    pub records: u64,
+    /// Skipped stretches, in file order.
+    pub bad_records: Vec<FileBadRecord>,
+    /// Blocks that failed verification (only with `verify`).
+    pub invalid: Vec<InvalidBlock>,
+    pub(crate) entries: Vec<Entry>,
+}
+
+/// Finds the network of the first valid record in the first files.
+pub fn detect_network(files: &[BlockFile]) -> Result<Network> {
+    for file in files {
+        let mut bytes = Vec::new();
+        let handle = File::open(&file.path).map_err(|e| Error::io(&file.path, "open", e))?;
+        handle
+            .take(DETECT_LEN)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(&file.path, "read", e))?;
+        file.xor.apply(&mut bytes, 0);
+        let eof = (bytes.len() as u64) < DETECT_LEN;
+        let mut best: Option<(u64, Network)> = None;
+        for network in Network::ALL {
+            let mut first = None;
+            RecordScanner::new(network).feed(&bytes, 0, eof, &mut |event| {
+                if let (Event::Block(block), None) = (event, first) {
+                    first = Some(block.offset);
+                }
+            });
+            if let Some(offset) = first
+                && best.is_none_or(|(b, _)| offset < b)
+            {
+                best = Some((offset, network));
+            }
+        }
+        if let Some((_, network)) = best {
+            return Ok(network);
+        }
+    }
+    Err(ErrorKind::NetworkNotDetected.into())
+}
+
+/// Scans `files` once, in order. `progress` is called with the number of
+/// bytes consumed as the scan advances.
+pub fn scan(
+    files: Vec<BlockFile>,
+    options: &ScanOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ScanOutput> {
+    let network = match options.network {
+        Some(network) => network,
+        None => detect_network(&files)?,
+    };
+    if files.len() as u64 > Entry::MAX_FILES {
+        return Err(ErrorKind::TooManyFiles {
+            value: files.len() as u64,
+        }
+        .into());
+    }
+    let pow_limit = network.pow_limit();
+    let mut out = ScanOutput {
+        network,
+        files: files.clone(),
+        bytes: 0,
+        records: 0,
+        bad_records: Vec::new(),
+        invalid: Vec::new(),
+        entries: Vec::new(),
+    };
+    let mut reader = Reader::start(files, options.chunk_size.max(1 << 16), options.buffers);
+    let mut scanner = RecordScanner::new(network);
+    let mut current_file = usize::MAX;
+    // The previous buffer and the range of it the scanner still needs.
+    let mut previous: Option<(Vec<u8>, usize, usize)> = None;
+    while let Some(chunk) = reader.next() {
+        let mut chunk = chunk?;
+        let file = chunk.file;
+        if file != current_file {
+            current_file = file;
+            scanner = RecordScanner::new(network);
+            if let Some((buf, _, _)) = previous.take() {
+                reader.recycle(buf);
+            }
+        }
+        let mut tail = 0;
+        if let Some((buf, start, end)) = previous.take() {
+            tail = end - start;
+            chunk.buf[RESERVE - tail..RESERVE].copy_from_slice(&buf[start..end]);
+            reader.recycle(buf);
+        }
+        let window_start = RESERVE - tail;
+        let window = &chunk.buf[window_start..RESERVE + chunk.len];
+        let base = chunk.base - tail as u64;
+        if base + window.len() as u64 > Entry::MAX_OFFSET {
+            return Err(ErrorKind::TooManyFiles {
+                value: base + window.len() as u64,
+            }
+            .into());
+        }
+        let mut failed = None;
+        let keep = scanner.feed(window, base, chunk.eof, &mut |event| match event {
+            Event::Bad(record) => out.bad_records.push(FileBadRecord { file, record }),
+            Event::Block(block) => {
+                out.records += 1;
+                let mut flags = 0;
+                if options.verify
+                    && let Err(error) = check_block(block.bytes, pow_limit)
+                {
+                    flags |= FLAG_INVALID;
+                    out.invalid.push(InvalidBlock {
+                        hash: block.hash,
+                        file,
+                        offset: block.offset,
+                        error,
+                    });
+                }
+                if out.entries.len() == out.entries.capacity() {
+                    // Grow by a sixteenth: large reallocations are remapped, not
+                    // copied, and the spare capacity stays small.
+                    let extra = (out.entries.len() / 16).max(1024);
+                    if out.entries.try_reserve_exact(extra).is_err() {
+                        failed = Some(());
+                        return;
+                    }
+                }
+                out.entries.push(Entry::new(&block, file, flags));
+            }
+        });
+        if failed.is_some() {
+            return Err(Error::io(
+                &out.files[file].path,
+                "index",
+                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+            ));
+        }
+        out.bytes += chunk.len as u64;
+        progress(chunk.len as u64);
+        let keep_from = window_start + (keep - base) as usize;
+        previous = Some((chunk.buf, keep_from, RESERVE + chunk.len));
+    }
+    out.entries.shrink_to_fit();
+    Ok(out)
+}
