@@ -1,0 +1,162 @@
+//! The `bench` measurement shared by `seekless exhash bench` and the macro
+//! benchmark: insert N pairs, then look every key up, in an [`ExHash`] and
+//! in `std::collections::HashMap`, in the same process on the same input.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::Instant;
+
+use crate::ExHash;
+
+/// Which keys and values to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Uniformly random 64-bit keys and values (splitmix64 from a fixed seed).
+    Random,
+    /// Keys 0, 1, 2, ... with the value equal to the key.
+    Sequential,
+}
+
+/// splitmix64: a full-period generator of well-mixed 64-bit values.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `n` distinct pairs of the given pattern (random keys are distinct
+/// because the generator is a bijection of its counter).
+pub fn pairs(n: usize, pattern: Pattern) -> Vec<(u64, u64)> {
+    match pattern {
+        Pattern::Random => {
+            let mut keys = 0x5EED_u64;
+            let mut values = 0xF00D_u64 << 32;
+            (0..n).map(|_| (splitmix(&mut keys), splitmix(&mut values))).collect()
+        }
+        Pattern::Sequential => (0..n as u64).map(|i| (i, i)).collect(),
+    }
+}
+
+/// One side-by-side measurement.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Report {
+    /// Pairs inserted.
+    pub keys: usize,
+    /// Nanoseconds per insert into [`ExHash`].
+    pub put_ns: f64,
+    /// Nanoseconds per lookup in [`ExHash`].
+    pub get_ns: f64,
+    /// [`ExHash::memory_bytes`] divided by the number of pairs.
+    pub bytes_per_entry: f64,
+    /// Nanoseconds per insert into `HashMap`.
+    pub std_put_ns: f64,
+    /// Nanoseconds per lookup in `HashMap`.
+    pub std_get_ns: f64,
+    /// `HashMap`'s table bytes (buckets × 16 + control bytes) per pair.
+    pub std_bytes_per_entry: f64,
+}
+
+/// Bytes of a hashbrown-style table with `capacity` usable slots of
+/// `entry` bytes: buckets (capacity × 8/7, a power of two) × entry size,
+/// plus one control byte per bucket and a group of trailing ones.
+pub fn swiss_table_bytes(capacity: usize, entry: usize) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    let buckets = if capacity < 8 {
+        capacity + 1
+    } else {
+        (capacity * 8 / 7).next_power_of_two()
+    };
+    buckets * entry + buckets + 16
+}
+
+/// Time inserting then looking up every pair in an [`ExHash`]: (put ns,
+/// get ns, bytes per entry).
+pub fn measure_exhash(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let n = pairs.len().max(1) as f64;
+    let start = Instant::now();
+    let mut table = ExHash::new();
+    for &(k, v) in pairs {
+        table.insert(k, v);
+    }
+    let put = start.elapsed().as_nanos() as f64 / n;
+    let start = Instant::now();
+    let mut sum = 0u64;
+    for &(k, _) in pairs {
+        sum = sum.wrapping_add(table.get(black_box(k)).unwrap_or(1));
+    }
+    black_box(sum);
+    let get = start.elapsed().as_nanos() as f64 / n;
+    (put, get, table.memory_bytes() as f64 / n)
+}
+
+/// The same for `std::collections::HashMap` with its default hasher.
+pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let n = pairs.len().max(1) as f64;
+    let start = Instant::now();
+    let mut map = HashMap::new();
+    for &(k, v) in pairs {
+        map.insert(k, v);
+    }
+    let put = start.elapsed().as_nanos() as f64 / n;
+    let start = Instant::now();
+    let mut sum = 0u64;
+    for &(k, _) in pairs {
+        sum = sum.wrapping_add(map.get(&black_box(k)).copied().unwrap_or(1));
+    }
+    black_box(sum);
+    let get = start.elapsed().as_nanos() as f64 / n;
+    (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
+}
+
+/// Run both sides on `n` pairs of `pattern`.
+pub fn run(n: usize, pattern: Pattern) -> Report {
+    let pairs = pairs(n, pattern);
+    let (put_ns, get_ns, bytes_per_entry) = measure_exhash(&pairs);
+    let (std_put_ns, std_get_ns, std_bytes_per_entry) = measure_std(&pairs);
+    Report {
+        keys: n,
+        put_ns,
+        get_ns,
+        bytes_per_entry,
+        std_put_ns,
+        std_get_ns,
+        std_bytes_per_entry,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_pairs_are_distinct_and_sequential_pairs_are_identity() {
+        let p = pairs(10_000, Pattern::Random);
+        let keys: std::collections::HashSet<u64> = p.iter().map(|p| p.0).collect();
+        assert_eq!(keys.len(), 10_000);
+        assert_eq!(pairs(3, Pattern::Sequential), vec![(0, 0), (1, 1), (2, 2)]);
+    }
+
+    #[test]
+    fn swiss_table_bytes_follows_capacity() {
+        let mut map = HashMap::new();
+        for i in 0..1000u64 {
+            map.insert(i, i);
+        }
+        // 1000 entries need 1024 buckets at most 7/8 full... so 2048 buckets.
+        assert_eq!(map.capacity(), 1792);
+        assert_eq!(swiss_table_bytes(map.capacity(), 16), 2048 * 17 + 16);
+    }
+
+    #[test]
+    fn run_reports_every_figure() {
+        let r = run(5_000, Pattern::Random);
+        assert_eq!(r.keys, 5_000);
+        for x in [r.put_ns, r.get_ns, r.bytes_per_entry, r.std_put_ns, r.std_get_ns, r.std_bytes_per_entry] {
+            assert!(x.is_finite() && x > 0.0, "{r:?}");
+        }
+    }
+}

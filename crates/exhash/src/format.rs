@@ -1,0 +1,12 @@
+//! Constants of the on-disk format (`docs/format-exhash.md`).
+
+/// Magic bytes at the start of each header copy.
+pub const MAGIC: [u8; 8] = *b"SLEXHASH";
+/// Format version this code writes and the newest it reads.
+pub const VERSION: u32 = 1;
+/// Size of one header copy; the two copies fill slot 0.
+pub const HEADER_SIZE: usize = 4096;
+/// Bytes of a header copy covered by its checksum (the rest is zero).
+pub const HEADER_USED: usize = 64;
+/// Size of a slot: the unit in which the file is allocated.
+pub const SLOT_SIZE: u64 = crate::store::PAGE_SIZE as u64;

@@ -1,0 +1,29 @@
+//! An extendible hash table from u64 keys to u64 values, stored in 8 KiB
+//! pages of compactly encoded entries, in memory or in a crash-safe file.
+//!
+//! - [`mix`]: keys are mixed by an invertible 64-bit hash; positions are
+//!   skewed so pages split evenly over time instead of in waves.
+//! - [`piece`]: a page is 64 pieces of 128 bytes; an entry lives in its home
+//!   piece or one of the next [`CHAIN`]` - 1`, delta-encoded.
+//! - [`ExHash`] (`table.rs`): directory, splits, merges, directory doubling
+//!   and shrinking.
+//! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
+//!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
+//!   paging (format in `docs/format-exhash.md`).
+#![deny(missing_docs)]
+
+pub mod bench;
+mod device;
+mod error;
+// mod file;
+pub(crate) mod format;
+pub mod mix;
+pub mod piece;
+mod store;
+mod table;
+
+pub use device::Device;
+pub use error::{Error, ErrorKind};
+// pub use file::FileStore;
+pub use store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+pub use table::{CHAIN, ExHash, Iter, MAX_DEPTH, Stats};

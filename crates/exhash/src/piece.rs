@@ -1,0 +1,383 @@
+//! The piece codec: one 128-byte piece of a page holds a few entries,
+//! compactly encoded, sorted by descending page-local position.
+//!
+//! Layout (see `docs/format-exhash.md`):
+//!
+//! ```text
+//! byte 0      bit 7: overflowed (an entry whose home is this piece or an
+//!             earlier one lives in a later piece); bits 0-6: data bytes used
+//! byte 1      0xFF = tagged entries, else fixed widths: low nibble key
+//!             delta width, high nibble value width (bytes, 0..=8 each)
+//! bytes 2..   entries
+//! ```
+//!
+//! Keys are stored as deltas of the page-local position `z`: the first entry
+//! stores `end - z` (where `end` is the last position whose home is this
+//! piece), the next ones `previous z - z - 1`. Tagged entries start with a tag
+//! `kind * 81 + key_len * 9 + value_len`; kind 0 stores the value raw, kind 1
+//! stores the zig-zag difference to the previous entry's value. Either way an
+//! entry is never longer than its raw sixteen bytes plus its tag, and the
+//! encoder picks fixed widths whenever they are no larger, so pieces of
+//! random pairs carry no tag at all.
+
+/// Bytes in one piece.
+pub const PIECE_SIZE: usize = 128;
+/// Bytes available for entries in one piece.
+pub const PIECE_DATA: usize = PIECE_SIZE - 2;
+/// The most entries a piece can hold (every entry takes at least one byte).
+pub const MAX_ENTRIES: usize = PIECE_DATA;
+
+const TAGGED: u8 = 0xFF;
+const OVERFLOW: u8 = 0x80;
+const USED_MASK: u8 = 0x7F;
+const TAG_LIMIT: u8 = 162;
+
+/// One decoded entry: page-local position and value.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Page-local position (the bits of the key position not implied by the page).
+    pub z: u64,
+    /// The value.
+    pub v: u64,
+}
+
+/// Why a piece failed to decode.
+pub type DecodeError = &'static str;
+
+/// Data bytes used by a piece.
+#[inline]
+pub fn used(piece: &[u8]) -> usize {
+    (piece[0] & USED_MASK) as usize
+}
+
+/// Whether some entry with its home at or before this piece lives after it.
+#[inline]
+pub fn overflowed(piece: &[u8]) -> bool {
+    piece[0] & OVERFLOW != 0
+}
+
+/// Set or clear the overflow flag.
+#[inline]
+pub fn set_overflowed(piece: &mut [u8], on: bool) {
+    if on {
+        piece[0] |= OVERFLOW;
+    } else {
+        piece[0] &= !OVERFLOW;
+    }
+}
+
+/// Bytes needed to store `x` little-endian without leading zero bytes.
+#[inline]
+fn byte_len(x: u64) -> usize {
+    (71 - x.leading_zeros() as usize) / 8
+}
+
+#[inline]
+fn zigzag(d: u64) -> u64 {
+    let d = d as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(z: u64) -> u64 {
+    ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
+}
+
+#[inline]
+fn read_le(data: &[u8], pos: usize, len: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..len].copy_from_slice(&data[pos..pos + len]);
+    u64::from_le_bytes(buf)
+}
+
+#[inline]
+fn write_le(data: &mut [u8], pos: usize, len: usize, x: u64) {
+    data[pos..pos + len].copy_from_slice(&x.to_le_bytes()[..len]);
+}
+
+/// Walk the entries of a piece in stored (descending position) order,
+/// calling `f` until it returns false. Checks every bound, so a hostile piece
+/// yields an error, never a panic.
+#[inline]
+pub fn walk(piece: &[u8], end: u64, mut f: impl FnMut(Entry) -> bool) -> Result<(), DecodeError> {
+    let used = used(piece);
+    if used > PIECE_DATA {
+        return Err("piece uses more bytes than it has");
+    }
+    let data = &piece[2..2 + used];
+    let format = piece[1];
+    let mut pos = 0;
+    let mut z = end;
+    let mut first = true;
+    let mut v = 0u64;
+    if format == TAGGED || used == 0 {
+        while pos < used {
+            let tag = data[pos];
+            pos += 1;
+            if tag >= TAG_LIMIT {
+                return Err("bad entry tag");
+            }
+            let kind = tag / 81;
+            let klen = (tag % 81 / 9) as usize;
+            let vlen = (tag % 9) as usize;
+            if pos + klen + vlen > used {
+                return Err("entry runs past the end of its piece");
+            }
+            let delta = read_le(data, pos, klen);
+            pos += klen;
+            z = step(z, delta, first)?;
+            let raw = read_le(data, pos, vlen);
+            pos += vlen;
+            v = if kind == 0 {
+                raw
+            } else if first {
+                return Err("first entry of a piece has a delta value");
+            } else {
+                v.wrapping_add(unzigzag(raw))
+            };
+            first = false;
+            if !f(Entry { z, v }) {
+                return Ok(());
+            }
+        }
+    } else {
+        let wk = (format & 15) as usize;
+        let wv = (format >> 4) as usize;
+        let width = wk + wv;
+        if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+            return Err("bad fixed-width piece format");
+        }
+        while pos < used {
+            let delta = read_le(data, pos, wk);
+            z = step(z, delta, first)?;
+            first = false;
+            v = read_le(data, pos + wk, wv);
+            pos += width;
+            if !f(Entry { z, v }) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[inline]
+fn step(z: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
+    let z = if first { Some(z) } else { z.checked_sub(1) };
+    z.and_then(|z| z.checked_sub(delta))
+        .ok_or("key delta goes below the page")
+}
+
+/// The value stored for position `z`, if this piece holds it.
+#[inline]
+pub fn lookup(piece: &[u8], end: u64, z: u64) -> Option<u64> {
+    let mut found = None;
+    // A trusted piece never fails to decode; a failure reads as "absent".
+    let _ = walk(piece, end, |e| {
+        if e.z == z {
+            found = Some(e.v);
+        }
+        e.z > z
+    });
+    found
+}
+
+/// Decode every entry of a piece into `out` (cleared first).
+pub fn decode(piece: &[u8], end: u64, out: &mut Vec<Entry>) -> Result<(), DecodeError> {
+    out.clear();
+    walk(piece, end, |e| {
+        out.push(e);
+        true
+    })
+}
+
+/// How the encoder lays out a set of entries.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    len: usize,
+    format: u8,
+}
+
+/// Plan the smallest encoding of `entries` (strictly descending `z`, all at
+/// most `end`).
+fn plan(entries: &[Entry], end: u64) -> Plan {
+    let mut tagged = 0usize;
+    let mut wk = 0usize;
+    let mut wv = 0usize;
+    let mut prev = end;
+    let mut prev_v = 0u64;
+    for (i, e) in entries.iter().enumerate() {
+        let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+        let kl = byte_len(delta);
+        let raw = byte_len(e.v);
+        let vl = if i == 0 {
+            raw
+        } else {
+            raw.min(byte_len(zigzag(e.v.wrapping_sub(prev_v))))
+        };
+        tagged += 1 + kl + vl;
+        wk = wk.max(kl);
+        wv = wv.max(raw);
+        prev = e.z;
+        prev_v = e.v;
+    }
+    let width = wk + wv;
+    if width > 0 && entries.len() * width <= tagged {
+        Plan {
+            len: entries.len() * width,
+            format: (wv << 4 | wk) as u8,
+        }
+    } else {
+        Plan {
+            len: tagged,
+            format: TAGGED,
+        }
+    }
+}
+
+/// Encoded size of `entries` in bytes.
+pub fn encoded_len(entries: &[Entry], end: u64) -> usize {
+    plan(entries, end).len
+}
+
+/// Encode `entries` (strictly descending `z`, all at most `end`) into
+/// `piece`, keeping its overflow flag. Returns false, leaving the piece
+/// untouched, if they do not fit.
+pub fn encode(piece: &mut [u8], entries: &[Entry], end: u64) -> bool {
+    let plan = plan(entries, end);
+    if plan.len > PIECE_DATA {
+        return false;
+    }
+    let flag = piece[0] & OVERFLOW;
+    piece[0] = flag | plan.len as u8;
+    piece[1] = plan.format;
+    let data = &mut piece[2..];
+    let mut pos = 0;
+    let mut prev = end;
+    let mut prev_v = 0u64;
+    if plan.format == TAGGED {
+        for (i, e) in entries.iter().enumerate() {
+            let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+            let kl = byte_len(delta);
+            let raw_len = byte_len(e.v);
+            let (kind, vl, stored) = if i == 0 {
+                (0, raw_len, e.v)
+            } else {
+                let d = zigzag(e.v.wrapping_sub(prev_v));
+                if byte_len(d) < raw_len {
+                    (1, byte_len(d), d)
+                } else {
+                    (0, raw_len, e.v)
+                }
+            };
+            data[pos] = (kind * 81 + kl * 9 + vl) as u8;
+            pos += 1;
+            write_le(data, pos, kl, delta);
+            pos += kl;
+            write_le(data, pos, vl, stored);
+            pos += vl;
+            prev = e.z;
+            prev_v = e.v;
+        }
+    } else {
+        let wk = (plan.format & 15) as usize;
+        let wv = (plan.format >> 4) as usize;
+        for (i, e) in entries.iter().enumerate() {
+            let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+            write_le(data, pos, wk, delta);
+            write_le(data, pos + wk, wv, e.v);
+            pos += wk + wv;
+            prev = e.z;
+        }
+    }
+    debug_assert_eq!(pos, plan.len);
+    true
+}
+
+/// Empty a piece, clearing its overflow flag too.
+pub fn clear(piece: &mut [u8]) {
+    piece[0] = 0;
+    piece[1] = TAGGED;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(entries: &[Entry], end: u64) -> Option<usize> {
+        let mut piece = [0u8; PIECE_SIZE];
+        clear(&mut piece);
+        if !encode(&mut piece, entries, end) {
+            return None;
+        }
+        let mut out = Vec::new();
+        decode(&piece, end, &mut out).unwrap();
+        assert_eq!(out, entries);
+        for e in entries {
+            assert_eq!(lookup(&piece, end, e.z), Some(e.v));
+        }
+        Some(used(&piece))
+    }
+
+    #[test]
+    fn random_pairs_take_fixed_widths() {
+        let end = (1u64 << 46) - 1;
+        let mut x = 99u64;
+        let mut entries: Vec<Entry> = (0..9)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                Entry {
+                    z: x >> 18,
+                    v: x | 1 << 63,
+                }
+            })
+            .collect();
+        entries.sort_by(|a, b| b.z.cmp(&a.z));
+        assert_eq!(roundtrip(&entries, end), Some(126));
+    }
+
+    #[test]
+    fn runs_take_two_bytes_each() {
+        let end = (1u64 << 40) - 1;
+        let entries: Vec<Entry> = (0..40u64)
+            .rev()
+            .map(|i| Entry {
+                z: 1000 + i,
+                v: 5_000_000 + i,
+            })
+            .collect();
+        let len = roundtrip(&entries, end).unwrap();
+        assert!(len <= 2 * 40 + 10, "{len}");
+    }
+
+    #[test]
+    fn never_panics_on_hostile_bytes() {
+        let mut x = 7u64;
+        let mut out = Vec::new();
+        for _ in 0..20_000 {
+            let mut piece = [0u8; PIECE_SIZE];
+            for b in piece.iter_mut() {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *b = (x >> 56) as u8;
+            }
+            let _ = decode(&piece, u64::MAX >> (x % 64), &mut out);
+            let _ = lookup(&piece, x, x >> 3);
+        }
+    }
+
+    #[test]
+    fn too_many_entries_do_not_fit() {
+        // Ten entries of random 8-byte values and 6-byte key gaps need 140 bytes.
+        let entries: Vec<Entry> = (0..10u64)
+            .rev()
+            .map(|i| Entry {
+                z: i << 44 | (i * 0x9E37_79B9) % (1 << 40),
+                v: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 << 63,
+            })
+            .collect();
+        let mut piece = [0u8; PIECE_SIZE];
+        clear(&mut piece);
+        assert!(!encode(&mut piece, &entries, u64::MAX));
+        assert_eq!(used(&piece), 0);
+    }
+}

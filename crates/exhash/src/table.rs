@@ -1,0 +1,804 @@
+//! The extendible hash table: directory, page splits and merges, and the
+//! operations that place entries into pieces.
+
+use std::collections::BTreeMap;
+
+use crate::mix::{hash_of_position, mix, position_high, unmix};
+use crate::piece::{self, Entry, PIECE_DATA};
+use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+
+/// How many pieces an entry may live in: its home piece and the ones after
+/// it (never wrapping past the last piece). Chosen by measurement: see
+/// `BENCHMARKS.md`.
+pub const CHAIN: usize = 8;
+
+/// The deepest a page (and so the directory) may go: 2^26 directory slots.
+/// Entries that cannot be placed at this depth (only possible with keys
+/// crafted against the public mixer) go to a small ordered spill map.
+pub const MAX_DEPTH: u8 = 26;
+
+/// Every page covers at most half of position space, so page-local
+/// positions fit in 64 bits.
+pub(crate) const MIN_DEPTH: u8 = 1;
+
+/// A page is considered for merging when it holds less than this many bytes
+/// of entries...
+const MERGE_TRIGGER: u32 = (PIECES * PIECE_DATA / 4) as u32;
+/// ...and merges when it and its buddy together hold at most this many.
+const MERGE_LIMIT: u32 = (PIECES * PIECE_DATA / 2) as u32;
+
+/// What the table knows about each page besides its bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PageMeta {
+    /// Local depth; 0 marks a page id that is not in use.
+    pub depth: u8,
+    /// The `depth` leading position bits every entry of the page shares.
+    pub prefix: u32,
+    /// Entries in the page.
+    pub count: u32,
+    /// Entry bytes used in the page's pieces.
+    pub bytes: u32,
+}
+
+/// Counters describing the shape of a table.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stats {
+    /// Entries.
+    pub len: u64,
+    /// Live pages.
+    pub pages: usize,
+    /// Directory depth: the directory has 2^global_depth slots.
+    pub global_depth: u8,
+    /// Deepest page.
+    pub max_local_depth: u8,
+    /// Fraction of piece data bytes in use.
+    pub fill: f64,
+    /// Longest distance, in pieces, between an entry's home and where it lives, plus one.
+    pub longest_chain: usize,
+    /// Entries kept in the spill map.
+    pub spilled: usize,
+    /// Bytes of pages, directory and page table.
+    pub memory_bytes: u64,
+}
+
+/// Where a key goes.
+#[derive(Clone, Copy, Debug)]
+struct Loc {
+    page: PageId,
+    depth: u8,
+    z: u64,
+    home: usize,
+    shift: u32,
+}
+
+/// The last position whose home is piece `p`.
+#[inline]
+pub(crate) fn piece_end(p: usize, shift: u32) -> u64 {
+    ((p as u64) << shift) | ((1u64 << shift) - 1)
+}
+
+/// Bits a page-local position is shifted by to give its home piece.
+#[inline]
+pub(crate) fn piece_shift(depth: u8) -> u32 {
+    59 - depth as u32
+}
+
+#[inline]
+fn last_piece(home: usize) -> usize {
+    (home + CHAIN - 1).min(PIECES - 1)
+}
+
+/// An extendible hash table from u64 keys to u64 values in 8 KiB pages.
+#[derive(Debug)]
+pub struct ExHash<S: PageStore = MemoryStore> {
+    pub(crate) store: S,
+    pub(crate) dir: Vec<PageId>,
+    pub(crate) global_depth: u8,
+    pub(crate) meta: Vec<PageMeta>,
+    pub(crate) len: u64,
+    pub(crate) spill: BTreeMap<u64, u64>,
+    pub(crate) at_global: usize,
+    scratch: Vec<Entry>,
+    scratch2: Vec<Entry>,
+}
+
+impl ExHash<MemoryStore> {
+    /// An empty table in memory.
+    pub fn new() -> ExHash<MemoryStore> {
+        ExHash::with_store(MemoryStore::new())
+    }
+
+    /// An empty table in memory with pages for about `n` entries already
+    /// laid out, so that filling it to `n` splits few pages.
+    pub fn with_capacity(n: usize) -> ExHash<MemoryStore> {
+        // Pages hold about 350 random pairs at a typical fill; start one
+        // level shallower than that and let the densest pages split.
+        let pages = (n / 350).max(1);
+        let depth = (usize::BITS - 1 - pages.leading_zeros()) as u8;
+        ExHash::with_store_and_depth(MemoryStore::new(), depth.clamp(MIN_DEPTH, 20))
+    }
+}
+
+impl Default for ExHash<MemoryStore> {
+    fn default() -> Self {
+        ExHash::new()
+    }
+}
+
+impl<S: PageStore> ExHash<S> {
+    /// An empty table over an empty `store`.
+    pub fn with_store(store: S) -> ExHash<S> {
+        ExHash::with_store_and_depth(store, MIN_DEPTH)
+    }
+
+    fn with_store_and_depth(store: S, depth: u8) -> ExHash<S> {
+        let mut table = ExHash::from_parts(store, Vec::new(), depth, Vec::new(), 0, BTreeMap::new());
+        for prefix in 0..1u32 << depth {
+            let id = table.store.allocate();
+            table.set_meta(
+                id,
+                PageMeta {
+                    depth,
+                    prefix,
+                    count: 0,
+                    bytes: 0,
+                },
+            );
+            table.dir.push(id);
+        }
+        table.at_global = table.dir.len();
+        table
+    }
+
+    pub(crate) fn from_parts(
+        store: S,
+        dir: Vec<PageId>,
+        global_depth: u8,
+        meta: Vec<PageMeta>,
+        len: u64,
+        spill: BTreeMap<u64, u64>,
+    ) -> ExHash<S> {
+        let at_global = meta.iter().filter(|m| m.depth == global_depth).count();
+        ExHash {
+            store,
+            dir,
+            global_depth,
+            meta,
+            len,
+            spill,
+            at_global,
+            scratch: Vec::with_capacity(PIECE_DATA),
+            scratch2: Vec::with_capacity(PIECE_DATA),
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the table has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The page store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn set_meta(&mut self, id: PageId, m: PageMeta) {
+        let i = id as usize;
+        if self.meta.len() <= i {
+            self.meta.resize(i + 1, PageMeta::default());
+        }
+        self.meta[i] = m;
+    }
+
+    #[inline]
+    fn locate(&self, h: u64) -> Loc {
+        let g = position_high(h);
+        let page = self.dir[(g >> (33 - self.global_depth)) as usize];
+        let depth = self.meta[page as usize].depth;
+        let z = ((g & ((1u64 << (33 - depth)) - 1)) << 32) | (h & 0xffff_ffff);
+        let shift = piece_shift(depth);
+        Loc {
+            page,
+            depth,
+            z,
+            home: (z >> shift) as usize,
+            shift,
+        }
+    }
+
+    /// The hash of the entry at page-local position `z` of a page.
+    pub(crate) fn hash_at(m: &PageMeta, z: u64) -> u64 {
+        let g = ((m.prefix as u64) << (33 - m.depth)) | (z >> 32);
+        hash_of_position(g, z & 0xffff_ffff).expect("positions in a page come from hashes")
+    }
+
+    /// The value stored for `key`.
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<u64> {
+        let loc = self.locate(mix(key));
+        if let Some((_, v)) = self.find(&loc) {
+            return Some(v);
+        }
+        if self.spill.is_empty() {
+            None
+        } else {
+            self.spill.get(&key).copied()
+        }
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: u64) -> bool {
+        self.get(key).is_some()
+    }
+
+    #[inline]
+    fn find(&self, loc: &Loc) -> Option<(usize, u64)> {
+        let page = self.store.page(loc.page);
+        for p in loc.home..=last_piece(loc.home) {
+            let pc = page.piece(p);
+            if let Some(v) = piece::lookup(pc, piece_end(p, loc.shift), loc.z) {
+                return Some((p, v));
+            }
+            if !piece::overflowed(pc) {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Insert or overwrite; returns the previous value.
+    pub fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
+        let h = mix(key);
+        let loc = self.locate(h);
+        if let Some((p, old)) = self.find(&loc) {
+            self.replace(&loc, p, value);
+            return Some(old);
+        }
+        if !self.spill.is_empty()
+            && let Some(slot) = self.spill.get_mut(&key)
+        {
+            return Some(std::mem::replace(slot, value));
+        }
+        self.len += 1;
+        if !self.try_place(&loc, value) {
+            self.place_slow(h, value);
+        }
+        None
+    }
+
+    /// Overwrite the value of the entry at `loc` stored in piece `p`.
+    fn replace(&mut self, loc: &Loc, p: usize, value: u64) {
+        let mut entries = std::mem::take(&mut self.scratch);
+        let end = piece_end(p, loc.shift);
+        let page = self.store.page(loc.page);
+        piece::decode(page.piece(p), end, &mut entries).expect("valid piece");
+        let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
+        entries[i].v = value;
+        let mut evicted = Vec::new();
+        self.write_piece(loc.page, p, end, &mut entries, &mut evicted);
+        self.scratch = entries;
+        self.replace_all(evicted);
+    }
+
+    /// Encode `entries` into piece `p` of `page`; entries that no longer fit
+    /// (removing or changing one entry can lengthen its neighbour's delta by
+    /// a byte) are taken out, smallest position first, and returned as
+    /// (hash, value) in `evicted`. Keeps the page's counters right.
+    fn write_piece(
+        &mut self,
+        page: PageId,
+        p: usize,
+        end: u64,
+        entries: &mut Vec<Entry>,
+        evicted: &mut Vec<(u64, u64)>,
+    ) {
+        let m = self.meta[page as usize];
+        let old_used = piece::used(self.store.page(page).piece(p)) as u32;
+        let old_len = entries.len();
+        let piece = self.store.page_mut(page).piece_mut(p);
+        while !piece::encode(piece, entries, end) {
+            let e = entries.pop().expect("an empty piece always fits");
+            evicted.push((Self::hash_at(&m, e.z), e.v));
+        }
+        let new_used = piece::used(piece) as u32;
+        let m = &mut self.meta[page as usize];
+        m.bytes = m.bytes - old_used + new_used;
+        m.count -= (old_len - entries.len()) as u32;
+    }
+
+    /// Place entries that were taken out of the table (already counted in `len`).
+    fn replace_all(&mut self, evicted: Vec<(u64, u64)>) {
+        for (h, v) in evicted {
+            let loc = self.locate(h);
+            if !self.try_place(&loc, v) {
+                self.place_slow(h, v);
+            }
+        }
+    }
+
+    /// Try to put a new entry into its home piece or the next ones in its chain.
+    fn try_place(&mut self, loc: &Loc, value: u64) -> bool {
+        let mut entries = std::mem::take(&mut self.scratch);
+        let new = Entry { z: loc.z, v: value };
+        let mut placed = false;
+        for p in loc.home..=last_piece(loc.home) {
+            let page = self.store.page(loc.page);
+            let pc = page.piece(p);
+            if piece::used(pc) == PIECE_DATA {
+                continue;
+            }
+            let end = piece_end(p, loc.shift);
+            piece::decode(pc, end, &mut entries).expect("valid piece");
+            let at = entries.partition_point(|e| e.z > loc.z);
+            entries.insert(at, new);
+            if piece::encoded_len(&entries, end) > PIECE_DATA {
+                continue;
+            }
+            let old_used = piece::used(pc) as u32;
+            let page = self.store.page_mut(loc.page);
+            let pc = page.piece_mut(p);
+            let ok = piece::encode(pc, &entries, end);
+            debug_assert!(ok);
+            let new_used = piece::used(pc) as u32;
+            for q in loc.home..p {
+                piece::set_overflowed(page.piece_mut(q), true);
+            }
+            let m = &mut self.meta[loc.page as usize];
+            m.bytes = m.bytes - old_used + new_used;
+            m.count += 1;
+            placed = true;
+            break;
+        }
+        self.scratch = entries;
+        placed
+    }
+
+    /// Place an entry whose chain is full: split pages until it fits (and
+    /// re-place what splits could not), or spill at the depth limit.
+    fn place_slow(&mut self, h: u64, value: u64) {
+        let mut pending = vec![(h, value)];
+        while let Some((h, v)) = pending.pop() {
+            loop {
+                let loc = self.locate(h);
+                if self.try_place(&loc, v) {
+                    break;
+                }
+                if loc.depth >= MAX_DEPTH {
+                    self.spill.insert(unmix(h), v);
+                    break;
+                }
+                self.split(loc.page, &mut pending);
+            }
+        }
+    }
+
+    /// All entries of a page, by ascending position.
+    fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
+        out.clear();
+        let shift = piece_shift(self.meta[id as usize].depth);
+        let page = self.store.page(id);
+        let mut buf = Vec::with_capacity(PIECE_DATA);
+        for p in 0..PIECES {
+            piece::decode(page.piece(p), piece_end(p, shift), &mut buf).expect("valid piece");
+            out.extend_from_slice(&buf);
+        }
+        out.sort_unstable_by_key(|e| e.z);
+    }
+
+    fn double_directory(&mut self) {
+        let mut dir = Vec::with_capacity(self.dir.len() * 2);
+        for &id in &self.dir {
+            dir.push(id);
+            dir.push(id);
+        }
+        self.dir = dir;
+        self.global_depth += 1;
+        self.at_global = 0;
+    }
+
+    /// Split page `id` by the next position bit. Entries the two halves
+    /// cannot hold are appended to `pending` as (hash, value).
+    fn split(&mut self, id: PageId, pending: &mut Vec<(u64, u64)>) {
+        let old = self.meta[id as usize];
+        if old.depth == self.global_depth {
+            self.double_directory();
+        }
+        let mut all = Vec::with_capacity(old.count as usize);
+        self.page_entries(id, &mut all);
+        let bit = 64 - old.depth as u32;
+        let mask = (1u64 << bit) - 1;
+        let (mut low, mut high) = (Vec::with_capacity(all.len()), Vec::with_capacity(all.len()));
+        for e in all {
+            let child = Entry { z: e.z & mask, v: e.v };
+            if e.z >> bit == 0 {
+                low.push(child);
+            } else {
+                high.push(child);
+            }
+        }
+        let depth = old.depth + 1;
+        let other = self.store.allocate();
+        let mut left = Vec::new();
+        for (page, prefix, entries) in [(id, old.prefix * 2, &low), (other, old.prefix * 2 + 1, &high)] {
+            let (count, bytes) = build(self.store.page_mut(page), entries, piece_shift(depth), &mut left);
+            let m = PageMeta {
+                depth,
+                prefix,
+                count,
+                bytes,
+            };
+            self.set_meta(page, m);
+            pending.extend(left.drain(..).map(|e| (Self::hash_at(&m, e.z), e.v)));
+        }
+        let span = 1usize << (self.global_depth - old.depth);
+        let start = (old.prefix as usize) * span;
+        self.dir[start + span / 2..start + span].fill(other);
+        if depth == self.global_depth {
+            self.at_global += 2;
+        }
+    }
+
+    /// Remove `key`; returns its value.
+    pub fn remove(&mut self, key: u64) -> Option<u64> {
+        let h = mix(key);
+        let loc = self.locate(h);
+        let Some((p, old)) = self.find(&loc) else {
+            let v = self.spill.remove(&key)?;
+            self.len -= 1;
+            return Some(v);
+        };
+        let mut entries = std::mem::take(&mut self.scratch);
+        let end = piece_end(p, loc.shift);
+        piece::decode(self.store.page(loc.page).piece(p), end, &mut entries).expect("valid piece");
+        let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
+        entries.remove(i);
+        self.meta[loc.page as usize].count -= 1;
+        self.len -= 1;
+        let mut evicted = Vec::new();
+        self.write_piece(loc.page, p, end, &mut entries, &mut evicted);
+        self.scratch = entries;
+        self.pull_back(loc.page, p, loc.shift, &mut evicted);
+        let lo = p.saturating_sub(CHAIN - 1);
+        let hi = (p + CHAIN - 2).min(PIECES - 1);
+        self.refresh_flags(loc.page, lo, hi, loc.shift);
+        self.replace_all(evicted);
+        self.maybe_merge(h);
+        Some(old)
+    }
+
+    /// After a removal from piece `p`, move entries whose home is `p` or
+    /// earlier back into it from later pieces while they fit.
+    fn pull_back(&mut self, page: PageId, p: usize, shift: u32, evicted: &mut Vec<(u64, u64)>) {
+        if !piece::overflowed(self.store.page(page).piece(p)) {
+            return;
+        }
+        let end_p = piece_end(p, shift);
+        let mut here = Vec::with_capacity(PIECE_DATA);
+        let mut there = Vec::with_capacity(PIECE_DATA);
+        piece::decode(self.store.page(page).piece(p), end_p, &mut here).expect("valid piece");
+        for q in p + 1..=last_piece(p) {
+            let end_q = piece_end(q, shift);
+            piece::decode(self.store.page(page).piece(q), end_q, &mut there).expect("valid piece");
+            let mut moved = false;
+            let mut full = false;
+            let mut i = 0;
+            while i < there.len() {
+                let e = there[i];
+                if (e.z >> shift) as usize > p {
+                    i += 1;
+                    continue;
+                }
+                let at = here.partition_point(|x| x.z > e.z);
+                here.insert(at, e);
+                if piece::encoded_len(&here, end_p) > PIECE_DATA {
+                    here.remove(at);
+                    full = true;
+                    break;
+                }
+                there.remove(i);
+                moved = true;
+            }
+            if moved {
+                // Moves stay inside the page, so only evictions change its count.
+                self.write_piece(page, p, end_p, &mut here, evicted);
+                self.write_piece(page, q, end_q, &mut there, evicted);
+            }
+            if full {
+                break;
+            }
+        }
+    }
+
+    /// Recompute the overflow flags of pieces `lo..=hi` exactly.
+    fn refresh_flags(&mut self, page: PageId, lo: usize, hi: usize, shift: u32) {
+        let mut min_home = [usize::MAX; PIECES];
+        let mut buf = std::mem::take(&mut self.scratch2);
+        let pg = self.store.page(page);
+        for (q, slot) in min_home.iter_mut().enumerate().take(last_piece(hi) + 1).skip(lo + 1) {
+            piece::decode(pg.piece(q), piece_end(q, shift), &mut buf).expect("valid piece");
+            if let Some(last) = buf.last() {
+                *slot = (last.z >> shift) as usize;
+            }
+        }
+        self.scratch2 = buf;
+        let pg = self.store.page_mut(page);
+        for x in lo..=hi {
+            let on = (x + 1..=last_piece(x)).any(|y| min_home[y] <= x);
+            piece::set_overflowed(pg.piece_mut(x), on);
+        }
+    }
+
+    /// Merge the page holding hash `h` with its buddy while both are small,
+    /// then shrink the directory while no page needs its full depth.
+    fn maybe_merge(&mut self, h: u64) {
+        loop {
+            let loc = self.locate(h);
+            let m = self.meta[loc.page as usize];
+            if m.depth <= MIN_DEPTH || m.bytes >= MERGE_TRIGGER {
+                break;
+            }
+            let span = 1usize << (self.global_depth - m.depth);
+            let buddy = self.dir[(m.prefix ^ 1) as usize * span];
+            let b = self.meta[buddy as usize];
+            if b.depth != m.depth || m.bytes + b.bytes > MERGE_LIMIT {
+                break;
+            }
+            let bit = 65 - m.depth as u32;
+            let mut all = Vec::with_capacity((m.count + b.count) as usize);
+            let mut part = Vec::new();
+            for (id, meta) in [(loc.page, m), (buddy, b)] {
+                self.page_entries(id, &mut part);
+                let top = ((meta.prefix & 1) as u64) << bit;
+                all.extend(part.iter().map(|e| Entry { z: e.z | top, v: e.v }));
+            }
+            all.sort_unstable_by_key(|e| e.z);
+            let depth = m.depth - 1;
+            let mut scratch = Page::empty();
+            let mut left = Vec::new();
+            let (count, bytes) = build(&mut scratch, &all, piece_shift(depth), &mut left);
+            if !left.is_empty() {
+                break;
+            }
+            let (keep, drop) = if m.prefix & 1 == 0 { (loc.page, buddy) } else { (buddy, loc.page) };
+            self.store.page_mut(keep).0.copy_from_slice(&scratch.0);
+            self.store.release(drop);
+            self.meta[drop as usize] = PageMeta::default();
+            self.meta[keep as usize] = PageMeta {
+                depth,
+                prefix: m.prefix >> 1,
+                count,
+                bytes,
+            };
+            let start = (m.prefix >> 1) as usize * span * 2;
+            self.dir[start..start + span * 2].fill(keep);
+            if m.depth == self.global_depth {
+                self.at_global -= 2;
+            }
+            while self.at_global == 0 && self.global_depth > MIN_DEPTH {
+                self.halve_directory();
+            }
+        }
+    }
+
+    fn halve_directory(&mut self) {
+        self.dir = self.dir.iter().step_by(2).copied().collect();
+        self.global_depth -= 1;
+        let g = self.global_depth;
+        self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
+    }
+
+    /// Every (key, value) pair, in no particular order.
+    pub fn iter(&self) -> Iter<'_, S> {
+        Iter {
+            table: self,
+            next_page: 0,
+            buf: Vec::new(),
+            spill: self.spill.iter(),
+        }
+    }
+
+    /// Shape counters; walks every page (O(pages)).
+    pub fn stats(&self) -> Stats {
+        let mut used = 0u64;
+        let mut longest = 0usize;
+        let mut pages = 0usize;
+        let mut max_depth = 0u8;
+        let mut buf = Vec::new();
+        for (id, m) in self.meta.iter().enumerate() {
+            if m.depth == 0 {
+                continue;
+            }
+            pages += 1;
+            used += m.bytes as u64;
+            max_depth = max_depth.max(m.depth);
+            let shift = piece_shift(m.depth);
+            let page = self.store.page(id as PageId);
+            for p in 0..PIECES {
+                piece::decode(page.piece(p), piece_end(p, shift), &mut buf).expect("valid piece");
+                for e in &buf {
+                    longest = longest.max(p - (e.z >> shift) as usize + 1);
+                }
+            }
+        }
+        Stats {
+            len: self.len,
+            pages,
+            global_depth: self.global_depth,
+            max_local_depth: max_depth,
+            fill: used as f64 / (pages * PIECES * PIECE_DATA).max(1) as f64,
+            longest_chain: longest,
+            spilled: self.spill.len(),
+            memory_bytes: self.memory_bytes(),
+        }
+    }
+
+    /// Bytes held by pages, directory and page table (the figure the
+    /// benchmarks divide by the entry count).
+    pub fn memory_bytes(&self) -> u64 {
+        let pages = self.meta.iter().filter(|m| m.depth != 0).count() as u64;
+        pages * PAGE_SIZE as u64
+            + self.dir.len() as u64 * 4
+            + self.meta.len() as u64 * std::mem::size_of::<PageMeta>() as u64
+            + self.spill.len() as u64 * 16
+    }
+
+    /// Check every invariant (counts, flags, directory, homes); for tests.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut total = 0u64;
+        let mut buf = Vec::new();
+        let mut at_global = 0;
+        for (id, m) in self.meta.iter().enumerate() {
+            if m.depth == 0 {
+                continue;
+            }
+            if m.depth == self.global_depth {
+                at_global += 1;
+            }
+            let span = 1usize << (self.global_depth - m.depth);
+            let start = m.prefix as usize * span;
+            if self.dir[start..start + span].iter().any(|&d| d as usize != id) {
+                return Err(format!("directory does not map page {id} over its range"));
+            }
+            let shift = piece_shift(m.depth);
+            let page = self.store.page(id as PageId);
+            let (mut count, mut bytes) = (0u32, 0u32);
+            let mut homes = [usize::MAX; PIECES];
+            for p in 0..PIECES {
+                piece::decode(page.piece(p), piece_end(p, shift), &mut buf)
+                    .map_err(|e| format!("page {id} piece {p}: {e}"))?;
+                count += buf.len() as u32;
+                bytes += piece::used(page.piece(p)) as u32;
+                for e in &buf {
+                    let home = (e.z >> shift) as usize;
+                    if home > p || p - home >= CHAIN {
+                        return Err(format!("page {id}: entry of home {home} in piece {p}"));
+                    }
+                    homes[p] = homes[p].min(home);
+                    for q in home..p {
+                        if !piece::overflowed(page.piece(q)) {
+                            return Err(format!("page {id}: piece {q} should be flagged"));
+                        }
+                    }
+                }
+            }
+            let _ = homes;
+            if count != m.count || bytes != m.bytes {
+                return Err(format!(
+                    "page {id}: counters {}/{} but holds {count}/{bytes}",
+                    m.count, m.bytes
+                ));
+            }
+            total += count as u64;
+        }
+        total += self.spill.len() as u64;
+        if total != self.len {
+            return Err(format!("len {} but {total} entries found", self.len));
+        }
+        if at_global != self.at_global {
+            return Err(format!("{at_global} pages at global depth, counter says {}", self.at_global));
+        }
+        Ok(())
+    }
+}
+
+/// Lay out `entries` (ascending position, all in one page of piece shift
+/// `shift`) into an empty `page`: each piece takes the oldest-home entries
+/// that fit, the rest carry to the next piece within their chain. Entries
+/// that run out of chain go to `left`. Returns (count, bytes) placed.
+pub(crate) fn build(page: &mut Page, entries: &[Entry], shift: u32, left: &mut Vec<Entry>) -> (u32, u32) {
+    page.clear();
+    let mut carry: Vec<Entry> = Vec::new();
+    let mut desc: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
+    let (mut count, mut bytes) = (0u32, 0u32);
+    let mut i = 0;
+    for p in 0..PIECES {
+        while i < entries.len() && (entries[i].z >> shift) as usize == p {
+            carry.push(entries[i]);
+            i += 1;
+        }
+        carry.retain(|e| {
+            let keep = (e.z >> shift) as usize + CHAIN > p;
+            if !keep {
+                left.push(*e);
+            }
+            keep
+        });
+        if carry.is_empty() {
+            continue;
+        }
+        let end = piece_end(p, shift);
+        let fits = |k: usize, desc: &mut Vec<Entry>| {
+            desc.clear();
+            desc.extend(carry[..k].iter().rev());
+            piece::encoded_len(desc, end) <= PIECE_DATA
+        };
+        // Largest prefix (oldest homes first) that fits, by binary search.
+        let (mut lo, mut hi) = (0usize, carry.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid, &mut desc) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        desc.clear();
+        desc.extend(carry[..lo].iter().rev());
+        let pc = page.piece_mut(p);
+        let ok = piece::encode(pc, &desc, end);
+        debug_assert!(ok);
+        count += lo as u32;
+        bytes += piece::used(pc) as u32;
+        carry.drain(..lo);
+        if !carry.is_empty() {
+            piece::set_overflowed(pc, true);
+        }
+    }
+    left.extend(carry);
+    (count, bytes)
+}
+
+/// Iterator over a table's pairs.
+#[derive(Debug)]
+pub struct Iter<'a, S: PageStore> {
+    table: &'a ExHash<S>,
+    next_page: usize,
+    buf: Vec<(u64, u64)>,
+    spill: std::collections::btree_map::Iter<'a, u64, u64>,
+}
+
+impl<S: PageStore> Iterator for Iter<'_, S> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        loop {
+            if let Some(kv) = self.buf.pop() {
+                return Some(kv);
+            }
+            let meta = &self.table.meta;
+            while self.next_page < meta.len() && meta[self.next_page].depth == 0 {
+                self.next_page += 1;
+            }
+            if self.next_page >= meta.len() {
+                return self.spill.next().map(|(&k, &v)| (k, v));
+            }
+            let id = self.next_page;
+            self.next_page += 1;
+            let m = meta[id];
+            let shift = piece_shift(m.depth);
+            let page = self.table.store.page(id as PageId);
+            let mut entries = Vec::new();
+            for p in 0..PIECES {
+                piece::decode(page.piece(p), piece_end(p, shift), &mut entries).expect("valid piece");
+                self.buf
+                    .extend(entries.iter().map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)));
+            }
+        }
+    }
+}
