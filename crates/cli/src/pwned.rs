@@ -96,7 +96,15 @@ pub fn run(command: Command) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("seekless: {e}");
+            // A bad input line is reported as `FILE:LINE: what is wrong`.
+            let located = e
+                .downcast_ref::<seekless_pwned::Error>()
+                .is_some_and(|e| matches!(e.kind(), ErrorKind::BadLine { .. } | ErrorKind::MixedKinds { .. }));
+            if located {
+                eprintln!("{e}");
+            } else {
+                eprintln!("seekless: {e}");
+            }
             ExitCode::from(2)
         }
     }

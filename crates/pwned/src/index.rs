@@ -106,6 +106,9 @@ impl Index {
                 bytes.len()
             )));
         }
+        if bytes[HEADER_LEN..PAGE].iter().any(|&b| b != 0) {
+            return Err(Error::corrupt("header block padding is not zero"));
+        }
         let pages = usize::try_from(header.pages).map_err(|_| ErrorKind::TooLarge)?;
         if pages > u32::MAX as usize {
             return Err(ErrorKind::TooLarge.into());

@@ -1,0 +1,478 @@
+//! Building indexes and reading them back: every member found with its
+//! exact count, non-members absent, export in order, on every input path.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Key, Kind, build, build_to_vec};
+
+/// A small deterministic generator (xorshift64*), so tests need no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn key(&mut self, kind: Kind) -> Key {
+        Key {
+            hi: self.next(),
+            mid: self.next(),
+            lo: if kind == Kind::Sha1 {
+                self.next() as u32
+            } else {
+                0
+            },
+        }
+    }
+}
+
+fn options(threads: usize) -> BuildOptions {
+    BuildOptions {
+        threads,
+        ..BuildOptions::default()
+    }
+}
+
+/// Writes lines for `entries` in the given order, with a mix of line
+/// endings and case, and `:COUNT` left out for a count of 1 now and then.
+fn corpus(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    let mut text = Vec::new();
+    for (i, &(key, count)) in entries.iter().enumerate() {
+        let mut hex = key.to_hex(kind);
+        if rng.next() % 2 == 0 {
+            hex = hex.to_lowercase();
+        }
+        text.extend_from_slice(hex.as_bytes());
+        if count != 1 || rng.next() % 3 != 0 {
+            text.extend_from_slice(format!(":{count}").as_bytes());
+        }
+        if i + 1 < entries.len() || rng.next() % 2 == 0 {
+            text.extend_from_slice(if rng.next() % 2 == 0 { b"\r\n" } else { b"\n" });
+        }
+    }
+    text
+}
+
+fn expected(entries: &[(Key, u32)]) -> BTreeMap<Key, u64> {
+    let mut map = BTreeMap::new();
+    for &(key, count) in entries {
+        *map.entry(key).or_insert(0u64) += u64::from(count);
+    }
+    map
+}
+
+fn check_index(index: &Index, expect: &BTreeMap<Key, u64>, rng: &mut Rng) {
+    assert_eq!(index.len(), expect.len() as u64);
+    for (&key, &count) in expect {
+        assert_eq!(
+            index.count(key).unwrap(),
+            count,
+            "{}",
+            key.to_hex(index.kind())
+        );
+    }
+    for _ in 0..2000 {
+        let key = rng.key(index.kind());
+        assert_eq!(
+            index.count(key).unwrap(),
+            expect.get(&key).copied().unwrap_or(0)
+        );
+    }
+    let listed: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+    let want: Vec<(Key, u64)> = expect.iter().map(|(&k, &c)| (k, c)).collect();
+    assert_eq!(listed, want);
+    index.verify().unwrap();
+}
+
+fn random_entries(kind: Kind, n: usize, seed: u64) -> Vec<(Key, u32)> {
+    let mut rng = Rng(seed | 1);
+    let mut entries: Vec<(Key, u32)> = (0..n)
+        .map(|_| {
+            let count = (u64::MAX / (rng.next() | 1)).min(50_000_000) as u32;
+            (rng.key(kind), count.max(1))
+        })
+        .collect();
+    // Some duplicates, anywhere in the input.
+    for i in 0..n / 50 {
+        let j = (rng.next() % n as u64) as usize;
+        entries.push((entries[j].0, 1 + i as u32 % 7));
+    }
+    entries
+}
+
+#[test]
+fn sha1_and_ntlm_round_trip_on_every_thread_count() {
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        let entries = random_entries(kind, 30_000, 7);
+        let text = corpus(kind, &entries, 11);
+        let expect = expected(&entries);
+        let mut built = Vec::new();
+        for threads in [1, 2, 3] {
+            let input = Input::Bytes {
+                name: "corpus".into(),
+                data: text.clone(),
+            };
+            let (bytes, summary) = build_to_vec(vec![input], &options(threads)).unwrap();
+            assert_eq!(summary.kind, Some(kind));
+            assert_eq!(summary.hashes, expect.len() as u64);
+            assert_eq!(
+                summary.duplicates,
+                entries.len() as u64 - expect.len() as u64
+            );
+            assert_eq!(summary.lines, entries.len() as u64);
+            built.push(bytes);
+        }
+        assert!(
+            built.windows(2).all(|w| w[0] == w[1]),
+            "builds differ by thread count"
+        );
+        let index = Index::from_bytes(built.pop().unwrap()).unwrap();
+        assert_eq!(index.kind(), kind);
+        check_index(&index, &expect, &mut Rng(99));
+    }
+}
+
+#[test]
+fn spilling_to_disk_builds_the_same_index() {
+    let kind = Kind::Sha1;
+    let entries = random_entries(kind, 50_000, 3);
+    let text = corpus(kind, &entries, 5);
+    let input = || Input::Bytes {
+        name: "corpus".into(),
+        data: text.clone(),
+    };
+    let (in_memory, summary) = build_to_vec(vec![input()], &options(2)).unwrap();
+    assert_eq!(summary.spilled, 0);
+    let tmp = tempdir("spill");
+    let spilling = BuildOptions {
+        threads: 2,
+        memory: 256 << 10,
+        tmp_dir: Some(tmp.clone()),
+        skip_invalid: false,
+    };
+    let (spilled, summary) = build_to_vec(vec![input()], &spilling).unwrap();
+    assert!(summary.spilled > 0, "a 256 KiB budget must spill");
+    assert_eq!(spilled, in_memory);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "spill files left behind"
+    );
+    std::fs::remove_dir_all(tmp).unwrap();
+}
+
+#[test]
+fn per_range_directory_matches_the_single_file() {
+    let kind = Kind::Sha1;
+    let mut rng = Rng(17);
+    // Hashes in a few ranges, as the downloader writes them.
+    let mut entries = Vec::new();
+    for prefix in [0x00000u64, 0x5BAA6, 0xFFFFF] {
+        for _ in 0..300 {
+            let mut key = rng.key(kind);
+            key.hi = (prefix << 44) | (key.hi >> 20);
+            entries.push((key, 1 + (rng.next() % 1000) as u32));
+        }
+    }
+    let dir = tempdir("ranges");
+    let mut by_prefix: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for &(key, count) in &entries {
+        let hex = key.to_hex(kind);
+        let file = by_prefix.entry(hex[..5].to_string()).or_default();
+        file.extend_from_slice(format!("{}:{count}\r\n", &hex[5..]).as_bytes());
+    }
+    for (prefix, text) in &by_prefix {
+        std::fs::write(dir.join(format!("{prefix}.txt")), text).unwrap();
+    }
+    std::fs::write(dir.join("README"), "not a range file").unwrap();
+    let (from_dir, _) = build_to_vec(vec![Input::Path(dir.clone())], &options(2)).unwrap();
+    let text = corpus(kind, &entries, 1);
+    let (from_file, _) = build_to_vec(
+        vec![Input::Bytes {
+            name: "all".into(),
+            data: text,
+        }],
+        &options(2),
+    )
+    .unwrap();
+    assert_eq!(from_dir, from_file);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn malformed_lines_stop_the_build_or_are_counted() {
+    let mut text = Vec::new();
+    let mut rng = Rng(5);
+    for i in 1..=20_000u32 {
+        if i == 12_345 {
+            text.extend_from_slice(b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FZ8:12\r\n");
+        } else if i == 17_000 {
+            text.extend_from_slice(b"garbage\r\n");
+        } else {
+            text.extend_from_slice(
+                format!("{}:{i}\r\n", rng.key(Kind::Sha1).to_hex(Kind::Sha1)).as_bytes(),
+            );
+        }
+    }
+    let input = || Input::Bytes {
+        name: "corpus.txt".into(),
+        data: text.clone(),
+    };
+    let err = build_to_vec(vec![input()], &options(2)).unwrap_err();
+    assert_eq!(err.to_string(), "corpus.txt:12345: hash is not hexadecimal");
+    assert!(matches!(err.kind(), ErrorKind::BadLine { line: 12345, .. }));
+    let skipping = BuildOptions {
+        skip_invalid: true,
+        ..options(2)
+    };
+    let (bytes, summary) = build_to_vec(vec![input()], &skipping).unwrap();
+    assert_eq!(summary.invalid, 2);
+    assert_eq!(summary.hashes, 19_998);
+    assert_eq!(
+        summary.first_invalid.as_deref(),
+        Some("corpus.txt:12345: hash is not hexadecimal")
+    );
+    Index::from_bytes(bytes).unwrap().verify().unwrap();
+}
+
+#[test]
+fn mixed_kinds_are_an_error_naming_the_line() {
+    let text = b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:3\n8846F7EAEE8FB117AD06BDD830B7586C:5\n"
+        .to_vec();
+    let err = build_to_vec(
+        vec![Input::Bytes {
+            name: "mix".into(),
+            data: text,
+        }],
+        &options(1),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::MixedKinds { line: 2, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn counts_are_exact_beyond_32_bits_and_zero_counts_skipped() {
+    let hash = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8";
+    let text = format!(
+        "{hash}:4294967295\n{hash}:4294967295\n{hash}:99999999999\n7C4A8D09CA3762AF61E59520943DC26494F8941B:0\n"
+    );
+    let (bytes, summary) = build_to_vec(
+        vec![Input::Bytes {
+            name: "big".into(),
+            data: text.into_bytes(),
+        }],
+        &options(1),
+    )
+    .unwrap();
+    assert_eq!(summary.capped, 1);
+    assert_eq!(summary.zero_counts, 1);
+    let index = Index::from_bytes(bytes).unwrap();
+    assert_eq!(index.count_hex(hash).unwrap(), 3 * u64::from(u32::MAX));
+    assert_eq!(
+        index
+            .count_hex("7C4A8D09CA3762AF61E59520943DC26494F8941B")
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        index.count_password("password").unwrap(),
+        3 * u64::from(u32::MAX)
+    );
+    assert!(matches!(
+        index.count_hex("5BAA").unwrap_err().kind(),
+        ErrorKind::BadHash { .. }
+    ));
+}
+
+#[test]
+fn empty_and_tiny_corpora() {
+    for text in ["", "\n\r\n", "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"] {
+        let (bytes, _) = build_to_vec(
+            vec![Input::Bytes {
+                name: "t".into(),
+                data: text.into(),
+            }],
+            &options(2),
+        )
+        .unwrap();
+        let index = Index::from_bytes(bytes).unwrap();
+        let found = index.count_password("password").unwrap();
+        assert_eq!(found, u64::from(!text.trim().is_empty()));
+        assert_eq!(index.count_password("hunter2").unwrap(), 0);
+        index.verify().unwrap();
+    }
+}
+
+#[test]
+fn damaged_files_give_errors_never_wrong_answers() {
+    let entries = random_entries(Kind::Sha1, 5_000, 23);
+    let expect = expected(&entries);
+    let (bytes, _) = build_to_vec(
+        vec![Input::Bytes {
+            name: "c".into(),
+            data: corpus(Kind::Sha1, &entries, 2),
+        }],
+        &options(2),
+    )
+    .unwrap();
+    // Truncated anywhere: refused at open.
+    for cut in [
+        0,
+        1,
+        63,
+        64,
+        4095,
+        4096,
+        5000,
+        bytes.len() / 2,
+        bytes.len() - 12,
+        bytes.len() - 1,
+    ] {
+        let err = Index::from_bytes(bytes[..cut].to_vec()).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::Corrupt { .. } | ErrorKind::NotAnIndex
+            ),
+            "cut {cut}: {err}"
+        );
+    }
+    // One bit flipped anywhere: an error at open, at lookup or at verify,
+    // and never a wrong count.
+    let mut rng = Rng(31);
+    for round in 0..300 {
+        let mut damaged = bytes.clone();
+        let at = if round < 40 {
+            (rng.next() % 4096) as usize
+        } else {
+            (rng.next() % bytes.len() as u64) as usize
+        };
+        damaged[at] ^= 1 << (rng.next() % 8);
+        let Ok(index) = Index::from_bytes(damaged) else {
+            continue;
+        };
+        let mut errors = 0;
+        for (&key, &count) in &expect {
+            match index.count(key) {
+                Ok(got) => assert_eq!(got, count, "byte {at}: wrong count presented as right"),
+                Err(e) => {
+                    assert!(matches!(e.kind(), ErrorKind::Corrupt { .. }));
+                    errors += 1;
+                }
+            }
+        }
+        assert!(
+            errors > 0 || index.verify().is_err(),
+            "flip at byte {at} went unnoticed"
+        );
+    }
+    // A newer format version is refused clearly.
+    let mut newer = bytes.clone();
+    newer[8] = 9;
+    let err = Index::from_bytes(newer).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NewerVersion { version: 9 }));
+    assert!(err.to_string().contains("newer seekless"));
+}
+
+#[test]
+fn build_writes_atomically_and_cleans_up() {
+    let dir = tempdir("atomic");
+    let out = dir.join("pwned.idx");
+    let good = dir.join("good.txt");
+    std::fs::write(&good, "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:7\r\n").unwrap();
+    let bad = dir.join("bad.txt");
+    std::fs::write(
+        &bad,
+        "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:7\r\nnope\r\n",
+    )
+    .unwrap();
+    let opts = BuildOptions {
+        memory: 1,
+        ..options(2)
+    };
+    let err = build(
+        vec![Input::Path(bad.clone())],
+        &out,
+        &opts,
+        &seekless_pwned::NoProgress,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("bad.txt:2: expected 40 hex digits before ':', found 4 characters"),
+        "{err}"
+    );
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&dir), ["bad.txt", "good.txt"]);
+    let summary = build(
+        vec![Input::Path(good)],
+        &out,
+        &opts,
+        &seekless_pwned::NoProgress,
+    )
+    .unwrap();
+    assert_eq!(summary.hashes, 1);
+    assert_eq!(names(&dir), ["bad.txt", "good.txt", "pwned.idx"]);
+    assert_eq!(
+        Index::open(&out)
+            .unwrap()
+            .count_password("password")
+            .unwrap(),
+        7
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn tempdir(what: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("seekless-pwned-test-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any set, any order, any duplicates: every member found with its
+    /// summed count, and the export lists exactly the set in order.
+    #[test]
+    fn any_corpus_round_trips(
+        seed in any::<u64>(),
+        n in 0usize..3000,
+        ntlm in any::<bool>(),
+        clustered in any::<bool>(),
+    ) {
+        let kind = if ntlm { Kind::Ntlm } else { Kind::Sha1 };
+        let mut entries = random_entries(kind, n, seed);
+        if clustered {
+            // Hashes sharing long prefixes stress buckets and pages.
+            for (i, e) in entries.iter_mut().enumerate() {
+                e.0.hi = 0xABCD_0000_0000_0000 | (e.0.hi >> 48) * (i as u64 % 3);
+            }
+        }
+        let mut rng = Rng(seed | 1);
+        for i in (1..entries.len()).rev() {
+            let j = (rng.next() % (i as u64 + 1)) as usize;
+            entries.swap(i, j);
+        }
+        let expect = expected(&entries);
+        let (bytes, _) = build_to_vec(vec![Input::Bytes { name: "p".into(), data: corpus(kind, &entries, seed) }], &options(2)).unwrap();
+        check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut rng);
+    }
+}
