@@ -463,7 +463,7 @@ proptest! {
         if clustered {
             // Hashes sharing long prefixes stress buckets and pages.
             for (i, e) in entries.iter_mut().enumerate() {
-                e.0.hi = 0xABCD_0000_0000_0000 | (e.0.hi >> 48) * (i as u64 % 3);
+                e.0.hi = 0xABCD_0000_0000_0000 | ((e.0.hi >> 48) * (i as u64 % 3));
             }
         }
         let mut rng = Rng(seed | 1);
