@@ -139,7 +139,7 @@ pub fn scan(
         invalid: Vec::new(),
         entries: Vec::new(),
     };
-    let mut reader = Reader::start(files, options.chunk_size.max(1 << 16), options.buffers);
+    let mut reader = Reader::start(files, options.chunk_size.max(1 << 12), options.buffers);
     let mut scanner = RecordScanner::new(network);
     let mut current_file = usize::MAX;
     // The previous buffer and the range of it the scanner still needs.
