@@ -97,9 +97,12 @@ pub fn run(command: Command) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // A bad input line is reported as `FILE:LINE: what is wrong`.
-            let located = e
-                .downcast_ref::<seekless_pwned::Error>()
-                .is_some_and(|e| matches!(e.kind(), ErrorKind::BadLine { .. } | ErrorKind::MixedKinds { .. }));
+            let located = e.downcast_ref::<seekless_pwned::Error>().is_some_and(|e| {
+                matches!(
+                    e.kind(),
+                    ErrorKind::BadLine { .. } | ErrorKind::MixedKinds { .. }
+                )
+            });
             if located {
                 eprintln!("{e}");
             } else {

@@ -1,0 +1,262 @@
+//! The `seekless pwned` command line: outputs, exit codes, files left behind.
+#![cfg(feature = "pwned")]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn seekless(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run seekless");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn tempdir(what: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("seekless-cli-pwned-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+const CORPUS: &str = "7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\r\n\
+    5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8:9545824\r\n\
+    B1B3773A05C0ED0176787A4F1574FF0075F7521E:4\r\n\
+    5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:1\r\n\
+    F7C3BC1D808E04732ADF679965CCC34CA7AE3441";
+
+#[test]
+fn check_answers_from_the_sample_without_an_index() {
+    let out = seekless(
+        &["pwned", "check", "password", "correct horse battery staple"],
+        b"",
+    );
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[0].starts_with("1\t5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"),
+        "{stdout}"
+    );
+    assert!(lines[1].starts_with("0\t"), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("sample"),
+        "the output must say it is the sample"
+    );
+    // Piped, one per line, CR tolerated.
+    let out = seekless(
+        &["pwned", "check"],
+        b"123456\r\nqwerty\nnot-a-common-password-xyz\n",
+    );
+    let firsts: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    assert_eq!(firsts, ["1", "1", "0"]);
+}
+
+#[test]
+fn prepare_check_stats_verify_export() {
+    let dir = tempdir("flow");
+    let corpus = dir.join("corpus.txt");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let index = dir.join("pwned.idx");
+    let idx = index.to_str().unwrap();
+    let out = seekless(
+        &["pwned", "prepare", corpus.to_str().unwrap(), "-o", idx],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(summary.contains("4 SHA-1 hashes from 5 lines"), "{summary}");
+    assert!(summary.contains("1 duplicates merged"), "{summary}");
+
+    let out = seekless(
+        &[
+            "pwned", "check", "-i", idx, "password", "123456", "hunter2", "nope",
+        ],
+        b"",
+    );
+    let counts: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    assert_eq!(counts, ["9545825", "37359195", "0", "0"]);
+
+    let out = seekless(&["pwned", "check", "-i", idx, "--hashes"], b"f7c3bc1d808e04732adf679965ccc34ca7ae3441\nB1B3773A05C0ED0176787A4F1574FF0075F7521E\n0000000000000000000000000000000000000000\n");
+    assert_eq!(
+        text(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap())
+            .collect::<Vec<_>>(),
+        ["1", "4", "0"]
+    );
+
+    let out = seekless(&["pwned", "check", "-i", idx, "--hashes", "5BAA61E4"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("\"5BAA61E4\""),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = seekless(&["pwned", "stats", idx], b"");
+    let stats = text(&out.stdout);
+    assert!(
+        stats.contains("kind\tsha1")
+            && stats.contains("hashes\t4")
+            && stats.contains("format_version\t1"),
+        "{stats}"
+    );
+
+    let out = seekless(&["pwned", "verify", idx], b"");
+    assert!(out.status.success());
+
+    let out = seekless(&["pwned", "export", idx], b"");
+    assert_eq!(
+        text(&out.stdout),
+        "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545825\n\
+         7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\n\
+         B1B3773A05C0ED0176787A4F1574FF0075F7521E:4\n\
+         F7C3BC1D808E04732ADF679965CCC34CA7AE3441:1\n"
+    );
+    // Export, then prepare the export: the same corpus.
+    let exported = dir.join("exported.txt");
+    let out = seekless(
+        &[
+            "pwned",
+            "export",
+            idx,
+            "--crlf",
+            "-o",
+            exported.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(out.status.success());
+    let again = dir.join("again.idx");
+    let out = seekless(
+        &[
+            "pwned",
+            "prepare",
+            exported.to_str().unwrap(),
+            "-o",
+            again.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(out.status.success());
+    let reexported = seekless(&["pwned", "export", again.to_str().unwrap(), "--crlf"], b"");
+    assert_eq!(
+        text(&reexported.stdout),
+        std::fs::read_to_string(&exported).unwrap()
+    );
+
+    // Damage a page: verify says so with exit 1.
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[4096 + 100] ^= 0x10;
+    std::fs::write(&index, bytes).unwrap();
+    let out = seekless(&["pwned", "verify", idx], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("checksum"),
+        "{}",
+        text(&out.stdout)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_bad_line_stops_prepare_with_file_and_line() {
+    let dir = tempdir("bad");
+    let corpus = dir.join("corpus.txt");
+    std::fs::write(
+        &corpus,
+        format!("{CORPUS}\r\n5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:x\r\n"),
+    )
+    .unwrap();
+    let index = dir.join("pwned.idx");
+    let out = seekless(
+        &[
+            "pwned",
+            "prepare",
+            corpus.to_str().unwrap(),
+            "-o",
+            index.to_str().unwrap(),
+            "--memory",
+            "1",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{}:6: count \"x\" is not a decimal number\n",
+            corpus.display()
+        )
+    );
+    assert_eq!(files(&dir), ["corpus.txt"], "nothing may be left behind");
+
+    let out = seekless(
+        &[
+            "pwned",
+            "prepare",
+            corpus.to_str().unwrap(),
+            "-o",
+            index.to_str().unwrap(),
+            "--skip-invalid",
+        ],
+        b"",
+    );
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).contains("1 invalid lines skipped"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Standard input, NTLM.
+    let out = seekless(
+        &["pwned", "prepare", "-", "-o", index.to_str().unwrap()],
+        b"8846F7EAEE8FB117AD06BDD830B7586C:5\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = seekless(
+        &["pwned", "check", "-i", index.to_str().unwrap(), "password"],
+        b"",
+    );
+    assert!(
+        text(&out.stdout).starts_with("5\t8846F7EAEE8FB117AD06BDD830B7586C"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = seekless(
+        &["pwned", "check", "-i", corpus.to_str().unwrap(), "x"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not a seekless pwned index"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
