@@ -148,7 +148,6 @@ impl Error {
         }
     }
 
-    #[allow(dead_code)]
     pub(crate) fn torrent(field: impl Into<String>, reason: impl Into<String>) -> Error {
         Error::Torrent {
             field: field.into(),
@@ -156,7 +155,6 @@ impl Error {
         }
     }
 
-    #[allow(dead_code)]
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),

@@ -12,13 +12,16 @@
 //! ```
 #![deny(missing_docs)]
 
+mod encoder;
 mod error;
 mod json;
 mod lint;
 mod node;
 mod parser;
 mod token;
+pub mod torrent;
 
+pub use encoder::Encoder;
 pub use error::Error;
 pub use json::to_json;
 pub use node::{Dict, DictIter, List, ListIter, Node};

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use seekless_bencode::torrent::{self, CreateOptions, Torrent, Version, magnet_link, summary_json};
 use seekless_bencode::{Parser, to_json};
 
 /// `seekless bencode` subcommands.
@@ -110,6 +111,227 @@ fn dump(path: &Path) -> ExitCode {
     json.push('\n');
     if std::io::stdout().lock().write_all(json.as_bytes()).is_err() {
         return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+/// `seekless torrent` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TorrentCommand {
+    /// Show a torrent's metadata: name, version, info-hashes, files, trackers,
+    /// magnet link.
+    Info {
+        /// The .torrent file.
+        file: PathBuf,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check downloaded data against the torrent's hashes; exit 1 if any
+    /// piece is bad or missing.
+    Verify {
+        /// The .torrent file.
+        file: PathBuf,
+        /// The directory the torrent was downloaded into.
+        data_dir: PathBuf,
+    },
+    /// Create a torrent from a file or directory (hybrid v1+v2 by default).
+    Create {
+        /// The file or directory to share.
+        path: PathBuf,
+        /// Where to write the .torrent file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// BEP 3 only (SHA-1 pieces).
+        #[arg(long, conflicts_with_all = ["v2", "hybrid"])]
+        v1: bool,
+        /// BEP 52 only (SHA-256 merkle trees).
+        #[arg(long, conflicts_with_all = ["v1", "hybrid"])]
+        v2: bool,
+        /// Both (the default).
+        #[arg(long, conflicts_with_all = ["v1", "v2"])]
+        hybrid: bool,
+        /// Bytes per piece: a power of two, at least 16384 (default: chosen
+        /// from the total size).
+        #[arg(long)]
+        piece_length: Option<u64>,
+        /// Tracker URL (repeatable; each becomes its own tier).
+        #[arg(long = "tracker")]
+        trackers: Vec<String>,
+        /// Web seed URL (repeatable).
+        #[arg(long = "web-seed")]
+        web_seeds: Vec<String>,
+        /// Set the private flag.
+        #[arg(long)]
+        private: bool,
+        /// Comment.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+}
+
+/// Run a `seekless torrent` subcommand.
+pub fn run_torrent(command: TorrentCommand) -> ExitCode {
+    match command {
+        TorrentCommand::Info { file, json } => info(&file, json),
+        TorrentCommand::Verify { file, data_dir } => verify(&file, &data_dir),
+        TorrentCommand::Create {
+            path,
+            output,
+            v1,
+            v2,
+            hybrid: _,
+            piece_length,
+            trackers,
+            web_seeds,
+            private,
+            comment,
+        } => {
+            let version = if v1 {
+                Version::V1
+            } else if v2 {
+                Version::V2
+            } else {
+                Version::Hybrid
+            };
+            let options = CreateOptions {
+                version,
+                piece_length,
+                trackers,
+                web_seeds,
+                private,
+                comment,
+                creation_date: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .and_then(|d| i64::try_from(d.as_secs()).ok()),
+            };
+            create(&path, &output, &options)
+        }
+    }
+}
+
+fn load_torrent(path: &Path) -> Result<Torrent, ExitCode> {
+    let data = read_input(path).map_err(|e| fail(format_args!("{}: {e}", path.display())))?;
+    Torrent::from_bytes(&data).map_err(|e| {
+        eprintln!("seekless: {}: {e}", path.display());
+        ExitCode::from(1)
+    })
+}
+
+fn info(path: &Path, json: bool) -> ExitCode {
+    let t = match load_torrent(path) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let mut o = String::new();
+    if json {
+        o.push_str(&summary_json(&t));
+        o.push('\n');
+    } else {
+        o.push_str(&format!("name:          {}\n", t.name));
+        o.push_str(&format!("version:       {}\n", t.version.name()));
+        if let Some(h) = t.info_hash_v1 {
+            o.push_str(&format!("info hash v1:  {}\n", torrent::hex(&h)));
+        }
+        if let Some(h) = t.info_hash_v2 {
+            o.push_str(&format!("info hash v2:  {}\n", torrent::hex(&h)));
+        }
+        o.push_str(&format!("piece length:  {}\n", t.piece_length));
+        o.push_str(&format!("pieces:        {}\n", t.piece_count()));
+        o.push_str(&format!("total size:    {}\n", t.total_size));
+        o.push_str(&format!(
+            "private:       {}\n",
+            if t.private { "yes" } else { "no" }
+        ));
+        if let Some(d) = t.creation_date {
+            o.push_str(&format!("creation date: {d}\n"));
+        }
+        if let Some(c) = &t.created_by {
+            o.push_str(&format!("created by:    {c}\n"));
+        }
+        if let Some(c) = &t.comment {
+            o.push_str(&format!("comment:       {c}\n"));
+        }
+        for (i, tier) in t.trackers.iter().enumerate() {
+            for url in tier {
+                o.push_str(&format!("tracker:       [{i}] {url}\n"));
+            }
+        }
+        for url in &t.web_seeds {
+            o.push_str(&format!("web seed:      {url}\n"));
+        }
+        o.push_str(&format!("magnet:        {}\n", magnet_link(&t)));
+        o.push_str(&format!(
+            "files:         {}\n",
+            t.files.iter().filter(|f| !f.pad).count()
+        ));
+        for f in &t.files {
+            let pad = if f.pad { "  (pad)" } else { "" };
+            o.push_str(&format!("{:>16}  {}{pad}\n", f.length, f.display_path()));
+        }
+    }
+    if std::io::stdout().lock().write_all(o.as_bytes()).is_err() {
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+fn verify(path: &Path, data_dir: &Path) -> ExitCode {
+    let t = match load_torrent(path) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let total: u64 = t.files.iter().filter(|f| !f.pad).map(|f| f.length).sum();
+    let bar = crate::progress::bytes(total, "verify");
+    let result = torrent::verify(&t, data_dir, &mut |n| bar.inc(n));
+    bar.finish_and_clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let mut o = String::new();
+    let (mut good, mut bad, mut missing) = (0, 0, 0);
+    for f in &report.files {
+        let verdict = if f.bad > 0 {
+            "bad"
+        } else if f.missing > 0 {
+            "missing"
+        } else {
+            "ok"
+        };
+        o.push_str(&format!(
+            "{}\t{verdict}\tgood {}\tbad {}\tmissing {}\n",
+            f.path, f.good, f.bad, f.missing
+        ));
+        good += f.good;
+        bad += f.bad;
+        missing += f.missing;
+    }
+    o.push_str(&format!(
+        "checked {} hashes: {good} good, {bad} bad, {missing} missing (per file)\n",
+        report.checked.name()
+    ));
+    if std::io::stdout().lock().write_all(o.as_bytes()).is_err() {
+        return ExitCode::from(2);
+    }
+    if report.all_good() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn create(path: &Path, output: &Path, options: &CreateOptions) -> ExitCode {
+    let bar = crate::progress::items("bytes hashed");
+    let result = torrent::create(path, options, &mut |n| bar.inc(n));
+    bar.finish_and_clear();
+    let bytes = match result {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    if let Err(e) = torrent::write_atomically(output, &bytes) {
+        return fail(e);
     }
     ExitCode::SUCCESS
 }

@@ -29,6 +29,10 @@ enum Command {
     #[cfg(feature = "bencode")]
     #[command(subcommand)]
     Bencode(bencode::Command),
+    /// Torrents (v1, v2, hybrid): show metadata, verify data, create.
+    #[cfg(feature = "bencode")]
+    #[command(subcommand)]
+    Torrent(bencode::TorrentCommand),
     // engine: blocks
     // engine: exhash
 }
@@ -40,6 +44,8 @@ fn main() -> ExitCode {
         Command::Pwned(command) => pwned::run(command),
         #[cfg(feature = "bencode")]
         Command::Bencode(command) => bencode::run(command),
+        #[cfg(feature = "bencode")]
+        Command::Torrent(command) => bencode::run_torrent(command),
         // run: blocks
         // run: exhash
     }

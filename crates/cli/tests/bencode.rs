@@ -158,3 +158,96 @@ fn dump_prints_json() {
     assert!(stdout.is_empty());
     assert_eq!(stderr, "seekless: -: unexpected end of input at byte 4\n");
 }
+
+#[test]
+fn torrent_info_text_and_json() {
+    let path = data("v2_hybrid.torrent");
+    let (code, stdout, stderr) = run(&["torrent", "info", path.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("version:       hybrid\n"), "{stdout}");
+    assert!(stdout.contains("info hash v1:  514c76c1f27ec61ca8b37851bcd1cbf0b26cf120\n"));
+    assert!(stdout.contains(
+        "info hash v2:  518fbaf39b37020c896e8768a967da6d76bbd5ef7a02c761021b65a72c6cfa11\n"
+    ));
+    assert!(stdout.contains("magnet:        magnet:?xt=urn:btih:514c76c1"));
+    let (code, stdout, _) = run(&["torrent", "info", "--json", path.to_str().unwrap()], None);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with("{\"name\":\"bittorrent-v1-v2-hybrid-test\",\"version\":\"hybrid\"")
+    );
+    assert!(stdout.ends_with("}\n"));
+    let (code, _, stderr) = run(&["torrent", "info", "-"], Some(b"d4:infod4:name1:aee"));
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr,
+        "seekless: -: invalid torrent: info.piece length: missing\n"
+    );
+}
+
+#[test]
+fn torrent_create_then_verify() {
+    let tmp = Temp::new("create");
+    tmp.file("share/a.bin", &vec![7u8; 50_000]);
+    tmp.file("share/sub/b.txt", b"hello");
+    let share = tmp.0.join("share");
+    for version in ["--v1", "--v2", "--hybrid"] {
+        let out = tmp.0.join(format!("share{version}.torrent"));
+        let (code, _, stderr) = run(
+            &[
+                "torrent",
+                "create",
+                share.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+                version,
+                "--piece-length",
+                "16384",
+                "--tracker",
+                "http://tracker.example/announce",
+            ],
+            None,
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let t = out.to_str().unwrap();
+        let d = tmp.0.to_str().unwrap();
+        let (code, stdout, stderr) = run(&["torrent", "verify", t, d], None);
+        assert_eq!(code, 0, "{version}: {stdout}{stderr}");
+        assert!(stdout.contains("share/a.bin\tok\t"), "{stdout}");
+        assert!(
+            stdout.contains("share/sub/b.txt\tok\tgood 1\tbad 0\tmissing 0\n"),
+            "{stdout}"
+        );
+        // Damage a byte: exit 1 and the file is reported bad.
+        tmp.file("share/sub/b.txt", b"hellO");
+        let (code, stdout, _) = run(&["torrent", "verify", t, d], None);
+        assert_eq!(code, 1);
+        assert!(stdout.contains("share/sub/b.txt\tbad\t"), "{stdout}");
+        tmp.file("share/sub/b.txt", b"hello");
+    }
+    let (code, _, stderr) = run(
+        &[
+            "torrent",
+            "create",
+            share.to_str().unwrap(),
+            "-o",
+            "/nonexistent-dir/x.torrent",
+        ],
+        None,
+    );
+    assert_eq!(code, 2);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let (code, _, stderr) = run(
+        &[
+            "torrent",
+            "create",
+            share.to_str().unwrap(),
+            "-o",
+            "x.torrent",
+            "--piece-length",
+            "1000",
+        ],
+        None,
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("not a power of two"), "{stderr}");
+}

@@ -1,0 +1,26 @@
+//! Torrents: metainfo (BEP 3, BEP 52, hybrid), magnet links, verification of
+//! downloaded data, and creation.
+
+mod create;
+mod magnet;
+pub mod merkle;
+mod metainfo;
+mod summary;
+mod verify;
+
+pub use create::{CreateOptions, create, write_atomically};
+pub use magnet::magnet_link;
+pub use metainfo::{FileEntry, Torrent, Version};
+pub use summary::to_json as summary_json;
+pub use verify::{FileReport, PieceState, VerifyReport, verify};
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
+}
