@@ -3,6 +3,8 @@
 
 #[cfg(feature = "bencode")]
 mod bencode;
+#[cfg(feature = "blocks")]
+mod blocks;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
@@ -33,7 +35,10 @@ enum Command {
     #[cfg(feature = "bencode")]
     #[command(subcommand)]
     Torrent(bencode::TorrentCommand),
-    // engine: blocks
+    /// Bitcoin Core block files: scan, list the best chain, linearize.
+    #[cfg(feature = "blocks")]
+    #[command(subcommand)]
+    Blocks(blocks::Command),
     // engine: exhash
 }
 
@@ -46,7 +51,8 @@ fn main() -> ExitCode {
         Command::Bencode(command) => bencode::run(command),
         #[cfg(feature = "bencode")]
         Command::Torrent(command) => bencode::run_torrent(command),
-        // run: blocks
+        #[cfg(feature = "blocks")]
+        Command::Blocks(command) => blocks::run(command),
         // run: exhash
     }
 }

@@ -1,0 +1,289 @@
+//! `seekless blocks …`: argument parsing and printing around the
+//! `seekless-blocks` engine.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use seekless_blocks::{
+    BadKind, BlockFile, Chain, DEFAULT_MAX_FILE_SIZE, Network, ScanOptions, ScanOutput, XorKey,
+    linearize, list_block_files, scan,
+};
+use serde_json::{Value, json};
+
+/// Where the blocks are and how to read them.
+#[derive(Debug, clap::Args)]
+pub struct Source {
+    /// A Core `blocks/` directory (its blkNNNNN.dat files, in number order)
+    /// or block files, in the order given.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// main, testnet3, testnet4, signet or regtest (default: detected from
+    /// the first valid record).
+    #[arg(long)]
+    network: Option<String>,
+    /// The 8-byte XOR key as 16 hex digits (default: the xor.dat next to the
+    /// files; none means plain files).
+    #[arg(long, value_name = "HEX")]
+    xor_key: Option<String>,
+}
+
+/// `seekless blocks` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Read the block files once: count blocks, find the best tip, stale
+    /// blocks, orphans, duplicates and damaged records. Exit 1 if `--verify`
+    /// finds invalid blocks.
+    Scan {
+        #[command(flatten)]
+        source: Source,
+        /// Also parse every transaction and check merkle roots.
+        #[arg(long)]
+        verify: bool,
+        /// Print one JSON object instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the best chain from genesis: `HEIGHT HASH FILE OFFSET` per block.
+    List {
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Write the best chain in height order as plain blkNNNNN.dat files.
+    Linearize {
+        #[command(flatten)]
+        source: Source,
+        /// Output directory.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: PathBuf,
+        /// Start a new file before one would exceed this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_SIZE,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        max_file_size: u64,
+    },
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("seekless: {message}");
+    ExitCode::from(2)
+}
+
+/// Run a `seekless blocks` subcommand.
+pub fn run(command: Command) -> ExitCode {
+    let result = match command {
+        Command::Scan {
+            source,
+            verify,
+            json,
+        } => run_scan(&source, verify, json),
+        Command::List { source } => run_list(&source),
+        Command::Linearize {
+            source,
+            output,
+            max_file_size,
+        } => run_linearize(&source, &output, max_file_size),
+    };
+    result.unwrap_or_else(fail)
+}
+
+fn load(source: &Source, verify: bool) -> Result<(ScanOutput, Chain), String> {
+    let network = source
+        .network
+        .as_deref()
+        .map(Network::from_name)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let xor = source
+        .xor_key
+        .as_deref()
+        .map(XorKey::from_hex)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let files = list_block_files(&source.paths, xor).map_err(|e| e.to_string())?;
+    let total = files.iter().map(|f| f.len).sum();
+    let bar = crate::progress::bytes(total, "scan");
+    let options = ScanOptions {
+        network,
+        verify,
+        ..ScanOptions::default()
+    };
+    let mut output = scan(files, &options, &mut |n| bar.inc(n)).map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let chain = Chain::build(&mut output);
+    Ok((output, chain))
+}
+
+fn file_name(files: &[BlockFile], index: usize) -> String {
+    files[index].path.display().to_string()
+}
+
+fn bad_detail(kind: &BadKind) -> String {
+    match kind {
+        BadKind::Garbage => "garbage".to_string(),
+        BadKind::BadSize { size } => format!("size {size} out of range"),
+        BadKind::BadProofOfWork => "header fails its proof of work".to_string(),
+        BadKind::Truncated {
+            size: Some(size),
+            available,
+        } => {
+            format!("truncated record ({available} of {size} bytes)")
+        }
+        BadKind::Truncated { size: None, .. } => "truncated record prefix".to_string(),
+        _ => kind.name().to_string(),
+    }
+}
+
+fn run_scan(source: &Source, verify: bool, as_json: bool) -> Result<ExitCode, String> {
+    let (output, chain) = load(source, verify)?;
+    let tip = chain.tip();
+    if as_json {
+        let bad: Vec<Value> = output
+            .bad_records
+            .iter()
+            .map(|bad| {
+                let mut object = json!({
+                    "file": file_name(&output.files, bad.file),
+                    "offset": bad.record.offset,
+                    "kind": bad.record.kind.name(),
+                    "skipped": bad.record.skipped,
+                });
+                match bad.record.kind {
+                    BadKind::BadSize { size }
+                    | BadKind::Truncated {
+                        size: Some(size), ..
+                    } => {
+                        object["size"] = json!(size);
+                    }
+                    _ => {}
+                }
+                object
+            })
+            .collect();
+        let mut object = json!({
+            "network": output.network.name(),
+            "files": output.files.len(),
+            "bytes": output.bytes,
+            "records": output.records,
+            "blocks": chain.len(),
+            "tip_hash": tip.map(|t| t.hash.to_string()),
+            "tip_height": tip.and_then(|t| t.height),
+            "stale": chain.stale(),
+            "orphans": chain.orphans(),
+            "duplicates": chain.duplicates(),
+            "bad_records": output.bad_records.len(),
+            "bad_record_list": bad,
+        });
+        if verify {
+            object["invalid"] = json!(
+                output
+                    .invalid
+                    .iter()
+                    .map(|i| i.hash.to_string())
+                    .collect::<Vec<_>>()
+            );
+            object["invalid_details"] = json!(
+                output
+                    .invalid
+                    .iter()
+                    .map(|i| json!({
+                        "hash": i.hash.to_string(),
+                        "file": file_name(&output.files, i.file),
+                        "offset": i.offset,
+                        "error": i.error.to_string(),
+                    }))
+                    .collect::<Vec<_>>()
+            );
+        }
+        println!("{object}");
+    } else {
+        println!("network     {}", output.network);
+        println!(
+            "files       {} ({} bytes)",
+            output.files.len(),
+            output.bytes
+        );
+        println!(
+            "blocks      {} (stale {}, orphans {}, duplicates {})",
+            chain.len(),
+            chain.stale(),
+            chain.orphans(),
+            chain.duplicates()
+        );
+        match tip {
+            Some(tip) => println!(
+                "tip         {} at height {}",
+                tip.hash,
+                tip.height.unwrap_or(0)
+            ),
+            None => println!("tip         none (genesis not found)"),
+        }
+        println!("bad records {}", output.bad_records.len());
+        for bad in &output.bad_records {
+            println!(
+                "  {} offset {}: {}, {} bytes skipped",
+                file_name(&output.files, bad.file),
+                bad.record.offset,
+                bad_detail(&bad.record.kind),
+                bad.record.skipped
+            );
+        }
+        if verify {
+            println!("invalid     {}", output.invalid.len());
+            for invalid in &output.invalid {
+                println!(
+                    "  {} {} offset {}: {}",
+                    invalid.hash,
+                    file_name(&output.files, invalid.file),
+                    invalid.offset,
+                    invalid.error
+                );
+            }
+        }
+    }
+    Ok(if verify && !output.invalid.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn run_list(source: &Source) -> Result<ExitCode, String> {
+    let (output, chain) = load(source, false)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for block in chain.best_chain() {
+        let line = writeln!(
+            out,
+            "{} {} {} {}",
+            block.height.unwrap_or(0),
+            block.hash,
+            file_name(&output.files, block.file),
+            block.offset
+        );
+        if line.is_err() {
+            // A closed pipe (`| head`) is not an error worth reporting.
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let _ = out.flush();
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_linearize(source: &Source, dir: &Path, max_file_size: u64) -> Result<ExitCode, String> {
+    let (output, chain) = load(source, false)?;
+    let total = chain.best_chain().map(|b| b.size as u64).sum();
+    let bar = crate::progress::bytes(total, "linearize");
+    let report = linearize(&chain, &output.files, dir, max_file_size, &mut |n| {
+        bar.inc(n)
+    })
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {} blocks ({} bytes) in {} files to {}",
+        report.blocks,
+        report.bytes,
+        report.files.len(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,330 @@
+//! `seekless blocks` end to end, on generated regtest block directories.
+#![cfg(feature = "blocks")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
+use seekless_blocks::{Network, XorKey};
+use serde_json::Value;
+
+fn seekless(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_seekless"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("seekless-cli-blocks-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A 50-block chain with a 3-block stale fork, out of order, split in
+/// files, obfuscated with xor.dat. Returns the builder, the best tip index
+/// and the stale tip index.
+fn write_chain(dir: &Path, key: XorKey) -> (ChainBuilder, usize, usize) {
+    let mut builder = ChainBuilder::new(7, SizeMix::Small);
+    let tip = builder.extend_chain(0, 50);
+    let stale = builder.extend_chain(20, 3);
+    let mut by_height: Vec<usize> = (0..builder.blocks.len()).collect();
+    by_height.sort_by_key(|&i| builder.blocks[i].height);
+    let order = generate::headers_first_order(by_height, 16, builder.rng());
+    let (files, _) = generate::layout_files(
+        Network::Regtest,
+        order.iter().map(|&i| builder.blocks[i].bytes.as_slice()),
+        6_000,
+        key,
+    );
+    for (n, bytes) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
+    }
+    if !key.is_zero() {
+        std::fs::write(dir.join("xor.dat"), key.0).unwrap();
+    }
+    (builder, tip, stale)
+}
+
+fn json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn scan_json_reports_the_chain() {
+    let dir = tempdir("scan");
+    let (builder, tip, _) = write_chain(&dir, XorKey([9, 8, 7, 6, 5, 4, 3, 2]));
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        dir.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(v["network"], "regtest");
+    assert_eq!(v["blocks"], 54);
+    assert_eq!(v["tip_hash"], builder.blocks[tip].hash.to_string());
+    assert_eq!(v["tip_height"], 50);
+    assert_eq!(v["stale"], 3);
+    assert_eq!(
+        (
+            v["orphans"].as_u64(),
+            v["duplicates"].as_u64(),
+            v["bad_records"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+    let total: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_str().unwrap().starts_with("blk"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(v["bytes"], total);
+    assert!(v["files"].as_u64().unwrap() > 1);
+    assert!(v.get("invalid").is_none());
+    // --verify adds the (empty) invalid list; the human summary names the tip.
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        dir.to_str().unwrap(),
+        "--json",
+        "--verify",
+    ]));
+    assert_eq!(v["invalid"], serde_json::json!([]));
+    let text = seekless(&["blocks", "scan", dir.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "tip         {} at height 50",
+            builder.blocks[tip].hash
+        )),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn damaged_records_are_listed_by_file_and_offset() {
+    let dir = tempdir("damaged");
+    write_chain(&dir, XorKey::default());
+    let path = dir.join("blk00001.dat");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 0xff; // the first record's magic
+    let torn = bytes.len() - 20;
+    bytes.truncate(torn); // the last record loses its end
+    std::fs::write(&path, &bytes).unwrap();
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        dir.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(v["bad_records"], 2);
+    let list = v["bad_record_list"].as_array().unwrap();
+    assert_eq!(list[0]["file"], path.to_str().unwrap());
+    assert_eq!(
+        (list[0]["offset"].as_u64(), list[0]["kind"].as_str()),
+        (Some(0), Some("garbage"))
+    );
+    assert_eq!(list[1]["kind"], "truncated");
+    assert_eq!(v["blocks"], 52);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn list_prints_the_best_chain() {
+    let dir = tempdir("list");
+    let (builder, tip, stale) = write_chain(&dir, XorKey::default());
+    let out = seekless(&["blocks", "list", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 51);
+    let first: Vec<&str> = lines[0].split(' ').collect();
+    assert_eq!(first[0], "0");
+    assert_eq!(first[1], Network::Regtest.genesis().to_string());
+    let last: Vec<&str> = lines[50].split(' ').collect();
+    assert_eq!(
+        (last[0], last[1]),
+        ("50", builder.blocks[tip].hash.to_string().as_str())
+    );
+    assert!(!text.contains(&builder.blocks[stale].hash.to_string()));
+    // FILE OFFSET point at the record: its magic is there.
+    let offset: usize = last[3].parse().unwrap();
+    let file = std::fs::read(last[2]).unwrap();
+    assert_eq!(file[offset..offset + 4], Network::Regtest.magic());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn linearize_writes_height_order() {
+    let dir = tempdir("linearize-in");
+    let out_dir = tempdir("linearize-out");
+    let (builder, tip, _) = write_chain(&dir, XorKey([1, 2, 3, 4, 5, 6, 7, 8]));
+    let out = seekless(&[
+        "blocks",
+        "linearize",
+        dir.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--max-file-size",
+        "4000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert!(
+        names.len() > 2
+            && names
+                .iter()
+                .all(|n| n.ends_with(".dat") && n.starts_with("blk")),
+        "{names:?}"
+    );
+    for name in &names {
+        assert!(std::fs::metadata(out_dir.join(name)).unwrap().len() <= 4000);
+    }
+    // Plain files, in height order, the same best chain, nothing stale.
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(
+        (v["blocks"].as_u64(), v["stale"].as_u64()),
+        (Some(51), Some(0))
+    );
+    assert_eq!(v["tip_hash"], builder.blocks[tip].hash.to_string());
+    let listed =
+        String::from_utf8(seekless(&["blocks", "list", out_dir.to_str().unwrap()]).stdout).unwrap();
+    let positions: Vec<(String, u64)> = listed
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[2].to_string(), f[3].parse().unwrap())
+        })
+        .collect();
+    let mut sorted = positions.clone();
+    sorted.sort();
+    assert_eq!(positions, sorted, "records are in height order");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
+#[test]
+fn verify_failure_exits_1_and_names_the_block() {
+    let dir = tempdir("verify");
+    let mut builder = ChainBuilder::new(3, SizeMix::Small);
+    let tip = builder.extend_chain(0, 10);
+    let mut file = Vec::new();
+    for (i, block) in builder.blocks.iter().enumerate() {
+        let mut bytes = block.bytes.clone();
+        if i == 5 {
+            let n = bytes.len();
+            bytes[n - 2] ^= 1;
+        }
+        file.extend_from_slice(&generate::record(Network::Regtest, &bytes));
+    }
+    std::fs::write(dir.join("blk00000.dat"), &file).unwrap();
+    let out = seekless(&[
+        "blocks",
+        "scan",
+        dir.to_str().unwrap(),
+        "--json",
+        "--verify",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["invalid"],
+        serde_json::json!([builder.blocks[5].hash.to_string()])
+    );
+    assert_eq!(v["tip_height"], 4);
+    // Without --verify the header chain is all there is.
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        dir.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(v["tip_hash"], builder.blocks[tip].hash.to_string());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mainnet_block_file_with_duplicates() {
+    let dir = tempdir("mainnet");
+    let block = include_bytes!("../../blocks/tests/data/block413567.raw");
+    let mut file = Vec::new();
+    for _ in 0..3 {
+        file.extend_from_slice(&generate::record(Network::Main, block));
+    }
+    let path = dir.join("blk00000.dat");
+    std::fs::write(&path, &file).unwrap();
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        path.to_str().unwrap(),
+        "--json",
+        "--verify",
+    ]));
+    assert_eq!(v["network"], "main");
+    assert_eq!(
+        (
+            v["blocks"].as_u64(),
+            v["duplicates"].as_u64(),
+            v["orphans"].as_u64()
+        ),
+        (Some(1), Some(2), Some(1))
+    );
+    assert_eq!(v["tip_hash"], Value::Null);
+    assert_eq!(v["invalid"], serde_json::json!([]));
+    // Forced to the wrong network: nothing found, one bad stretch.
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        path.to_str().unwrap(),
+        "--json",
+        "--network",
+        "testnet4",
+    ]));
+    assert_eq!(
+        (v["blocks"].as_u64(), v["bad_records"].as_u64()),
+        (Some(0), Some(1))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_arguments_fail_with_one_line() {
+    let dir = tempdir("errors");
+    write_chain(&dir, XorKey::default());
+    let d = dir.to_str().unwrap();
+    for args in [
+        vec!["blocks", "scan", "/nonexistent/blocks"],
+        vec!["blocks", "scan", d, "--network", "moonnet"],
+        vec!["blocks", "scan", d, "--xor-key", "12"],
+        vec!["blocks", "list", "/dev/null"],
+    ] {
+        let out = seekless(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("seekless: "), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
