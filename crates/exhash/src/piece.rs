@@ -1,5 +1,5 @@
 //! The piece codec: one 128-byte piece of a page holds a few entries,
-//! compactly encoded, sorted by descending page-local position.
+//! compactly encoded, sorted by ascending distance from the piece's end.
 //!
 //! Layout (see `docs/format-exhash.md`):
 //!
@@ -11,9 +11,12 @@
 //! bytes 2..   entries
 //! ```
 //!
-//! Keys are stored as deltas of the page-local position `z`: the first entry
-//! stores `end - z` (where `end` is the last position whose home is this
-//! piece), the next ones `previous z - z - 1`. Tagged entries start with a tag
+//! Keys are stored as ascending *distances* `r`: the table maps a page-local
+//! position `z` to `r = (end - z) mod 2^w`, where `end` is the last position
+//! whose home is this piece and `w` the width of page-local positions, so
+//! entries from this piece's home range come first and entries that
+//! overflowed from earlier pieces (wrapping around the page) after them. The
+//! first entry stores `r`, the next ones `r - previous r - 1`. Tagged entries start with a tag
 //! `kind * 81 + key_len * 9 + value_len`; kind 0 stores the value raw, kind 1
 //! stores the zig-zag difference to the previous entry's value. Either way an
 //! entry is never longer than its raw sixteen bytes plus its tag, and the
@@ -32,10 +35,11 @@ const OVERFLOW: u8 = 0x80;
 const USED_MASK: u8 = 0x7F;
 const TAG_LIMIT: u8 = 162;
 
-/// One decoded entry: page-local position and value.
+/// One entry: a key (a distance inside a piece, or a page-local position
+/// in the table's page-wide lists) and its value.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Entry {
-    /// Page-local position (the bits of the key position not implied by the page).
+    /// The key bits not implied by the page (and, in a piece, its home).
     pub z: u64,
     /// The value.
     pub v: u64,
@@ -95,11 +99,11 @@ fn write_le(data: &mut [u8], pos: usize, len: usize, x: u64) {
     data[pos..pos + len].copy_from_slice(&x.to_le_bytes()[..len]);
 }
 
-/// Walk the entries of a piece in stored (descending position) order,
+/// Walk the entries of a piece in stored (ascending distance) order,
 /// calling `f` until it returns false. Checks every bound, so a hostile piece
 /// yields an error, never a panic.
 #[inline]
-pub fn walk(piece: &[u8], end: u64, mut f: impl FnMut(Entry) -> bool) -> Result<(), DecodeError> {
+pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), DecodeError> {
     let used = used(piece);
     if used > PIECE_DATA {
         return Err("piece uses more bytes than it has");
@@ -107,7 +111,7 @@ pub fn walk(piece: &[u8], end: u64, mut f: impl FnMut(Entry) -> bool) -> Result<
     let data = &piece[2..2 + used];
     let format = piece[1];
     let mut pos = 0;
-    let mut z = end;
+    let mut z = 0u64;
     let mut first = true;
     let mut v = 0u64;
     if format == TAGGED || used == 0 {
@@ -162,30 +166,30 @@ pub fn walk(piece: &[u8], end: u64, mut f: impl FnMut(Entry) -> bool) -> Result<
 }
 
 #[inline]
-fn step(z: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
-    let z = if first { Some(z) } else { z.checked_sub(1) };
-    z.and_then(|z| z.checked_sub(delta))
-        .ok_or("key delta goes below the page")
+fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
+    let r = if first { Some(0) } else { r.checked_add(1) };
+    r.and_then(|r| r.checked_add(delta))
+        .ok_or("key delta overflows")
 }
 
-/// The value stored for position `z`, if this piece holds it.
+/// The value stored for distance `r`, if this piece holds it.
 #[inline]
-pub fn lookup(piece: &[u8], end: u64, z: u64) -> Option<u64> {
+pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     let mut found = None;
     // A trusted piece never fails to decode; a failure reads as "absent".
-    let _ = walk(piece, end, |e| {
-        if e.z == z {
+    let _ = walk(piece, |e| {
+        if e.z == r {
             found = Some(e.v);
         }
-        e.z > z
+        e.z < r
     });
     found
 }
 
 /// Decode every entry of a piece into `out` (cleared first).
-pub fn decode(piece: &[u8], end: u64, out: &mut Vec<Entry>) -> Result<(), DecodeError> {
+pub fn decode(piece: &[u8], out: &mut Vec<Entry>) -> Result<(), DecodeError> {
     out.clear();
-    walk(piece, end, |e| {
+    walk(piece, |e| {
         out.push(e);
         true
     })
@@ -198,16 +202,15 @@ struct Plan {
     format: u8,
 }
 
-/// Plan the smallest encoding of `entries` (strictly descending `z`, all at
-/// most `end`).
-fn plan(entries: &[Entry], end: u64) -> Plan {
+/// Plan the smallest encoding of `entries` (strictly ascending keys).
+fn plan(entries: &[Entry]) -> Plan {
     let mut tagged = 0usize;
     let mut wk = 0usize;
     let mut wv = 0usize;
-    let mut prev = end;
+    let mut prev = 0;
     let mut prev_v = 0u64;
     for (i, e) in entries.iter().enumerate() {
-        let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+        let delta = if i == 0 { e.z } else { e.z - prev - 1 };
         let kl = byte_len(delta);
         let raw = byte_len(e.v);
         let vl = if i == 0 {
@@ -236,15 +239,15 @@ fn plan(entries: &[Entry], end: u64) -> Plan {
 }
 
 /// Encoded size of `entries` in bytes.
-pub fn encoded_len(entries: &[Entry], end: u64) -> usize {
-    plan(entries, end).len
+pub fn encoded_len(entries: &[Entry]) -> usize {
+    plan(entries).len
 }
 
-/// Encode `entries` (strictly descending `z`, all at most `end`) into
-/// `piece`, keeping its overflow flag. Returns false, leaving the piece
-/// untouched, if they do not fit.
-pub fn encode(piece: &mut [u8], entries: &[Entry], end: u64) -> bool {
-    let plan = plan(entries, end);
+/// Encode `entries` (strictly ascending keys) into `piece`, keeping its
+/// overflow flag. Returns false, leaving the piece untouched, if they do
+/// not fit.
+pub fn encode(piece: &mut [u8], entries: &[Entry]) -> bool {
+    let plan = plan(entries);
     if plan.len > PIECE_DATA {
         return false;
     }
@@ -253,11 +256,11 @@ pub fn encode(piece: &mut [u8], entries: &[Entry], end: u64) -> bool {
     piece[1] = plan.format;
     let data = &mut piece[2..];
     let mut pos = 0;
-    let mut prev = end;
+    let mut prev = 0;
     let mut prev_v = 0u64;
     if plan.format == TAGGED {
         for (i, e) in entries.iter().enumerate() {
-            let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+            let delta = if i == 0 { e.z } else { e.z - prev - 1 };
             let kl = byte_len(delta);
             let raw_len = byte_len(e.v);
             let (kind, vl, stored) = if i == 0 {
@@ -283,7 +286,7 @@ pub fn encode(piece: &mut [u8], entries: &[Entry], end: u64) -> bool {
         let wk = (plan.format & 15) as usize;
         let wv = (plan.format >> 4) as usize;
         for (i, e) in entries.iter().enumerate() {
-            let delta = if i == 0 { prev - e.z } else { prev - e.z - 1 };
+            let delta = if i == 0 { e.z } else { e.z - prev - 1 };
             write_le(data, pos, wk, delta);
             write_le(data, pos + wk, wv, e.v);
             pos += wk + wv;
@@ -304,24 +307,24 @@ pub fn clear(piece: &mut [u8]) {
 mod tests {
     use super::*;
 
-    fn roundtrip(entries: &[Entry], end: u64) -> Option<usize> {
+    fn roundtrip(entries: &[Entry]) -> Option<usize> {
         let mut piece = [0u8; PIECE_SIZE];
         clear(&mut piece);
-        if !encode(&mut piece, entries, end) {
+        if !encode(&mut piece, entries) {
             return None;
         }
         let mut out = Vec::new();
-        decode(&piece, end, &mut out).unwrap();
+        decode(&piece, &mut out).unwrap();
         assert_eq!(out, entries);
         for e in entries {
-            assert_eq!(lookup(&piece, end, e.z), Some(e.v));
+            assert_eq!(lookup(&piece, e.z), Some(e.v));
         }
+        assert_eq!(lookup(&piece, entries[0].z.wrapping_sub(1)), None);
         Some(used(&piece))
     }
 
     #[test]
     fn random_pairs_take_fixed_widths() {
-        let end = (1u64 << 46) - 1;
         let mut x = 99u64;
         let mut entries: Vec<Entry> = (0..9)
             .map(|_| {
@@ -332,21 +335,19 @@ mod tests {
                 }
             })
             .collect();
-        entries.sort_by(|a, b| b.z.cmp(&a.z));
-        assert_eq!(roundtrip(&entries, end), Some(126));
+        entries.sort_by_key(|e| e.z);
+        assert_eq!(roundtrip(&entries), Some(126));
     }
 
     #[test]
     fn runs_take_two_bytes_each() {
-        let end = (1u64 << 40) - 1;
         let entries: Vec<Entry> = (0..40u64)
-            .rev()
             .map(|i| Entry {
                 z: 1000 + i,
                 v: 5_000_000 + i,
             })
             .collect();
-        let len = roundtrip(&entries, end).unwrap();
+        let len = roundtrip(&entries).unwrap();
         assert!(len <= 2 * 40 + 10, "{len}");
     }
 
@@ -360,8 +361,8 @@ mod tests {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 *b = (x >> 56) as u8;
             }
-            let _ = decode(&piece, u64::MAX >> (x % 64), &mut out);
-            let _ = lookup(&piece, x, x >> 3);
+            let _ = decode(&piece, &mut out);
+            let _ = lookup(&piece, x >> 3);
         }
     }
 
@@ -369,7 +370,6 @@ mod tests {
     fn too_many_entries_do_not_fit() {
         // Ten entries of random 8-byte values and 6-byte key gaps need 140 bytes.
         let entries: Vec<Entry> = (0..10u64)
-            .rev()
             .map(|i| Entry {
                 z: i << 44 | (i * 0x9E37_79B9) % (1 << 40),
                 v: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 << 63,
@@ -377,7 +377,7 @@ mod tests {
             .collect();
         let mut piece = [0u8; PIECE_SIZE];
         clear(&mut piece);
-        assert!(!encode(&mut piece, &entries, u64::MAX));
+        assert!(!encode(&mut piece, &entries));
         assert_eq!(used(&piece), 0);
     }
 }

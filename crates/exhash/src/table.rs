@@ -8,9 +8,9 @@ use crate::piece::{self, Entry, PIECE_DATA};
 use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
 
 /// How many pieces an entry may live in: its home piece and the ones after
-/// it (never wrapping past the last piece). Chosen by measurement: see
-/// `BENCHMARKS.md`.
-pub const CHAIN: usize = 8;
+/// it, wrapping from the last piece to the first. Chosen by measurement:
+/// see `BENCHMARKS.md`.
+pub const CHAIN: usize = 16;
 
 /// The deepest a page (and so the directory) may go: 2^26 directory slots.
 /// Entries that cannot be placed at this depth (only possible with keys
@@ -68,24 +68,85 @@ struct Loc {
     depth: u8,
     z: u64,
     home: usize,
-    shift: u32,
+    geom: Geom,
 }
 
-/// The last position whose home is piece `p`.
-#[inline]
-pub(crate) fn piece_end(p: usize, shift: u32) -> u64 {
-    ((p as u64) << shift) | ((1u64 << shift) - 1)
+/// How page-local positions of a page at some depth map to pieces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geom {
+    /// Position bits below the home piece number.
+    pub shift: u32,
+    /// Page-local positions are `65 - depth` bits wide.
+    pub mask: u64,
 }
 
-/// Bits a page-local position is shifted by to give its home piece.
-#[inline]
-pub(crate) fn piece_shift(depth: u8) -> u32 {
-    59 - depth as u32
+impl Geom {
+    #[inline]
+    pub fn of(depth: u8) -> Geom {
+        Geom {
+            shift: 59 - depth as u32,
+            mask: u64::MAX >> (depth - 1),
+        }
+    }
+
+    /// The last position whose home is piece `p`.
+    #[inline]
+    fn end(self, p: usize) -> u64 {
+        ((p as u64) << self.shift) | ((1u64 << self.shift) - 1)
+    }
+
+    /// Distance of position `z` back from the end of piece `p` (wrapping).
+    #[inline]
+    pub fn r(self, p: usize, z: u64) -> u64 {
+        self.end(p).wrapping_sub(z) & self.mask
+    }
+
+    /// The position at distance `r` back from the end of piece `p`.
+    #[inline]
+    pub fn z(self, p: usize, r: u64) -> u64 {
+        self.end(p).wrapping_sub(r) & self.mask
+    }
+
+    #[inline]
+    pub fn home(self, z: u64) -> usize {
+        (z >> self.shift) as usize
+    }
 }
 
+/// The `i`-th piece of the chain starting at `home`.
 #[inline]
-fn last_piece(home: usize) -> usize {
-    (home + CHAIN - 1).min(PIECES - 1)
+fn nth(home: usize, i: usize) -> usize {
+    (home + i) % PIECES
+}
+
+/// Decode piece `p` as page-local positions, in stored (ascending distance) order.
+pub(crate) fn decode_z(pc: &[u8], p: usize, g: Geom, out: &mut Vec<Entry>) -> Result<(), piece::DecodeError> {
+    piece::decode(pc, out)?;
+    for e in out.iter_mut() {
+        if e.z >> g.shift >= CHAIN as u64 {
+            return Err("entry lives farther from its home than the chain allows");
+        }
+        e.z = g.z(p, e.z);
+    }
+    Ok(())
+}
+
+/// Encode positions (in ascending distance order from piece `p`'s end).
+fn encode_z(pc: &mut [u8], p: usize, g: Geom, entries: &mut [Entry]) -> bool {
+    for e in entries.iter_mut() {
+        e.z = g.r(p, e.z);
+    }
+    let ok = piece::encode(pc, entries);
+    for e in entries.iter_mut() {
+        e.z = g.z(p, e.z);
+    }
+    ok
+}
+
+fn encoded_len_z(p: usize, g: Geom, entries: &[Entry], buf: &mut Vec<Entry>) -> usize {
+    buf.clear();
+    buf.extend(entries.iter().map(|e| Entry { z: g.r(p, e.z), v: e.v }));
+    piece::encoded_len(buf)
 }
 
 /// An extendible hash table from u64 keys to u64 values in 8 KiB pages.
@@ -201,13 +262,13 @@ impl<S: PageStore> ExHash<S> {
         let page = self.dir[(g >> (33 - self.global_depth)) as usize];
         let depth = self.meta[page as usize].depth;
         let z = ((g & ((1u64 << (33 - depth)) - 1)) << 32) | (h & 0xffff_ffff);
-        let shift = piece_shift(depth);
+        let geom = Geom::of(depth);
         Loc {
             page,
             depth,
             z,
-            home: (z >> shift) as usize,
-            shift,
+            home: geom.home(z),
+            geom,
         }
     }
 
@@ -239,9 +300,10 @@ impl<S: PageStore> ExHash<S> {
     #[inline]
     fn find(&self, loc: &Loc) -> Option<(usize, u64)> {
         let page = self.store.page(loc.page);
-        for p in loc.home..=last_piece(loc.home) {
+        for i in 0..CHAIN {
+            let p = nth(loc.home, i);
             let pc = page.piece(p);
-            if let Some(v) = piece::lookup(pc, piece_end(p, loc.shift), loc.z) {
+            if let Some(v) = piece::lookup(pc, loc.geom.r(p, loc.z)) {
                 return Some((p, v));
             }
             if !piece::overflowed(pc) {
@@ -274,13 +336,12 @@ impl<S: PageStore> ExHash<S> {
     /// Overwrite the value of the entry at `loc` stored in piece `p`.
     fn replace(&mut self, loc: &Loc, p: usize, value: u64) {
         let mut entries = std::mem::take(&mut self.scratch);
-        let end = piece_end(p, loc.shift);
         let page = self.store.page(loc.page);
-        piece::decode(page.piece(p), end, &mut entries).expect("valid piece");
+        decode_z(page.piece(p), p, loc.geom, &mut entries).expect("valid piece");
         let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
         entries[i].v = value;
         let mut evicted = Vec::new();
-        self.write_piece(loc.page, p, end, &mut entries, &mut evicted);
+        self.write_piece(loc.page, p, loc.geom, &mut entries, &mut evicted);
         self.scratch = entries;
         self.replace_all(evicted);
     }
@@ -293,7 +354,7 @@ impl<S: PageStore> ExHash<S> {
         &mut self,
         page: PageId,
         p: usize,
-        end: u64,
+        g: Geom,
         entries: &mut Vec<Entry>,
         evicted: &mut Vec<(u64, u64)>,
     ) {
@@ -301,7 +362,7 @@ impl<S: PageStore> ExHash<S> {
         let old_used = piece::used(self.store.page(page).piece(p)) as u32;
         let old_len = entries.len();
         let piece = self.store.page_mut(page).piece_mut(p);
-        while !piece::encode(piece, entries, end) {
+        while !encode_z(piece, p, g, entries) {
             let e = entries.pop().expect("an empty piece always fits");
             evicted.push((Self::hash_at(&m, e.z), e.v));
         }
@@ -324,29 +385,32 @@ impl<S: PageStore> ExHash<S> {
     /// Try to put a new entry into its home piece or the next ones in its chain.
     fn try_place(&mut self, loc: &Loc, value: u64) -> bool {
         let mut entries = std::mem::take(&mut self.scratch);
+        let mut rs = std::mem::take(&mut self.scratch2);
+        let g = loc.geom;
         let new = Entry { z: loc.z, v: value };
         let mut placed = false;
-        for p in loc.home..=last_piece(loc.home) {
+        for i in 0..CHAIN {
+            let p = nth(loc.home, i);
             let page = self.store.page(loc.page);
             let pc = page.piece(p);
             if piece::used(pc) == PIECE_DATA {
                 continue;
             }
-            let end = piece_end(p, loc.shift);
-            piece::decode(pc, end, &mut entries).expect("valid piece");
-            let at = entries.partition_point(|e| e.z > loc.z);
-            entries.insert(at, new);
-            if piece::encoded_len(&entries, end) > PIECE_DATA {
+            piece::decode(pc, &mut rs).expect("valid piece");
+            let r = g.r(p, loc.z);
+            let at = rs.partition_point(|e| e.z < r);
+            rs.insert(at, Entry { z: r, v: new.v });
+            if piece::encoded_len(&rs) > PIECE_DATA {
                 continue;
             }
             let old_used = piece::used(pc) as u32;
             let page = self.store.page_mut(loc.page);
             let pc = page.piece_mut(p);
-            let ok = piece::encode(pc, &entries, end);
+            let ok = piece::encode(pc, &rs);
             debug_assert!(ok);
             let new_used = piece::used(pc) as u32;
-            for q in loc.home..p {
-                piece::set_overflowed(page.piece_mut(q), true);
+            for j in 0..i {
+                piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
             }
             let m = &mut self.meta[loc.page as usize];
             m.bytes = m.bytes - old_used + new_used;
@@ -354,7 +418,9 @@ impl<S: PageStore> ExHash<S> {
             placed = true;
             break;
         }
+        entries.clear();
         self.scratch = entries;
+        self.scratch2 = rs;
         placed
     }
 
@@ -380,11 +446,11 @@ impl<S: PageStore> ExHash<S> {
     /// All entries of a page, by ascending position.
     fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
         out.clear();
-        let shift = piece_shift(self.meta[id as usize].depth);
+        let g = Geom::of(self.meta[id as usize].depth);
         let page = self.store.page(id);
         let mut buf = Vec::with_capacity(PIECE_DATA);
         for p in 0..PIECES {
-            piece::decode(page.piece(p), piece_end(p, shift), &mut buf).expect("valid piece");
+            decode_z(page.piece(p), p, g, &mut buf).expect("valid piece");
             out.extend_from_slice(&buf);
         }
         out.sort_unstable_by_key(|e| e.z);
@@ -425,7 +491,7 @@ impl<S: PageStore> ExHash<S> {
         let other = self.store.allocate();
         let mut left = Vec::new();
         for (page, prefix, entries) in [(id, old.prefix * 2, &low), (other, old.prefix * 2 + 1, &high)] {
-            let (count, bytes) = build(self.store.page_mut(page), entries, piece_shift(depth), &mut left);
+            let (count, bytes) = build(self.store.page_mut(page), entries, Geom::of(depth), &mut left);
             let m = PageMeta {
                 depth,
                 prefix,
@@ -453,49 +519,48 @@ impl<S: PageStore> ExHash<S> {
             return Some(v);
         };
         let mut entries = std::mem::take(&mut self.scratch);
-        let end = piece_end(p, loc.shift);
-        piece::decode(self.store.page(loc.page).piece(p), end, &mut entries).expect("valid piece");
+        decode_z(self.store.page(loc.page).piece(p), p, loc.geom, &mut entries).expect("valid piece");
         let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
         entries.remove(i);
         self.meta[loc.page as usize].count -= 1;
         self.len -= 1;
         let mut evicted = Vec::new();
-        self.write_piece(loc.page, p, end, &mut entries, &mut evicted);
+        self.write_piece(loc.page, p, loc.geom, &mut entries, &mut evicted);
         self.scratch = entries;
-        self.pull_back(loc.page, p, loc.shift, &mut evicted);
-        let lo = p.saturating_sub(CHAIN - 1);
-        let hi = (p + CHAIN - 2).min(PIECES - 1);
-        self.refresh_flags(loc.page, lo, hi, loc.shift);
+        self.pull_back(loc.page, p, loc.geom, &mut evicted);
+        self.refresh_flags(loc.page, p, loc.geom);
         self.replace_all(evicted);
         self.maybe_merge(h);
         Some(old)
     }
 
-    /// After a removal from piece `p`, move entries whose home is `p` or
-    /// earlier back into it from later pieces while they fit.
-    fn pull_back(&mut self, page: PageId, p: usize, shift: u32, evicted: &mut Vec<(u64, u64)>) {
+    /// After a removal from piece `p`, move entries whose chain passes
+    /// through `p` back into it from later pieces while they fit.
+    fn pull_back(&mut self, page: PageId, p: usize, g: Geom, evicted: &mut Vec<(u64, u64)>) {
         if !piece::overflowed(self.store.page(page).piece(p)) {
             return;
         }
-        let end_p = piece_end(p, shift);
         let mut here = Vec::with_capacity(PIECE_DATA);
         let mut there = Vec::with_capacity(PIECE_DATA);
-        piece::decode(self.store.page(page).piece(p), end_p, &mut here).expect("valid piece");
-        for q in p + 1..=last_piece(p) {
-            let end_q = piece_end(q, shift);
-            piece::decode(self.store.page(page).piece(q), end_q, &mut there).expect("valid piece");
+        let mut buf = Vec::with_capacity(PIECE_DATA);
+        decode_z(self.store.page(page).piece(p), p, g, &mut here).expect("valid piece");
+        for d in 1..CHAIN {
+            let q = nth(p, d);
+            decode_z(self.store.page(page).piece(q), q, g, &mut there).expect("valid piece");
             let mut moved = false;
             let mut full = false;
             let mut i = 0;
             while i < there.len() {
                 let e = there[i];
-                if (e.z >> shift) as usize > p {
+                // Age of the entry in piece q; p is on its chain if d <= age.
+                if ((q + PIECES - g.home(e.z)) % PIECES) < d {
                     i += 1;
                     continue;
                 }
-                let at = here.partition_point(|x| x.z > e.z);
+                let r = g.r(p, e.z);
+                let at = here.partition_point(|x| g.r(p, x.z) < r);
                 here.insert(at, e);
-                if piece::encoded_len(&here, end_p) > PIECE_DATA {
+                if encoded_len_z(p, g, &here, &mut buf) > PIECE_DATA {
                     here.remove(at);
                     full = true;
                     break;
@@ -505,8 +570,8 @@ impl<S: PageStore> ExHash<S> {
             }
             if moved {
                 // Moves stay inside the page, so only evictions change its count.
-                self.write_piece(page, p, end_p, &mut here, evicted);
-                self.write_piece(page, q, end_q, &mut there, evicted);
+                self.write_piece(page, p, g, &mut here, evicted);
+                self.write_piece(page, q, g, &mut there, evicted);
             }
             if full {
                 break;
@@ -514,21 +579,25 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
-    /// Recompute the overflow flags of pieces `lo..=hi` exactly.
-    fn refresh_flags(&mut self, page: PageId, lo: usize, hi: usize, shift: u32) {
-        let mut min_home = [usize::MAX; PIECES];
+    /// Recompute exactly the overflow flags that a change in piece `p` can
+    /// affect: those of the pieces up to a chain before and after it.
+    fn refresh_flags(&mut self, page: PageId, p: usize, g: Geom) {
+        // Oldest age (distance from home) in each piece near p.
+        let mut max_age = [0usize; PIECES];
         let mut buf = std::mem::take(&mut self.scratch2);
         let pg = self.store.page(page);
-        for (q, slot) in min_home.iter_mut().enumerate().take(last_piece(hi) + 1).skip(lo + 1) {
-            piece::decode(pg.piece(q), piece_end(q, shift), &mut buf).expect("valid piece");
+        for d in 0..(3 * CHAIN).min(PIECES) {
+            let q = (p + PIECES * 2 + d - (CHAIN - 1).min(PIECES)) % PIECES;
+            piece::decode(pg.piece(q), &mut buf).expect("valid piece");
             if let Some(last) = buf.last() {
-                *slot = (last.z >> shift) as usize;
+                max_age[q] = (last.z >> g.shift) as usize;
             }
         }
         self.scratch2 = buf;
         let pg = self.store.page_mut(page);
-        for x in lo..=hi {
-            let on = (x + 1..=last_piece(x)).any(|y| min_home[y] <= x);
+        for d in 0..(2 * CHAIN - 1).min(PIECES) {
+            let x = (p + PIECES * 2 + d - (CHAIN - 1).min(PIECES)) % PIECES;
+            let on = (1..CHAIN).any(|k| max_age[nth(x, k)] >= k);
             piece::set_overflowed(pg.piece_mut(x), on);
         }
     }
@@ -560,7 +629,7 @@ impl<S: PageStore> ExHash<S> {
             let depth = m.depth - 1;
             let mut scratch = Page::empty();
             let mut left = Vec::new();
-            let (count, bytes) = build(&mut scratch, &all, piece_shift(depth), &mut left);
+            let (count, bytes) = build(&mut scratch, &all, Geom::of(depth), &mut left);
             if !left.is_empty() {
                 break;
             }
@@ -616,12 +685,12 @@ impl<S: PageStore> ExHash<S> {
             pages += 1;
             used += m.bytes as u64;
             max_depth = max_depth.max(m.depth);
-            let shift = piece_shift(m.depth);
+            let shift = Geom::of(m.depth).shift;
             let page = self.store.page(id as PageId);
             for p in 0..PIECES {
-                piece::decode(page.piece(p), piece_end(p, shift), &mut buf).expect("valid piece");
-                for e in &buf {
-                    longest = longest.max(p - (e.z >> shift) as usize + 1);
+                piece::decode(page.piece(p), &mut buf).expect("valid piece");
+                if let Some(last) = buf.last() {
+                    longest = longest.max((last.z >> shift) as usize + 1);
                 }
             }
         }
@@ -665,29 +734,23 @@ impl<S: PageStore> ExHash<S> {
             if self.dir[start..start + span].iter().any(|&d| d as usize != id) {
                 return Err(format!("directory does not map page {id} over its range"));
             }
-            let shift = piece_shift(m.depth);
+            let g = Geom::of(m.depth);
             let page = self.store.page(id as PageId);
             let (mut count, mut bytes) = (0u32, 0u32);
-            let mut homes = [usize::MAX; PIECES];
             for p in 0..PIECES {
-                piece::decode(page.piece(p), piece_end(p, shift), &mut buf)
-                    .map_err(|e| format!("page {id} piece {p}: {e}"))?;
+                decode_z(page.piece(p), p, g, &mut buf).map_err(|e| format!("page {id} piece {p}: {e}"))?;
                 count += buf.len() as u32;
                 bytes += piece::used(page.piece(p)) as u32;
                 for e in &buf {
-                    let home = (e.z >> shift) as usize;
-                    if home > p || p - home >= CHAIN {
-                        return Err(format!("page {id}: entry of home {home} in piece {p}"));
-                    }
-                    homes[p] = homes[p].min(home);
-                    for q in home..p {
-                        if !piece::overflowed(page.piece(q)) {
-                            return Err(format!("page {id}: piece {q} should be flagged"));
+                    let home = g.home(e.z);
+                    let age = (p + PIECES - home) % PIECES;
+                    for k in 0..age {
+                        if !piece::overflowed(page.piece(nth(home, k))) {
+                            return Err(format!("page {id}: piece {} should be flagged", nth(home, k)));
                         }
                     }
                 }
             }
-            let _ = homes;
             if count != m.count || bytes != m.bytes {
                 return Err(format!(
                     "page {id}: counters {}/{} but holds {count}/{bytes}",
@@ -707,51 +770,42 @@ impl<S: PageStore> ExHash<S> {
     }
 }
 
-/// Lay out `entries` (ascending position, all in one page of piece shift
-/// `shift`) into an empty `page`: each piece takes the oldest-home entries
-/// that fit, the rest carry to the next piece within their chain. Entries
-/// that run out of chain go to `left`. Returns (count, bytes) placed.
-pub(crate) fn build(page: &mut Page, entries: &[Entry], shift: u32, left: &mut Vec<Entry>) -> (u32, u32) {
+/// Lay out `entries` (ascending position, all of one page with geometry
+/// `g`) into an empty `page`: each piece takes the oldest-home entries that
+/// fit, the rest carry to the next piece within their chain; what is still
+/// carried past the last piece wraps around into free room at the start.
+/// Entries that run out of chain go to `left`. Returns (count, bytes) placed.
+pub(crate) fn build(page: &mut Page, entries: &[Entry], g: Geom, left: &mut Vec<Entry>) -> (u32, u32) {
     page.clear();
     let mut carry: Vec<Entry> = Vec::new();
-    let mut desc: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
+    let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
     let (mut count, mut bytes) = (0u32, 0u32);
     let mut i = 0;
     for p in 0..PIECES {
-        while i < entries.len() && (entries[i].z >> shift) as usize == p {
+        while i < entries.len() && g.home(entries[i].z) == p {
             carry.push(entries[i]);
             i += 1;
         }
-        carry.retain(|e| {
-            let keep = (e.z >> shift) as usize + CHAIN > p;
-            if !keep {
-                left.push(*e);
-            }
-            keep
-        });
         if carry.is_empty() {
             continue;
         }
-        let end = piece_end(p, shift);
-        let fits = |k: usize, desc: &mut Vec<Entry>| {
-            desc.clear();
-            desc.extend(carry[..k].iter().rev());
-            piece::encoded_len(desc, end) <= PIECE_DATA
-        };
         // Largest prefix (oldest homes first) that fits, by binary search.
         let (mut lo, mut hi) = (0usize, carry.len());
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if fits(mid, &mut desc) {
+            buf.clear();
+            buf.extend(carry[..mid].iter().rev().map(|e| Entry { z: g.r(p, e.z), v: e.v }));
+            if piece::encoded_len(&buf) <= PIECE_DATA {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
-        desc.clear();
-        desc.extend(carry[..lo].iter().rev());
+        // Oldest first is ascending position, which is descending distance.
+        buf.clear();
+        buf.extend(carry[..lo].iter().rev());
         let pc = page.piece_mut(p);
-        let ok = piece::encode(pc, &desc, end);
+        let ok = encode_z(pc, p, g, &mut buf);
         debug_assert!(ok);
         count += lo as u32;
         bytes += piece::used(pc) as u32;
@@ -759,8 +813,36 @@ pub(crate) fn build(page: &mut Page, entries: &[Entry], shift: u32, left: &mut V
         if !carry.is_empty() {
             piece::set_overflowed(pc, true);
         }
+        carry.retain(|e| {
+            let keep = g.home(e.z) + CHAIN > p + 1;
+            if !keep {
+                left.push(*e);
+            }
+            keep
+        });
     }
-    left.extend(carry);
+    // Wrap: entries whose chain continues past the last piece.
+    'entry: for e in carry {
+        let home = g.home(e.z);
+        for k in 0..CHAIN {
+            let p = nth(home, k);
+            if p < home {
+                let pc = page.piece_mut(p);
+                piece::decode(pc, &mut buf).expect("valid piece");
+                let r = g.r(p, e.z);
+                let at = buf.partition_point(|x| x.z < r);
+                buf.insert(at, Entry { z: r, v: e.v });
+                let before = piece::used(pc) as u32;
+                if piece::encode(pc, &buf) {
+                    bytes = bytes - before + piece::used(pc) as u32;
+                    count += 1;
+                    continue 'entry;
+                }
+            }
+            piece::set_overflowed(page.piece_mut(p), true);
+        }
+        left.push(e);
+    }
     (count, bytes)
 }
 
@@ -791,11 +873,11 @@ impl<S: PageStore> Iterator for Iter<'_, S> {
             let id = self.next_page;
             self.next_page += 1;
             let m = meta[id];
-            let shift = piece_shift(m.depth);
+            let g = Geom::of(m.depth);
             let page = self.table.store.page(id as PageId);
             let mut entries = Vec::new();
             for p in 0..PIECES {
-                piece::decode(page.piece(p), piece_end(p, shift), &mut entries).expect("valid piece");
+                decode_z(page.piece(p), p, g, &mut entries).expect("valid piece");
                 self.buf
                     .extend(entries.iter().map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)));
             }
