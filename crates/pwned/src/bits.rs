@@ -31,12 +31,18 @@ pub(crate) fn read(buf: &[u8], pos: usize, len: u32) -> u64 {
 /// The 64 bits at bit position `pos` (bits past the end read as zero).
 #[inline]
 pub(crate) fn word(buf: &[u8], pos: usize) -> u64 {
+    let byte = pos / 8;
     let shift = pos % 8;
-    let low = load8(buf, pos / 8) >> shift;
+    if let Some(b) = buf.get(byte..byte + 16) {
+        // One 16-byte load covers the 64 bits at any shift.
+        let wide = u128::from_le_bytes(b.try_into().expect("16 bytes"));
+        return (wide >> shift) as u64;
+    }
+    let low = load8(buf, byte) >> shift;
     if shift == 0 {
         low
     } else {
-        low | (load8(buf, pos / 8 + 8) << (64 - shift))
+        low | (load8(buf, byte + 8) << (64 - shift))
     }
 }
 
@@ -82,13 +88,31 @@ pub(crate) fn after_nth_one(buf: &[u8], start: usize, end: usize, mut n: u64) ->
     None
 }
 
-/// Index of the `n`-th set bit (`1 ≤ n ≤ popcount`) of `word`.
+/// Index of the `n`-th set bit (`1 ≤ n ≤ popcount`) of `word`: finds the
+/// byte from prefix sums of byte popcounts (SWAR), then the bit in it.
 #[inline]
-fn nth_set_bit(mut word: u64, n: u32) -> usize {
-    for _ in 1..n {
-        word &= word - 1;
+fn nth_set_bit(word: u64, n: u32) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let k = u64::from(n - 1);
+    let mut s = word - ((word >> 1) & 0x5555_5555_5555_5555);
+    s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
+    s = (s + (s >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i of `prefix` is the number of set bits in bytes 0..=i.
+    let prefix = s.wrapping_mul(ONES);
+    // High bit of byte i set where prefix <= k: those bytes come before.
+    let before_bytes = ((((k * ONES) | HIGH) - prefix) & HIGH).count_ones();
+    let shift = 8 * before_bytes;
+    let seen = if before_bytes == 0 {
+        0
+    } else {
+        (prefix >> (shift - 8)) & 0xff
+    };
+    let mut byte = (word >> shift) & 0xff;
+    for _ in 0..(k - seen) {
+        byte &= byte - 1;
     }
-    word.trailing_zeros() as usize
+    shift as usize + byte.trailing_zeros() as usize
 }
 
 /// Number of consecutive one bits starting at `pos`, stopping at `end`.
@@ -173,6 +197,29 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nth_set_bit_matches_a_loop() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for word in [x, x & (x >> 3), x | 1, u64::MAX, 1 << 63] {
+                let mut w = word;
+                let mut n = 1;
+                while w != 0 {
+                    assert_eq!(
+                        nth_set_bit(word, n),
+                        w.trailing_zeros() as usize,
+                        "{word:x} {n}"
+                    );
+                    w &= w - 1;
+                    n += 1;
+                }
+            }
+        }
+    }
 
     #[test]
     fn write_then_read_and_select() {

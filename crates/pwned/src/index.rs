@@ -12,14 +12,14 @@ use crate::page::Page;
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
 enum Data {
-    Map(memmap2::Mmap),
+    Map(memmap2::Mmap, File),
     Owned(Vec<u8>),
 }
 
 impl Data {
     fn bytes(&self) -> &[u8] {
         match self {
-            Data::Map(map) => map,
+            Data::Map(map, _) => map,
             Data::Owned(vec) => vec,
         }
     }
@@ -85,7 +85,7 @@ impl Index {
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path.to_path_buf(), e))?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Random);
-        Index::new(Data::Map(map)).map_err(|e| match e.kind() {
+        Index::new(Data::Map(map, file)).map_err(|e| match e.kind() {
             ErrorKind::Corrupt { what } => Error::corrupt(format!("{}: {what}", path.display())),
             _ => e,
         })
@@ -188,6 +188,36 @@ impl Index {
         }
     }
 
+    /// Asks the kernel to drop the index's pages from memory (the page
+    /// cache and this process's mapping), keeping the directory, which is
+    /// held in this process's memory: the next lookups read from storage
+    /// as on a cold machine. For cold-cache measurements.
+    pub fn drop_cached_pages(&self) -> Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Data::Map(map, file) = &self.data {
+            use std::os::fd::AsRawFd;
+            // SAFETY: the mapping is a read-only view of a file that is not
+            // modified in place; dropping its pages makes later reads fetch
+            // them from the file again, with the same contents.
+            unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) }
+                .map_err(|e| Error::io(None, e))?;
+            let len = (self.header.pages as i64) * PAGE as i64;
+            // SAFETY: posix_fadvise only reads its integer arguments.
+            let rc = unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    PAGE as i64,
+                    len,
+                    libc::POSIX_FADV_DONTNEED,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::io(None, std::io::Error::from_raw_os_error(rc)));
+            }
+        }
+        Ok(())
+    }
+
     fn layout(&self) -> Layout {
         self.header.layout
     }
@@ -207,27 +237,67 @@ impl Index {
             .ok_or_else(|| Error::corrupt(format!("page {i} header is inconsistent")))
     }
 
+    /// The last page whose first bucket is ≤ `bucket`, if any.
+    #[inline]
+    fn locate(&self, bucket: u64) -> Option<usize> {
+        let t = (bucket >> self.guide_shift) as usize;
+        // At the earliest, the last page of an earlier slot.
+        let lo = (self.guide[t] as usize).saturating_sub(1);
+        let hi = self.guide[t + 1] as usize;
+        (lo + self.firsts[lo..hi].partition_point(|&f| f <= bucket)).checked_sub(1)
+    }
+
     /// The occurrence count of a hash (0 when absent).
     pub fn count(&self, key: Key) -> Result<u64> {
         let layout = self.layout();
         let bucket = layout.bucket(key);
-        let t = (bucket >> self.guide_shift) as usize;
-        // The page is the last one whose first bucket is <= bucket: at the
-        // earliest the last page of an earlier slot.
-        let lo = (self.guide[t] as usize).saturating_sub(1);
-        let hi = self.guide[t + 1] as usize;
-        let mut i = lo + self.firsts[lo..hi].partition_point(|&f| f <= bucket);
-        while i > 0 {
-            i -= 1;
+        let Some(mut i) = self.locate(bucket) else {
+            return Ok(0);
+        };
+        loop {
             let first = self.firsts[i];
             if let Some(count) = self.page(i)?.count(layout, bucket - first, key) {
                 return Ok(count);
             }
-            if !(first == bucket && bit(&self.continued, i)) {
-                break;
+            if i == 0 || !(first == bucket && bit(&self.continued, i)) {
+                return Ok(0);
+            }
+            i -= 1;
+        }
+    }
+
+    /// The counts of many hashes, appended to `counts` in order. A batch
+    /// overlaps the memory reads of consecutive lookups (it asks the CPU to
+    /// fetch the pages of the next lookups ahead of time), which makes it
+    /// several times faster than one lookup at a time on a large index.
+    pub fn count_many(&self, keys: &[Key], counts: &mut Vec<u64>) -> Result<()> {
+        const AHEAD: usize = 6;
+        counts.reserve(keys.len());
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&next) = keys.get(i + AHEAD) {
+                self.prefetch(next);
+            }
+            counts.push(self.count(key)?);
+        }
+        Ok(())
+    }
+
+    /// Asks the CPU to start fetching the first cache lines of `key`'s page
+    /// (its header, count lengths and buckets).
+    #[inline]
+    fn prefetch(&self, key: Key) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(i) = self.locate(self.layout().bucket(key)) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let page = &self.data.bytes()[PAGE * (1 + i)..PAGE * (2 + i)];
+            for line in [0, 64, 128] {
+                // SAFETY: a prefetch is only a hint; it never faults and
+                // `page[line]` is in bounds.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(page[line..].as_ptr().cast()) };
             }
         }
-        Ok(0)
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
     }
 
     /// The count of a hash given as raw bytes (20 for SHA-1, 16 for NTLM).

@@ -97,25 +97,24 @@ impl Encoder {
         }
         let w = &mut self.stream;
         w.clear();
+        for &(.., count) in &self.pending {
+            let e = 63 - count.leading_zeros();
+            w.zeros(u64::from(e));
+            w.push(1, 1);
+        }
+        let upper = w.len();
         let mut prev = self.first;
         for &(bucket, ..) in &self.pending {
             w.zeros(bucket - prev);
             w.push(1, 1);
             prev = bucket;
         }
-        debug_assert_eq!(w.len(), self.pending.len() + (prev - self.first) as usize);
+        let low = w.len();
         for &(_, key, _) in &self.pending {
             for (start, len) in self.layout.chunks() {
                 w.push(key.bits(start, len), len);
             }
         }
-        let unary = w.len();
-        for &(.., count) in &self.pending {
-            let e = 63 - count.leading_zeros();
-            w.zeros(u64::from(e));
-            w.push(1, 1);
-        }
-        let mantissa = w.len();
         for &(.., count) in &self.pending {
             let e = 63 - count.leading_zeros();
             push_wide(w, count & !(1u64 << e), e);
@@ -126,8 +125,8 @@ impl Encoder {
         self.pages.resize(start + PAGE, 0);
         let page = &mut self.pages[start..];
         page[0..2].copy_from_slice(&(self.pending.len() as u16).to_le_bytes());
-        page[2..4].copy_from_slice(&(unary as u16).to_le_bytes());
-        page[4..6].copy_from_slice(&(mantissa as u16).to_le_bytes());
+        page[2..4].copy_from_slice(&(upper as u16).to_le_bytes());
+        page[4..6].copy_from_slice(&(low as u16).to_le_bytes());
         page[PAGE_HEADER..PAGE_HEADER + stream.len()].copy_from_slice(stream);
         let flag = if self.continued { CONTINUED } else { 0 };
         self.dir.push(DirEntry {
@@ -162,9 +161,11 @@ fn read_wide(stream: &[u8], pos: usize, len: u32) -> u64 {
 pub(crate) struct Page<'a> {
     stream: &'a [u8],
     keys: usize,
-    /// End of the bucket section, start of the remainders.
+    /// Start of the buckets; the count lengths come before them.
+    upper: usize,
+    /// Start of the remainders.
     low: usize,
-    unary: usize,
+    /// Start of the count mantissas.
     mantissa: usize,
 }
 
@@ -172,22 +173,22 @@ impl<'a> Page<'a> {
     /// A view of `bytes` (one page) for `layout`, or `None` when the header
     /// is inconsistent.
     pub(crate) fn new(bytes: &'a [u8], layout: Layout) -> Option<Page<'a>> {
-        let u16_at = |i: usize| usize::from(u16::from_le_bytes([bytes[i], bytes[i + 1]]));
         if bytes.len() != PAGE {
             return None;
         }
+        let u16_at = |i: usize| usize::from(u16::from_le_bytes([bytes[i], bytes[i + 1]]));
         let keys = u16_at(0);
-        let unary = u16_at(2);
-        let mantissa = u16_at(4);
-        let low = unary.checked_sub(keys * layout.l() as usize)?;
-        if keys == 0 || low < keys || mantissa < unary + keys || mantissa > PAGE_BITS {
+        let upper = u16_at(2);
+        let low = u16_at(4);
+        let mantissa = low + keys * layout.l() as usize;
+        if keys == 0 || upper < keys || low < upper + keys || mantissa > PAGE_BITS {
             return None;
         }
         Some(Page {
             stream: &bytes[PAGE_HEADER..],
             keys,
+            upper,
             low,
-            unary,
             mantissa,
         })
     }
@@ -196,11 +197,11 @@ impl<'a> Page<'a> {
     #[inline]
     pub(crate) fn count(&self, layout: Layout, rel: u64, key: Key) -> Option<u64> {
         let start = if rel == 0 {
-            0
+            self.upper
         } else {
-            bits::after_nth_zero(self.stream, 0, self.low, rel)?
+            bits::after_nth_zero(self.stream, self.upper, self.low, rel)?
         };
-        let before = start - rel as usize;
+        let before = start - self.upper - rel as usize;
         let run = bits::run_of_ones(self.stream, start, self.low);
         let l = layout.l() as usize;
         'candidates: for j in before..(before + run).min(self.keys) {
@@ -219,15 +220,15 @@ impl<'a> Page<'a> {
     /// The count of the `j`-th hash of the page.
     fn count_at(&self, j: usize) -> Option<u64> {
         let start = if j == 0 {
-            self.unary
+            0
         } else {
-            bits::after_nth_one(self.stream, self.unary, self.mantissa, j as u64)?
+            bits::after_nth_one(self.stream, 0, self.upper, j as u64)?
         };
         let e = bits::word(self.stream, start).trailing_zeros();
-        if e == 64 {
+        if e == 64 || start + e as usize >= self.upper {
             return None;
         }
-        let offset = start - self.unary - j;
+        let offset = start - j;
         Some((1u64 << e) | read_wide(self.stream, self.mantissa + offset, e))
     }
 
@@ -239,10 +240,10 @@ impl<'a> Page<'a> {
         first: u64,
         out: &mut Vec<(Key, u64)>,
     ) -> Option<()> {
-        let mut pos = 0;
+        let mut pos = self.upper;
         let mut bucket = first;
         let l = layout.l() as usize;
-        let mut unary = self.unary;
+        let mut unary = 0;
         let mut mantissa = self.mantissa;
         for j in 0..self.keys {
             // Bucket: zeros then a one.
@@ -273,7 +274,7 @@ impl<'a> Page<'a> {
                 low += len as usize;
             }
             let e = bits::word(self.stream, unary).trailing_zeros();
-            if e == 64 || unary + e as usize >= self.mantissa {
+            if e == 64 || unary + e as usize >= self.upper {
                 return None;
             }
             unary += e as usize + 1;
@@ -281,7 +282,7 @@ impl<'a> Page<'a> {
             mantissa += e as usize;
             out.push((key, count));
         }
-        (pos == self.low && unary == self.mantissa && mantissa <= PAGE_BITS).then_some(())
+        (pos == self.low && unary == self.upper && mantissa <= PAGE_BITS).then_some(())
     }
 }
 

@@ -1,0 +1,446 @@
+//! The pwned macro benchmark: seekless side by side with what users run
+//! today, on the same generated HIBP-like corpus, in one run.
+//!
+//! ```text
+//! cargo bench -p seekless-pwned --bench pwned_macro -- [--sizes 10000000,55000000]
+//!     [--data DIR] [--peers] [--cold N]
+//! cargo bench -p seekless-pwned --bench pwned_macro -- --generate N FILE
+//! ```
+//!
+//! For each size it generates (once, cached in DIR, default `bench-data/`)
+//! a corpus of N uniform random SHA-1 hashes with Zipf-like counts
+//! (count = ⌊1/U⌋, so half the hashes are seen once), ordered by count as
+//! HIBP publishes it, uppercase, CRLF. Then it measures:
+//! - prepare: seekless (median of 3) against `LC_ALL=C sort -S 50%
+//!   --parallel=2` of the same file, and with `--peers` PyPI pwnedpass's
+//!   index build (`rewrite`, which needs the sorted file);
+//! - size: bytes per hash of each index;
+//! - warm lookups: random members and non-members, batch, one thread;
+//! - cold lookups (root, Linux): the index's pages dropped from the page
+//!   cache before each lookup (directory resident), latency and bytes read
+//!   from storage per lookup (`/proc/self/io`); with `--peers`, pwnedpass
+//!   and pwnedpasswords-offline with their whole file dropped.
+
+use std::cmp::Reverse;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, NoProgress, build};
+
+/// Deterministic random numbers (xorshift64*), seeded per corpus.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// The next hash of a corpus, and its count.
+fn member(rng: &mut Rng) -> (Key, u32) {
+    let key = Key {
+        hi: rng.next(),
+        mid: rng.next(),
+        lo: rng.next() as u32,
+    };
+    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let count = (1.0 / u.max(1e-12)).min(50_000_000.0) as u32;
+    (key, count.max(1))
+}
+
+fn members(n: usize) -> Vec<(Key, u32)> {
+    let mut rng = Rng(0x5EEC_1E55 ^ n as u64);
+    (0..n).map(|_| member(&mut rng)).collect()
+}
+
+fn generate(n: usize, path: &Path) {
+    eprintln!("generating {n} hashes into {}", path.display());
+    let mut all = members(n);
+    all.sort_by_key(|&(_, c)| Reverse(c));
+    let tmp = path.with_extension("tmp");
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).unwrap());
+    let mut line = Vec::with_capacity(64);
+    for (key, count) in all {
+        line.clear();
+        key.write_hex(Kind::Sha1, &mut line);
+        line.push(b':');
+        line.extend_from_slice(count.to_string().as_bytes());
+        line.extend_from_slice(b"\r\n");
+        out.write_all(&line).unwrap();
+    }
+    out.into_inner().unwrap().sync_all().unwrap();
+    std::fs::rename(tmp, path).unwrap();
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (f64, T) {
+    let t = Instant::now();
+    let r = f();
+    (t.elapsed().as_secs_f64(), r)
+}
+
+fn shell(cmd: &str) -> (f64, bool) {
+    let (secs, status) = time(|| Command::new("sh").arg("-c").arg(cmd).status().unwrap());
+    (secs, status.success())
+}
+
+fn read_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("read_bytes: ")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+        })
+        .unwrap_or(0)
+}
+
+fn drop_file_cache(path: &Path) {
+    let _ = Command::new("dd")
+        .args([
+            format!("if={}", path.display()),
+            "iflag=nocache".into(),
+            "count=0".into(),
+        ])
+        .stderr(std::process::Stdio::null())
+        .status();
+    // dd's nocache with count=0 drops the whole file's cache.
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mut sizes = vec![10_000_000usize, 55_000_000];
+    let mut data = PathBuf::from("bench-data");
+    let mut peers = false;
+    let mut cold = 200usize;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--generate" => {
+                let n: usize = args[i + 1].parse().expect("N");
+                generate(n, Path::new(&args[i + 2]));
+                return;
+            }
+            "--sizes" => {
+                sizes = args[i + 1]
+                    .split(',')
+                    .map(|s| s.parse().expect("size"))
+                    .collect();
+                i += 1;
+            }
+            "--data" => {
+                data = PathBuf::from(&args[i + 1]);
+                i += 1;
+            }
+            "--cold" => {
+                cold = args[i + 1].parse().expect("count");
+                i += 1;
+            }
+            "--peers" => peers = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    // cargo bench runs us from the crate directory; put data at the workspace root.
+    if data.is_relative() && Path::new("../../Cargo.lock").exists() {
+        data = Path::new("../..").join(data);
+    }
+    std::fs::create_dir_all(&data).unwrap();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    println!(
+        "machine: {cpu}, {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    for n in sizes {
+        run(n, &data, peers, cold);
+    }
+}
+
+fn run(n: usize, data: &Path, peers: bool, cold: usize) {
+    let corpus = data.join(format!("hibp-{n}.txt"));
+    if !corpus.exists() {
+        generate(n, &corpus);
+    }
+    let text_bytes = std::fs::metadata(&corpus).unwrap().len();
+    println!("\n== {n} hashes ({text_bytes} bytes of text, ordered by count, CRLF)");
+    let index_path = data.join(format!("seekless-{n}.idx"));
+
+    // Read the corpus once so that every contender starts with it cached.
+    shell(&format!("cat {} > /dev/null", corpus.display()));
+    let options = BuildOptions::default();
+    let mut ours = Vec::new();
+    let mut summary = None;
+    for _ in 0..3 {
+        let (secs, s) = time(|| {
+            build(
+                vec![Input::Path(corpus.clone())],
+                &index_path,
+                &options,
+                &NoProgress,
+            )
+            .unwrap()
+        });
+        ours.push(secs);
+        summary = Some(s);
+    }
+    let summary = summary.unwrap();
+    let ours = median(ours);
+    println!(
+        "prepare  seekless            {ours:8.2} s  ({} threads, median of 3; {} hashes, {} bytes)",
+        options.threads, summary.hashes, summary.bytes
+    );
+    let sorted = data.join(format!("sorted-{n}.txt"));
+    let (sort_secs, ok) = shell(&format!(
+        "LC_ALL=C sort -S 50% --parallel=2 -o {} {}",
+        sorted.display(),
+        corpus.display()
+    ));
+    assert!(ok, "sort failed");
+    println!(
+        "prepare  GNU sort            {sort_secs:8.2} s  (sort -S 50% --parallel=2; ratio {:.1}x)",
+        sort_secs / ours
+    );
+    let okon = 10.59 * n as f64 / 55_000_000.0;
+    println!(
+        "prepare  okon (published)    {okon:8.2} s  (10.59 s for 55M on an i7-6700, scaled; ratio {:.1}x)",
+        okon / ours
+    );
+    let ours_bph = summary.bytes_per_hash();
+    println!("size     seekless            {ours_bph:8.2} B/hash (exact counts)");
+    println!("size     okon (published)       22.30 B/hash (no counts)");
+
+    let pwnedpass_file = data.join(format!("pwnedpass-{n}.bin"));
+    if peers {
+        let (secs, ok) = shell(&format!(
+            "python3 -c 'import sys; from pwnedpass.rewrite import rewrite; rewrite(open(sys.argv[1]), open(sys.argv[2], \"wb\"))' {} {} > /dev/null",
+            sorted.display(),
+            pwnedpass_file.display()
+        ));
+        if ok {
+            let size = std::fs::metadata(&pwnedpass_file).unwrap().len();
+            println!(
+                "prepare  pwnedpass (PyPI)    {secs:8.2} s  (+ the sort above: {:.2} s; ratio {:.1}x)",
+                secs + sort_secs,
+                (secs + sort_secs) / ours
+            );
+            println!(
+                "size     pwnedpass (PyPI)    {:8.2} B/hash (counts capped at 2^32-1)",
+                size as f64 / n as f64
+            );
+        } else {
+            println!("prepare  pwnedpass: not available (pip install pwnedpass)");
+        }
+    }
+    println!("size     pwnedpass (published)  19.20 B/hash (counts capped at 65,535)");
+
+    // Warm lookups: half members, half random non-members.
+    let index = Index::open(&index_path).unwrap();
+    shell(&format!("cat {} > /dev/null", index_path.display()));
+    let all = members(n);
+    let mut rng = Rng(42);
+    let queries: Vec<Key> = (0..2_000_000)
+        .map(|i| {
+            if i % 2 == 0 {
+                all[(rng.next() % n as u64) as usize].0
+            } else {
+                Key {
+                    hi: rng.next(),
+                    mid: rng.next(),
+                    lo: rng.next() as u32,
+                }
+            }
+        })
+        .collect();
+    // Touch every page once (checksums) before timing.
+    for k in queries.iter().take(200_000) {
+        index.count(*k).unwrap();
+    }
+    let mut runs = Vec::new();
+    let mut found = 0;
+    for _ in 0..5 {
+        let (secs, f) = time(|| {
+            queries
+                .iter()
+                .filter(|k| index.count(**k).unwrap() > 0)
+                .count()
+        });
+        runs.push(secs);
+        found = f;
+    }
+    let secs = median(runs);
+    assert_eq!(
+        found,
+        queries.len() / 2,
+        "every member found, no non-member"
+    );
+    println!(
+        "lookup   seekless warm       {:8.0} ns  ({:.2} M lookups/s, one thread, median of 5 x {} lookups)",
+        secs * 1e9 / queries.len() as f64,
+        queries.len() as f64 / secs / 1e6,
+        queries.len()
+    );
+    let mut runs = Vec::new();
+    let mut counts = Vec::with_capacity(queries.len());
+    for _ in 0..5 {
+        counts.clear();
+        let (secs, ()) = time(|| index.count_many(&queries, &mut counts).unwrap());
+        runs.push(secs);
+    }
+    assert_eq!(counts.iter().filter(|&&c| c > 0).count(), queries.len() / 2);
+    let secs = median(runs);
+    println!(
+        "lookup   seekless warm batch {:8.0} ns  ({:.2} M lookups/s, one thread, count_many, median of 5)",
+        secs * 1e9 / queries.len() as f64,
+        queries.len() as f64 / secs / 1e6
+    );
+    // Spot-check counts.
+    for (key, count) in all.iter().step_by(n / 1000) {
+        assert!(index.count(*key).unwrap() >= u64::from(*count));
+    }
+
+    // Cold lookups: the index's pages dropped before each one.
+    let mut latencies = Vec::new();
+    let mut bytes = 0u64;
+    let can_drop = index.drop_cached_pages().is_ok();
+    for i in 0..cold {
+        let key = if i % 2 == 0 {
+            all[(rng.next() % n as u64) as usize].0
+        } else {
+            Key {
+                hi: rng.next(),
+                mid: rng.next(),
+                lo: 0,
+            }
+        };
+        index.drop_cached_pages().unwrap();
+        let before = read_bytes();
+        let (secs, _) = time(|| index.count(key).unwrap());
+        bytes += read_bytes() - before;
+        latencies.push(secs);
+    }
+    if can_drop && cold > 0 {
+        println!(
+            "lookup   seekless cold       {:8.1} us  (median of {cold}; {:.0} bytes read from storage per lookup; directory resident)",
+            median(latencies) * 1e6,
+            bytes as f64 / cold as f64
+        );
+    }
+    // Fully cold: open included, whole file dropped.
+    let mut full = Vec::new();
+    let mut full_bytes = 0;
+    for i in 0..cold.min(50) {
+        drop_file_cache(&index_path);
+        let key = all[(i * 7919) % n].0;
+        let before = read_bytes();
+        let (secs, _) = time(|| Index::open(&index_path).unwrap().count(key).unwrap());
+        full_bytes += read_bytes() - before;
+        full.push(secs);
+    }
+    if !full.is_empty() {
+        let runs = full.len();
+        println!(
+            "lookup   seekless open+cold  {:8.1} us  (median of {runs}; {:.0} bytes read per open+lookup)",
+            median(full) * 1e6,
+            full_bytes as f64 / runs as f64
+        );
+    }
+    println!("lookup   okon (published)       3400.0 us cold (SSD, 3 B-tree node reads)");
+    println!("lookup   pwnedpass (published)   800.0 us cold, 3 us hot");
+
+    if peers {
+        let hashes: Vec<String> = (0..cold.min(100))
+            .map(|i| all[(i * 104_729) % n].0.to_hex(Kind::Sha1))
+            .collect();
+        let list = data.join("bench-hashes.txt");
+        std::fs::write(&list, hashes.join("\n")).unwrap();
+        peer_lookups(&pwnedpass_file, &sorted, &list);
+    }
+}
+
+/// pwnedpass and pwnedpasswords-offline lookups, warm and cold, from one
+/// Python process each.
+fn peer_lookups(pwnedpass_file: &Path, sorted: &Path, list: &Path) {
+    let script = r#"
+import os, sys, time, statistics
+which, data, hashes_file = sys.argv[1], sys.argv[2], sys.argv[3]
+hashes = [h.strip() for h in open(hashes_file) if h.strip()]
+def drop(path):
+    fd = os.open(path, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)
+if which == 'pwnedpass':
+    import pwnedpass
+    def look(h):
+        with open(data, 'rb') as f:
+            return pwnedpass.search(f, bytes.fromhex(h))
+else:
+    from pwnedpasswords_offline import PwnedPasswordsOfflineChecker
+    def look(h):
+        with PwnedPasswordsOfflineChecker(data, bloom_file=None) as c:
+            return c.lookup_hash(h)
+cold = []
+for h in hashes:
+    drop(data)
+    t = time.perf_counter(); r = look(h); cold.append(time.perf_counter() - t)
+    assert r
+warm = []
+for _ in range(3):
+    t = time.perf_counter()
+    for h in hashes * 20: look(h)
+    warm.append((time.perf_counter() - t) / (len(hashes) * 20))
+print(f"{statistics.median(cold)*1e6:.1f} {statistics.median(warm)*1e6:.1f}")
+"#;
+    for (name, file) in [
+        ("pwnedpass", pwnedpass_file),
+        ("pwnedpasswords-offline", sorted),
+    ] {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                script,
+                if name == "pwnedpass" {
+                    "pwnedpass"
+                } else {
+                    "offline"
+                },
+            ])
+            .arg(file)
+            .arg(list)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut parts = text.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some(cold), Some(warm)) if out.status.success() => {
+                println!(
+                    "lookup   {name:<22} {cold:>8} us cold (whole file dropped), {warm} us warm (per call, opening the file each time)"
+                )
+            }
+            _ => println!(
+                "lookup   {name}: not available ({})",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ),
+        }
+    }
+}
