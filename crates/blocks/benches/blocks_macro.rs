@@ -1,1 +1,379 @@
-fn main() {}
+//! Macro benchmark of `seekless blocks`, with its peers in the same run.
+//!
+//! 1. Core's `bench/load_external.cpp` layout: block 413567 written 134 times
+//!    into one file (133,985,930 bytes). Our header scan, warm and cold
+//!    (`posix_fadvise(DONTNEED)` first), with and without the reader thread,
+//!    against `cat FILE > /dev/null` warm and cold. Core's published
+//!    LoadExternalBlockFile figure is 10.4–29 ms per pass (warm).
+//! 2. A synthetic out-of-order regtest chain (default 200,000 blocks,
+//!    realistic size mix, many files): blocks/s, bytes/s, and peak memory per
+//!    block measured in a child process.
+//! 3. `--verify` throughput against `sha256sum` of the same bytes.
+//!
+//! Run: `cargo bench -p seekless-blocks --bench blocks_macro`. Data goes to
+//! `bench-data/blocks` at the repository root (git-ignored), or
+//! `$SEEKLESS_BENCH_DATA`; `SEEKLESS_BLOCKS_BENCH_BLOCKS` sets the chain size.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
+use seekless_blocks::{Chain, Network, ScanOptions, XorKey, list_block_files, scan};
+
+const BLOCK_413567: &[u8] = include_bytes!("../tests/data/block413567.raw");
+const CORE_COPIES: usize = 134;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn drop_cache(path: &Path) {
+    let file = File::open(path).expect("open for fadvise");
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor; posix_fadvise only advises the kernel.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "posix_fadvise failed");
+}
+
+fn drop_dir_cache(dir: &Path) {
+    for entry in std::fs::read_dir(dir).expect("list") {
+        drop_cache(&entry.expect("entry").path());
+    }
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = f();
+    (start.elapsed(), out)
+}
+
+fn scan_paths(paths: &[PathBuf], options: &ScanOptions) -> (u64, usize) {
+    let files = list_block_files(paths, None).expect("list");
+    let mut output = scan(files, options, &mut |_| {}).expect("scan");
+    let chain = Chain::build(&mut output);
+    (output.bytes, chain.len())
+}
+
+fn cat(paths: &[&Path]) -> Duration {
+    let args: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let script = format!("cat {} > /dev/null", args.join(" "));
+    let start = Instant::now();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .status()
+        .expect("run cat");
+    assert!(status.success());
+    start.elapsed()
+}
+
+fn sha256sum(paths: &[&Path]) -> Duration {
+    let start = Instant::now();
+    let status = Command::new("sha256sum")
+        .args(paths)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run sha256sum");
+    assert!(status.success());
+    start.elapsed()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mbps(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+fn status_kb(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("status field")
+}
+
+/// Child mode: scan PATHS, print blocks and the peak-RSS growth.
+fn child(paths: &[PathBuf]) {
+    // Reset the high-water mark so only the scan counts.
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset peak RSS");
+    let before = status_kb("VmRSS:");
+    let (bytes, blocks) = scan_paths(paths, &ScanOptions::default());
+    let peak = status_kb("VmHWM:");
+    println!("{blocks} {bytes} {}", (peak.saturating_sub(before)) * 1024);
+}
+
+fn run_child(paths: &[PathBuf]) -> (u64, u64, u64) {
+    let exe = std::env::current_exe().expect("own path");
+    let out = Command::new(exe)
+        .arg("--child-scan")
+        .args(paths)
+        .output()
+        .expect("child");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| x.parse().expect("number"))
+        .collect();
+    (v[0], v[1], v[2])
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("SEEKLESS_BENCH_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-data/blocks"))
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut file = File::create(path).expect("create");
+    file.write_all(bytes).expect("write");
+    file.sync_all().expect("sync");
+}
+
+fn load_external(dir: &Path, runs: usize) {
+    let dir = dir.join("load_external");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let path = dir.join("blk00000.dat");
+    let record = generate::record(Network::Main, BLOCK_413567);
+    let expected = (record.len() * CORE_COPIES) as u64;
+    if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(expected) {
+        write_synced(&path, &record.repeat(CORE_COPIES));
+    }
+    assert_eq!(expected, 133_985_930);
+    let paths = vec![path.clone()];
+    let threaded = ScanOptions {
+        network: Some(Network::Main),
+        ..ScanOptions::default()
+    };
+    let inline = ScanOptions {
+        read_ahead: false,
+        ..threaded.clone()
+    };
+    println!(
+        "== load_external layout: block 413567 x {CORE_COPIES} = {expected} bytes, {runs} runs, medians"
+    );
+    let _ = scan_paths(&paths, &threaded); // warm up
+    let mut warm = Vec::new();
+    let mut warm_inline = Vec::new();
+    let mut cat_warm = Vec::new();
+    for _ in 0..runs {
+        let (d, (bytes, blocks)) = time(|| scan_paths(&paths, &threaded));
+        assert_eq!((bytes, blocks), (expected, 1));
+        warm.push(d);
+        warm_inline.push(time(|| scan_paths(&paths, &inline)).0);
+        cat_warm.push(cat(&[&path]));
+    }
+    let mut cold = Vec::new();
+    let mut cold_inline = Vec::new();
+    let mut cat_cold = Vec::new();
+    for _ in 0..runs {
+        drop_cache(&path);
+        cold.push(time(|| scan_paths(&paths, &threaded)).0);
+        drop_cache(&path);
+        cold_inline.push(time(|| scan_paths(&paths, &inline)).0);
+        drop_cache(&path);
+        cat_cold.push(cat(&[&path]));
+    }
+    let (w, wi, cw) = (median(warm), median(warm_inline), median(cat_warm));
+    let (c, ci, cc) = (median(cold), median(cold_inline), median(cat_cold));
+    let core_fast = Duration::from_micros(10_400);
+    let core_slow = Duration::from_micros(29_000);
+    println!(
+        "scan warm (reader thread)   {:8.2} ms  {:8.0} MB/s",
+        ms(w),
+        mbps(expected, w)
+    );
+    println!(
+        "scan warm (inline reads)    {:8.2} ms  {:8.0} MB/s",
+        ms(wi),
+        mbps(expected, wi)
+    );
+    println!(
+        "cat warm                    {:8.2} ms  {:8.0} MB/s",
+        ms(cw),
+        mbps(expected, cw)
+    );
+    println!(
+        "scan cold (reader thread)   {:8.2} ms  {:8.0} MB/s",
+        ms(c),
+        mbps(expected, c)
+    );
+    println!(
+        "scan cold (inline reads)    {:8.2} ms  {:8.0} MB/s",
+        ms(ci),
+        mbps(expected, ci)
+    );
+    println!(
+        "cat cold                    {:8.2} ms  {:8.0} MB/s",
+        ms(cc),
+        mbps(expected, cc)
+    );
+    println!("Core LoadExternalBlockFile (published, warm): 10.4-29 ms");
+    println!(
+        "ratios: warm scan vs Core {:.2}x-{:.2}x faster; cold scan / cold cat {:.2}; warm scan / warm cat {:.2}",
+        core_fast.as_secs_f64() / w.as_secs_f64(),
+        core_slow.as_secs_f64() / w.as_secs_f64(),
+        c.as_secs_f64() / cc.as_secs_f64(),
+        w.as_secs_f64() / cw.as_secs_f64()
+    );
+
+    // --verify against sha256sum of the same bytes (warm).
+    let verify = ScanOptions {
+        verify: true,
+        ..threaded.clone()
+    };
+    let _ = scan_paths(&paths, &verify);
+    let mut v = Vec::new();
+    let mut s = Vec::new();
+    for _ in 0..runs {
+        v.push(time(|| scan_paths(&paths, &verify)).0);
+        s.push(sha256sum(&[&path]));
+    }
+    let (v, s) = (median(v), median(s));
+    println!("== --verify (warm): every transaction parsed, txids and merkle roots");
+    println!(
+        "scan --verify               {:8.2} ms  {:8.0} MB/s",
+        ms(v),
+        mbps(expected, v)
+    );
+    println!(
+        "sha256sum                   {:8.2} ms  {:8.0} MB/s",
+        ms(s),
+        mbps(expected, s)
+    );
+    println!(
+        "ratio: verify time / sha256sum time {:.2}",
+        v.as_secs_f64() / s.as_secs_f64()
+    );
+}
+
+fn synthetic(dir: &Path, blocks: usize, runs: usize) {
+    let dir = dir.join(format!("chain-{blocks}"));
+    let marker = dir.join("complete");
+    if !marker.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let (d, ()) = time(|| {
+            let mut builder = ChainBuilder::new(2026, SizeMix::Realistic);
+            let tip = builder.extend_chain(0, blocks - 1 - blocks / 100);
+            // About 1% stale blocks on short forks.
+            while builder.blocks.len() < blocks {
+                let from = builder.rng().range(1, tip as u64 - 1) as usize;
+                builder.extend(from);
+            }
+            let mut by_height: Vec<usize> = (0..builder.blocks.len()).collect();
+            by_height.sort_by_key(|&i| builder.blocks[i].height);
+            // Headers-first download: up to 1024 blocks in flight.
+            let order = generate::headers_first_order(by_height, 1024, &mut generate::Rng::new(9));
+            let key = XorKey([0x3c, 0x91, 0x07, 0xee, 0x52, 0xa8, 0x1d, 0x66]);
+            let (files, _) = generate::layout_files(
+                Network::Regtest,
+                order.iter().map(|&i| builder.blocks[i].bytes.as_slice()),
+                16 << 20,
+                key,
+            );
+            for (n, bytes) in files.iter().enumerate() {
+                write_synced(&dir.join(format!("blk{n:05}.dat")), bytes);
+            }
+            write_synced(&dir.join("xor.dat"), &key.0);
+        });
+        println!("(generated {blocks} blocks in {:.1} s)", d.as_secs_f64());
+        write_synced(&marker, b"");
+    }
+    let paths = vec![dir.clone()];
+    let files = list_block_files(&paths, None).expect("list");
+    let bytes: u64 = files.iter().map(|f| f.len).sum();
+    let file_paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+    let options = ScanOptions::default();
+    let _ = scan_paths(&paths, &options);
+    let mut warm = Vec::new();
+    let mut cat_warm = Vec::new();
+    for _ in 0..runs {
+        let (d, (_, n)) = time(|| scan_paths(&paths, &options));
+        assert_eq!(n, blocks);
+        warm.push(d);
+        cat_warm.push(cat(&file_paths));
+    }
+    let mut cold = Vec::new();
+    let mut cat_cold = Vec::new();
+    for _ in 0..runs.min(3) {
+        drop_dir_cache(&dir);
+        cold.push(time(|| scan_paths(&paths, &options)).0);
+        drop_dir_cache(&dir);
+        cat_cold.push(cat(&file_paths));
+    }
+    let (w, cw, c, cc) = (
+        median(warm),
+        median(cat_warm),
+        median(cold),
+        median(cat_cold),
+    );
+    println!(
+        "== synthetic out-of-order chain: {blocks} blocks, {} files, {bytes} bytes (avg {} bytes/block), medians",
+        files.len(),
+        bytes / blocks as u64
+    );
+    println!(
+        "scan+chain warm  {:8.1} ms  {:10.0} blocks/s  {:8.0} MB/s   cat warm {:8.1} ms  ratio {:.2}",
+        ms(w),
+        blocks as f64 / w.as_secs_f64(),
+        mbps(bytes, w),
+        ms(cw),
+        w.as_secs_f64() / cw.as_secs_f64()
+    );
+    println!(
+        "scan+chain cold  {:8.1} ms  {:10.0} blocks/s  {:8.0} MB/s   cat cold {:8.1} ms  ratio {:.2}",
+        ms(c),
+        blocks as f64 / c.as_secs_f64(),
+        mbps(bytes, c),
+        ms(cc),
+        c.as_secs_f64() / cc.as_secs_f64()
+    );
+    let (n_all, _, peak_all) = run_child(&paths);
+    let (n_one, _, peak_one) = run_child(&[files[0].path.clone()]);
+    println!(
+        "peak RSS growth: {} bytes for {n_all} blocks = {:.1} bytes/block; one file ({n_one} blocks) {} bytes; \
+         marginal {:.1} bytes/block",
+        peak_all,
+        peak_all as f64 / n_all as f64,
+        peak_one,
+        (peak_all as f64 - peak_one as f64) / (n_all - n_one) as f64
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--child-scan") {
+        let paths: Vec<PathBuf> = args[1..].iter().map(PathBuf::from).collect();
+        child(&paths);
+        return;
+    }
+    let runs: usize = std::env::var("SEEKLESS_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let blocks: usize = std::env::var("SEEKLESS_BLOCKS_BENCH_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let dir = data_dir();
+    std::fs::create_dir_all(&dir).expect("bench data dir");
+    let which = std::env::var("SEEKLESS_BLOCKS_BENCH").unwrap_or_default();
+    if which.is_empty() || which == "load_external" {
+        load_external(&dir, runs);
+    }
+    if which.is_empty() || which == "synthetic" {
+        synthetic(&dir, blocks, runs);
+    }
+}

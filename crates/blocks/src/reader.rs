@@ -1,6 +1,7 @@
-//! Sequential reading on a separate thread, so the disk (or page cache copy)
-//! works while the scanner hashes: large chunks, de-obfuscated by the reader,
-//! each with room in front for the bytes the scanner keeps from the last one.
+//! Sequential reading, by default on a separate thread so the disk (or the
+//! page-cache copy) works while the scanner hashes: large chunks,
+//! de-obfuscated by the reader, each with room in front for the bytes the
+//! scanner keeps from the previous one.
 
 use std::fs::File;
 use std::io::Read;
@@ -29,105 +30,179 @@ pub(crate) struct Chunk {
     pub eof: bool,
 }
 
-/// Reads files on a thread, handing out chunks in order.
+/// A zeroed buffer from the allocator's zeroed pages: the reserve only
+/// becomes resident where a kept tail is copied into it.
+fn new_buffer(chunk_size: usize) -> Vec<u8> {
+    vec![0u8; RESERVE + chunk_size]
+}
+
+/// Reads the files in order, one chunk at a time.
+#[derive(Debug)]
+struct FileReader {
+    files: Vec<BlockFile>,
+    chunk_size: usize,
+    index: usize,
+    open: Option<File>,
+    base: u64,
+}
+
+impl FileReader {
+    /// Fills `buf` with the next chunk; `None` after the last file.
+    fn next_chunk(&mut self, mut buf: Vec<u8>) -> Option<Result<Chunk>> {
+        let file = self.files.get(self.index)?;
+        let handle = match &mut self.open {
+            Some(handle) => handle,
+            None => match File::open(&file.path) {
+                Ok(handle) => {
+                    self.base = 0;
+                    self.open.insert(handle)
+                }
+                Err(e) => {
+                    self.index = self.files.len();
+                    return Some(Err(Error::io(&file.path, "open", e)));
+                }
+            },
+        };
+        debug_assert_eq!(buf.len(), RESERVE + self.chunk_size);
+        let mut len = 0;
+        let mut eof = false;
+        while len < self.chunk_size {
+            match handle.read(&mut buf[RESERVE + len..RESERVE + self.chunk_size]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.index = self.files.len();
+                    return Some(Err(Error::io(&file.path, "read", e)));
+                }
+            }
+        }
+        file.xor.apply(&mut buf[RESERVE..RESERVE + len], self.base);
+        let chunk = Chunk {
+            file: self.index,
+            buf,
+            len,
+            base: self.base,
+            eof,
+        };
+        self.base += len as u64;
+        if eof {
+            self.index += 1;
+            self.open = None;
+        }
+        Some(Ok(chunk))
+    }
+}
+
+#[derive(Debug)]
+enum Mode {
+    Inline {
+        reader: FileReader,
+        free: Vec<Vec<u8>>,
+    },
+    Thread {
+        chunks: Receiver<Result<Chunk>>,
+        free: SyncSender<Vec<u8>>,
+        thread: Option<JoinHandle<()>>,
+    },
+}
+
+/// Hands out the chunks of a list of files in order.
 #[derive(Debug)]
 pub(crate) struct Reader {
-    chunks: Receiver<Result<Chunk>>,
-    free: SyncSender<Vec<u8>>,
-    thread: Option<JoinHandle<()>>,
+    mode: Mode,
 }
 
 impl Reader {
-    /// Starts reading `files` in order in chunks of `chunk_size` bytes, with
-    /// `buffers` buffers in flight.
-    pub(crate) fn start(files: Vec<BlockFile>, chunk_size: usize, buffers: usize) -> Reader {
+    /// Starts reading `files` in chunks of `chunk_size` bytes: on a thread
+    /// with `buffers` buffers in flight when `thread`, else on demand.
+    pub(crate) fn start(
+        files: Vec<BlockFile>,
+        chunk_size: usize,
+        buffers: usize,
+        thread: bool,
+    ) -> Reader {
+        let mut reader = FileReader {
+            files,
+            chunk_size,
+            index: 0,
+            open: None,
+            base: 0,
+        };
+        if !thread {
+            return Reader {
+                mode: Mode::Inline {
+                    reader,
+                    free: Vec::new(),
+                },
+            };
+        }
         let buffers = buffers.max(2);
         let (chunk_tx, chunks) = sync_channel(buffers);
-        let (free, free_rx) = sync_channel(buffers);
+        let (free, free_rx) = sync_channel::<Vec<u8>>(buffers);
         for _ in 0..buffers {
-            free.send(Vec::new()).expect("room for every buffer");
+            free.send(new_buffer(chunk_size))
+                .expect("room for every buffer");
         }
-        let thread = std::thread::spawn(move || read_all(files, chunk_size, chunk_tx, free_rx));
+        let thread = std::thread::spawn(move || {
+            while let Ok(buf) = free_rx.recv() {
+                let Some(chunk) = reader.next_chunk(buf) else {
+                    return;
+                };
+                if chunk_tx.send(chunk).is_err() {
+                    return;
+                }
+            }
+        });
         Reader {
-            chunks,
-            free,
-            thread: Some(thread),
+            mode: Mode::Thread {
+                chunks,
+                free,
+                thread: Some(thread),
+            },
         }
     }
 
     /// The next chunk, or `None` after the last file's last chunk.
     pub(crate) fn next(&mut self) -> Option<Result<Chunk>> {
-        self.chunks.recv().ok()
+        match &mut self.mode {
+            Mode::Inline { reader, free } => {
+                let buf = free.pop().unwrap_or_else(|| new_buffer(reader.chunk_size));
+                reader.next_chunk(buf)
+            }
+            Mode::Thread { chunks, .. } => chunks.recv().ok(),
+        }
     }
 
     /// Gives a buffer back for reuse.
-    pub(crate) fn recycle(&self, buf: Vec<u8>) {
-        let _ = self.free.send(buf);
+    pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
+        match &mut self.mode {
+            Mode::Inline { free, .. } => free.push(buf),
+            Mode::Thread { free, .. } => {
+                let _ = free.send(buf);
+            }
+        }
     }
 }
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        // Dropping the receiver makes the thread's next send fail, so it stops.
-        let (_, empty) = sync_channel(0);
-        drop(std::mem::replace(&mut self.chunks, empty));
-        // Dropping the buffer pool's sender wakes a thread waiting for a buffer.
-        let (dummy, _) = sync_channel(0);
-        drop(std::mem::replace(&mut self.free, dummy));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn read_all(
-    files: Vec<BlockFile>,
-    chunk_size: usize,
-    out: SyncSender<Result<Chunk>>,
-    free: Receiver<Vec<u8>>,
-) {
-    for (index, file) in files.iter().enumerate() {
-        let mut handle = match File::open(&file.path) {
-            Ok(handle) => handle,
-            Err(e) => {
-                let _ = out.send(Err(Error::io(&file.path, "open", e)));
-                return;
-            }
-        };
-        let mut base = 0u64;
-        loop {
-            let Ok(mut buf) = free.recv() else { return };
-            buf.resize(RESERVE + chunk_size, 0);
-            let mut len = 0;
-            let mut eof = false;
-            while len < chunk_size {
-                match handle.read(&mut buf[RESERVE + len..RESERVE + chunk_size]) {
-                    Ok(0) => {
-                        eof = true;
-                        break;
-                    }
-                    Ok(n) => len += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let _ = out.send(Err(Error::io(&file.path, "read", e)));
-                        return;
-                    }
-                }
-            }
-            file.xor.apply(&mut buf[RESERVE..RESERVE + len], base);
-            let chunk = Chunk {
-                file: index,
-                buf,
-                len,
-                base,
-                eof,
-            };
-            base += len as u64;
-            if out.send(Ok(chunk)).is_err() {
-                return;
-            }
-            if eof {
-                break;
+        if let Mode::Thread {
+            chunks,
+            free,
+            thread,
+        } = &mut self.mode
+        {
+            // Closing both channels makes the thread's next send or receive fail.
+            let (_, empty) = sync_channel(0);
+            drop(std::mem::replace(chunks, empty));
+            let (dummy, _) = sync_channel(0);
+            drop(std::mem::replace(free, dummy));
+            if let Some(thread) = thread.take() {
+                let _ = thread.join();
             }
         }
     }

@@ -27,6 +27,8 @@ pub struct ScanOptions {
     pub chunk_size: usize,
     /// Read buffers in flight (at least 2).
     pub buffers: usize,
+    /// Read on a separate thread, overlapping reading with scanning.
+    pub read_ahead: bool,
 }
 
 impl Default for ScanOptions {
@@ -36,6 +38,7 @@ impl Default for ScanOptions {
             verify: false,
             chunk_size: 8 << 20,
             buffers: 3,
+            read_ahead: true,
         }
     }
 }
@@ -139,7 +142,12 @@ pub fn scan(
         invalid: Vec::new(),
         entries: Vec::new(),
     };
-    let mut reader = Reader::start(files, options.chunk_size.max(1 << 12), options.buffers);
+    let mut reader = Reader::start(
+        files,
+        options.chunk_size.max(1 << 12),
+        options.buffers,
+        options.read_ahead,
+    );
     let mut scanner = RecordScanner::new(network);
     let mut current_file = usize::MAX;
     // The previous buffer and the range of it the scanner still needs.

@@ -466,7 +466,12 @@ fn forks_reorgs_out_of_order_split_and_obfuscated() {
     // With the key file.
     let dir = tempdir("xor-file");
     write_dir(&dir, &files, Some(key));
-    for options in [&ScanOptions::default(), &small_reads, &verify] {
+    let inline = ScanOptions {
+        read_ahead: false,
+        chunk_size: 5000,
+        ..ScanOptions::default()
+    };
+    for options in [&ScanOptions::default(), &small_reads, &verify, &inline] {
         let (output, chain) = scan_dir(&dir, None, options);
         assert!(output.bad_records.is_empty() && output.invalid.is_empty());
         assert_eq!(chain.len(), builder.blocks.len());
