@@ -184,6 +184,44 @@ const DICT_FLAG: u32 = 1 << 31;
 /// No previous key yet in this dictionary (strict mode).
 const NO_KEY: (u32, u32) = (u32::MAX, 0);
 
+/// A decoding failure inside the hot loop: kept to two words so that results
+/// stay in registers; turned into an [`Error`] once, at the end.
+#[derive(Debug, Clone, Copy)]
+enum Fail {
+    ExpectedDigit,
+    ExpectedColon,
+    UnexpectedEof,
+    ExpectedValue,
+    DepthExceeded,
+    LimitExceeded,
+    Overflow,
+    UnsortedKey,
+    DuplicateKey,
+    LeadingZero,
+    NegativeZero,
+    TrailingData,
+}
+
+impl Fail {
+    #[cold]
+    fn at(self, offset: usize) -> Error {
+        match self {
+            Fail::ExpectedDigit => Error::ExpectedDigit { offset },
+            Fail::ExpectedColon => Error::ExpectedColon { offset },
+            Fail::UnexpectedEof => Error::UnexpectedEof { offset },
+            Fail::ExpectedValue => Error::ExpectedValue { offset },
+            Fail::DepthExceeded => Error::DepthExceeded { offset },
+            Fail::LimitExceeded => Error::LimitExceeded { offset },
+            Fail::Overflow => Error::Overflow { offset },
+            Fail::UnsortedKey => Error::UnsortedKey { offset },
+            Fail::DuplicateKey => Error::DuplicateKey { offset },
+            Fail::LeadingZero => Error::LeadingZero { offset },
+            Fail::NegativeZero => Error::NegativeZero { offset },
+            Fail::TrailingData => Error::TrailingData { offset },
+        }
+    }
+}
+
 #[inline(always)]
 fn is_digit(c: u8) -> bool {
     c.wrapping_sub(b'0') < 10
@@ -197,42 +235,40 @@ fn push(tokens: &mut Vec<Token>, token: Token) {
 /// Checks an integer body starting after `i`, libtorrent's way: returns the
 /// offset of its closing `e`, or the error (offset where it was detected).
 #[inline(always)]
-fn scan_int(input: &[u8], start: usize) -> Result<usize, Error> {
+fn scan_int(input: &[u8], start: usize) -> Result<usize, (Fail, usize)> {
     let len = input.len();
     let mut p = start;
     if p == len {
-        return Err(Error::UnexpectedEof { offset: p });
+        return Err((Fail::UnexpectedEof, p));
     }
     if input[p] == b'-' {
         p += 1;
         if p == len {
-            return Err(Error::UnexpectedEof { offset: p });
+            return Err((Fail::UnexpectedEof, p));
         }
     }
     let digits_start = p;
     let err = loop {
         if !is_digit(input[p]) {
-            break Error::ExpectedDigit { offset: p };
+            break (Fail::ExpectedDigit, p);
         }
         p += 1;
         if p == len {
-            break Error::UnexpectedEof { offset: p };
+            break (Fail::UnexpectedEof, p);
         }
         if input[p] == b'e' {
             if p - digits_start > 20 {
-                return Err(Error::Overflow { offset: p });
+                return Err((Fail::Overflow, p));
             }
             return Ok(p);
         }
     };
     if p - digits_start > 20 {
-        return Err(Error::Overflow { offset: p });
+        return Err((Fail::Overflow, p));
     }
     Err(err)
 }
 
-/// The parse loop. `STRICT` adds the BEP 3 checks; the default-mode build
-/// carries none of their cost.
 fn run<const STRICT: bool>(
     input: &[u8],
     tokens: &mut Vec<Token>,
@@ -240,18 +276,30 @@ fn run<const STRICT: bool>(
     keys: &mut Vec<(u32, u32)>,
     limits: &Limits,
 ) -> Result<(), Error> {
+    parse_tokens::<STRICT>(input, tokens, stack, keys, limits).map_err(|(fail, at)| fail.at(at))
+}
+
+/// The parse loop. `STRICT` adds the BEP 3 checks; the default-mode build
+/// carries none of their cost.
+fn parse_tokens<const STRICT: bool>(
+    input: &[u8],
+    tokens: &mut Vec<Token>,
+    stack: &mut Vec<u32>,
+    keys: &mut Vec<(u32, u32)>,
+    limits: &Limits,
+) -> Result<(), (Fail, usize)> {
     tokens.clear();
     stack.clear();
     keys.clear();
     let len = input.len();
     if len > limits.input.min(u32::MAX as usize - 1) {
-        return Err(Error::LimitExceeded { offset: 0 });
+        return Err((Fail::LimitExceeded, 0));
     }
     if len == 0 {
-        return Err(Error::UnexpectedEof { offset: 0 });
+        return Err((Fail::UnexpectedEof, 0));
     }
     if limits.depth == 0 {
-        return Err(Error::DepthExceeded { offset: 0 });
+        return Err((Fail::DepthExceeded, 0));
     }
     let max_tokens = limits.tokens;
     let max_header = limits.length_digits.min(20) + 1;
@@ -262,147 +310,154 @@ fn run<const STRICT: bool>(
     let mut state = TOP;
     loop {
         if pos >= len {
-            return Err(Error::UnexpectedEof { offset: pos });
+            return Err((Fail::UnexpectedEof, pos));
         }
         if tokens.len() >= max_tokens {
-            return Err(Error::LimitExceeded { offset: pos });
+            return Err((Fail::LimitExceeded, pos));
         }
         let c = input[pos];
         if state == DICT_KEY && !is_digit(c) && c != b'e' {
-            return Err(Error::ExpectedDigit { offset: pos });
+            return Err((Fail::ExpectedDigit, pos));
         }
-        match c {
-            b'0'..=b'9' => {
-                let str_start = pos;
-                let mut value = u64::from(c - b'0');
-                let mut p = pos + 1;
-                if p >= len {
-                    return Err(Error::UnexpectedEof { offset: p });
-                }
-                // Same overflow rule as libtorrent: the length must fit i64.
-                while p < len && input[p] != b':' {
-                    let d = input[p];
-                    if !is_digit(d) {
-                        return Err(Error::ExpectedDigit { offset: p });
-                    }
-                    if value > (i64::MAX / 10) as u64 {
-                        return Err(Error::Overflow { offset: p });
-                    }
-                    value *= 10;
-                    let d = u64::from(d - b'0');
-                    if value > i64::MAX as u64 - d {
-                        return Err(Error::Overflow { offset: p });
-                    }
-                    value += d;
-                    p += 1;
-                }
-                if p == len {
-                    return Err(Error::ExpectedColon { offset: p });
-                }
-                if value > (len - p - 1) as u64 {
-                    return Err(Error::UnexpectedEof { offset: p });
-                }
-                p += 1;
-                let header = p - str_start;
-                if header > max_header {
-                    return Err(Error::LimitExceeded { offset: p });
-                }
-                if STRICT {
-                    if c == b'0' && header > 2 {
-                        return Err(Error::LeadingZero { offset: str_start });
-                    }
-                    if state == DICT_KEY {
-                        let prev = keys.last_mut().expect("open dictionary has a key slot");
-                        let key = &input[p..p + value as usize];
-                        if prev.0 != u32::MAX {
-                            let (s, l) = (prev.0 as usize, prev.1 as usize);
-                            match input[s..s + l].cmp(key) {
-                                std::cmp::Ordering::Less => {}
-                                std::cmp::Ordering::Equal => {
-                                    return Err(Error::DuplicateKey { offset: str_start });
-                                }
-                                std::cmp::Ordering::Greater => {
-                                    return Err(Error::UnsortedKey { offset: str_start });
-                                }
-                            }
-                        }
-                        *prev = (p as u32, value as u32);
-                    }
-                }
-                push(tokens, Token::new(str_start as u32, BYTES, header as u32));
-                pos = p + value as usize;
+        if is_digit(c) {
+            let str_start = pos;
+            let mut p = pos + 1;
+            if p >= len {
+                return Err((Fail::UnexpectedEof, p));
             }
-            b'i' => {
-                let e = scan_int(input, pos + 1)?;
-                if STRICT {
-                    let mut d = pos + 1;
-                    if input[d] == b'-' {
-                        if input[d + 1] == b'0' {
-                            return Err(Error::NegativeZero { offset: d });
-                        }
-                        d += 1;
-                    }
-                    if input[d] == b'0' && e - d > 1 {
-                        return Err(Error::LeadingZero { offset: d });
-                    }
-                }
-                push(tokens, Token::new(pos as u32, INT, 0));
-                pos = e + 1;
-            }
-            b'd' | b'l' => {
-                let index = tokens.len() as u32;
-                if c == b'd' {
-                    push(tokens, Token::new(pos as u32, DICT, 0));
-                    stack.push(index | DICT_FLAG);
-                    state = DICT_KEY;
-                } else {
-                    push(tokens, Token::new(pos as u32, LIST, 0));
-                    stack.push(index);
-                    state = IN_LIST;
-                }
-                if STRICT {
-                    keys.push(NO_KEY);
-                }
-                pos += 1;
-                if stack.len() >= limits.depth {
-                    return Err(if pos >= len {
-                        Error::UnexpectedEof { offset: pos }
-                    } else {
-                        Error::DepthExceeded { offset: pos }
-                    });
-                }
-                continue;
-            }
-            b'e' => {
-                let Some(&top) = stack.last() else {
-                    return Err(Error::UnexpectedEof { offset: pos });
-                };
-                if state == DICT_VALUE {
-                    return Err(Error::ExpectedValue { offset: pos });
-                }
-                push(tokens, Token::new(pos as u32, END, 0));
-                let open = (top & !DICT_FLAG) as usize;
-                let next = tokens.len() - open;
-                if next > MAX_AUX as usize {
-                    return Err(Error::LimitExceeded { offset: pos });
-                }
-                tokens[open].info |= (next as u32) << crate::token::TYPE_BITS;
-                stack.pop();
-                if STRICT {
-                    keys.pop();
-                }
-                pos += 1;
-                state = match stack.last() {
-                    None => TOP,
-                    Some(&parent) if parent & DICT_FLAG != 0 => DICT_KEY,
-                    Some(_) => IN_LIST,
-                };
-                if state == TOP {
+            // Fast path: up to 18 digits cannot overflow, so no checks
+            // are needed until then; longer prefixes take libtorrent's
+            // checked route to report its exact overflow offset.
+            let mut value = u64::from(c - b'0');
+            while p < len && p - pos < 18 {
+                let d = input[p].wrapping_sub(b'0');
+                if d >= 10 {
                     break;
                 }
-                continue;
+                value = value * 10 + u64::from(d);
+                p += 1;
             }
-            _ => return Err(Error::ExpectedValue { offset: pos }),
+            // Same overflow rule as libtorrent: the length must fit i64.
+            while p < len && input[p] != b':' {
+                let d = input[p];
+                if !is_digit(d) {
+                    return Err((Fail::ExpectedDigit, p));
+                }
+                if value > (i64::MAX / 10) as u64 {
+                    return Err((Fail::Overflow, p));
+                }
+                value *= 10;
+                let d = u64::from(d - b'0');
+                if value > i64::MAX as u64 - d {
+                    return Err((Fail::Overflow, p));
+                }
+                value += d;
+                p += 1;
+            }
+            if p == len {
+                return Err((Fail::ExpectedColon, p));
+            }
+            if value > (len - p - 1) as u64 {
+                return Err((Fail::UnexpectedEof, p));
+            }
+            p += 1;
+            let header = p - str_start;
+            if header > max_header {
+                return Err((Fail::LimitExceeded, p));
+            }
+            if STRICT {
+                if c == b'0' && header > 2 {
+                    return Err((Fail::LeadingZero, str_start));
+                }
+                if state == DICT_KEY {
+                    let prev = keys.last_mut().expect("open dictionary has a key slot");
+                    let key = &input[p..p + value as usize];
+                    if prev.0 != u32::MAX {
+                        let (s, l) = (prev.0 as usize, prev.1 as usize);
+                        match input[s..s + l].cmp(key) {
+                            std::cmp::Ordering::Less => {}
+                            std::cmp::Ordering::Equal => {
+                                return Err((Fail::DuplicateKey, str_start));
+                            }
+                            std::cmp::Ordering::Greater => {
+                                return Err((Fail::UnsortedKey, str_start));
+                            }
+                        }
+                    }
+                    *prev = (p as u32, value as u32);
+                }
+            }
+            push(tokens, Token::new(str_start as u32, BYTES, header as u32));
+            pos = p + value as usize;
+        } else if c == b'i' {
+            let e = scan_int(input, pos + 1)?;
+            if STRICT {
+                let mut d = pos + 1;
+                if input[d] == b'-' {
+                    if input[d + 1] == b'0' {
+                        return Err((Fail::NegativeZero, d));
+                    }
+                    d += 1;
+                }
+                if input[d] == b'0' && e - d > 1 {
+                    return Err((Fail::LeadingZero, d));
+                }
+            }
+            push(tokens, Token::new(pos as u32, INT, 0));
+            pos = e + 1;
+        } else if c == b'd' || c == b'l' {
+            let index = tokens.len() as u32;
+            if c == b'd' {
+                push(tokens, Token::new(pos as u32, DICT, 0));
+                stack.push(index | DICT_FLAG);
+                state = DICT_KEY;
+            } else {
+                push(tokens, Token::new(pos as u32, LIST, 0));
+                stack.push(index);
+                state = IN_LIST;
+            }
+            if STRICT {
+                keys.push(NO_KEY);
+            }
+            pos += 1;
+            if stack.len() >= limits.depth {
+                return Err(if pos >= len {
+                    (Fail::UnexpectedEof, pos)
+                } else {
+                    (Fail::DepthExceeded, pos)
+                });
+            }
+            continue;
+        } else if c == b'e' {
+            let Some(&top) = stack.last() else {
+                return Err((Fail::UnexpectedEof, pos));
+            };
+            if state == DICT_VALUE {
+                return Err((Fail::ExpectedValue, pos));
+            }
+            push(tokens, Token::new(pos as u32, END, 0));
+            let open = (top & !DICT_FLAG) as usize;
+            let next = tokens.len() - open;
+            if next > MAX_AUX as usize {
+                return Err((Fail::LimitExceeded, pos));
+            }
+            tokens[open].info |= (next as u32) << crate::token::TYPE_BITS;
+            stack.pop();
+            if STRICT {
+                keys.pop();
+            }
+            pos += 1;
+            state = match stack.last() {
+                None => TOP,
+                Some(&parent) if parent & DICT_FLAG != 0 => DICT_KEY,
+                Some(_) => IN_LIST,
+            };
+            if state == TOP {
+                break;
+            }
+            continue;
+        } else {
+            return Err((Fail::ExpectedValue, pos));
         }
         // A leaf value (string or integer) was added.
         state = match state {
@@ -413,7 +468,7 @@ fn run<const STRICT: bool>(
         };
     }
     if STRICT && pos < len {
-        return Err(Error::TrailingData { offset: pos });
+        return Err((Fail::TrailingData, pos));
     }
     push(tokens, Token::new(pos as u32, END, 0));
     Ok(())
