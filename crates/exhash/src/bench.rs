@@ -33,7 +33,9 @@ pub fn pairs(n: usize, pattern: Pattern) -> Vec<(u64, u64)> {
         Pattern::Random => {
             let mut keys = 0x5EED_u64;
             let mut values = 0xF00D_u64 << 32;
-            (0..n).map(|_| (splitmix(&mut keys), splitmix(&mut values))).collect()
+            (0..n)
+                .map(|_| (splitmix(&mut keys), splitmix(&mut values)))
+                .collect()
         }
         Pattern::Sequential => (0..n as u64).map(|i| (i, i)).collect(),
     }
@@ -155,7 +157,14 @@ mod tests {
     fn run_reports_every_figure() {
         let r = run(5_000, Pattern::Random);
         assert_eq!(r.keys, 5_000);
-        for x in [r.put_ns, r.get_ns, r.bytes_per_entry, r.std_put_ns, r.std_get_ns, r.std_bytes_per_entry] {
+        for x in [
+            r.put_ns,
+            r.get_ns,
+            r.bytes_per_entry,
+            r.std_put_ns,
+            r.std_get_ns,
+            r.std_bytes_per_entry,
+        ] {
             assert!(x.is_finite() && x > 0.0, "{r:?}");
         }
     }

@@ -13,7 +13,7 @@ pub trait Device {
     /// Make every write so far durable.
     fn sync(&mut self) -> io::Result<()>;
     /// Current length in bytes.
-    fn len(&mut self) -> io::Result<u64>;
+    fn size(&mut self) -> io::Result<u64>;
 }
 
 impl Device for std::fs::File {
@@ -29,7 +29,7 @@ impl Device for std::fs::File {
         self.sync_data()
     }
 
-    fn len(&mut self) -> io::Result<u64> {
+    fn size(&mut self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
 }

@@ -89,7 +89,10 @@ impl fmt::Display for Error {
                 "file is truncated: {needed} bytes needed at offset {offset}"
             ),
             ErrorKind::NoValidHeader => {
-                write!(f, "neither header copy (offsets 0 and 4096) has a valid checksum")
+                write!(
+                    f,
+                    "neither header copy (offsets 0 and 4096) has a valid checksum"
+                )
             }
             ErrorKind::BadChecksum { offset } => {
                 write!(f, "checksum mismatch for data at offset {offset}")

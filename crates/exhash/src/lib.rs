@@ -15,7 +15,7 @@
 pub mod bench;
 mod device;
 mod error;
-// mod file;
+mod file;
 pub(crate) mod format;
 pub mod mix;
 pub mod piece;
@@ -24,6 +24,6 @@ mod table;
 
 pub use device::Device;
 pub use error::{Error, ErrorKind};
-// pub use file::FileStore;
+pub use file::FileStore;
 pub use store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
 pub use table::{CHAIN, ExHash, Iter, MAX_DEPTH, Stats};

@@ -110,7 +110,9 @@ mod tests {
     fn mix_is_a_bijection_on_samples() {
         let mut x = 0x1234_5678_9abc_def0u64;
         for i in 0..100_000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             for k in [i, x, u64::MAX - i, i << 12] {
                 assert_eq!(unmix(mix(k)), k);
             }
@@ -125,7 +127,11 @@ mod tests {
         for i in 0..4096u64 {
             seen.insert(mix(i * 4096) >> 52);
         }
-        assert!(seen.len() > 2000, "only {} distinct top-12-bit buckets", seen.len());
+        assert!(
+            seen.len() > 2000,
+            "only {} distinct top-12-bit buckets",
+            seen.len()
+        );
     }
 
     #[test]

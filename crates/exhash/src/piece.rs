@@ -358,7 +358,9 @@ mod tests {
         for _ in 0..20_000 {
             let mut piece = [0u8; PIECE_SIZE];
             for b in piece.iter_mut() {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 *b = (x >> 56) as u8;
             }
             let _ = decode(&piece, &mut out);
@@ -371,7 +373,7 @@ mod tests {
         // Ten entries of random 8-byte values and 6-byte key gaps need 140 bytes.
         let entries: Vec<Entry> = (0..10u64)
             .map(|i| Entry {
-                z: i << 44 | (i * 0x9E37_79B9) % (1 << 40),
+                z: (i << 44) | ((i * 0x9E37_79B9) % (1 << 40)),
                 v: (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 << 63,
             })
             .collect();

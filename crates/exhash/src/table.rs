@@ -120,7 +120,12 @@ fn nth(home: usize, i: usize) -> usize {
 }
 
 /// Decode piece `p` as page-local positions, in stored (ascending distance) order.
-pub(crate) fn decode_z(pc: &[u8], p: usize, g: Geom, out: &mut Vec<Entry>) -> Result<(), piece::DecodeError> {
+pub(crate) fn decode_z(
+    pc: &[u8],
+    p: usize,
+    g: Geom,
+    out: &mut Vec<Entry>,
+) -> Result<(), piece::DecodeError> {
     piece::decode(pc, out)?;
     for e in out.iter_mut() {
         if e.z >> g.shift >= CHAIN as u64 {
@@ -145,7 +150,10 @@ fn encode_z(pc: &mut [u8], p: usize, g: Geom, entries: &mut [Entry]) -> bool {
 
 fn encoded_len_z(p: usize, g: Geom, entries: &[Entry], buf: &mut Vec<Entry>) -> usize {
     buf.clear();
-    buf.extend(entries.iter().map(|e| Entry { z: g.r(p, e.z), v: e.v }));
+    buf.extend(entries.iter().map(|e| Entry {
+        z: g.r(p, e.z),
+        v: e.v,
+    }));
     piece::encoded_len(buf)
 }
 
@@ -193,7 +201,8 @@ impl<S: PageStore> ExHash<S> {
     }
 
     fn with_store_and_depth(store: S, depth: u8) -> ExHash<S> {
-        let mut table = ExHash::from_parts(store, Vec::new(), depth, Vec::new(), 0, BTreeMap::new());
+        let mut table =
+            ExHash::from_parts(store, Vec::new(), depth, Vec::new(), 0, BTreeMap::new());
         for prefix in 0..1u32 << depth {
             let id = table.store.allocate();
             table.set_meta(
@@ -338,7 +347,10 @@ impl<S: PageStore> ExHash<S> {
         let mut entries = std::mem::take(&mut self.scratch);
         let page = self.store.page(loc.page);
         decode_z(page.piece(p), p, loc.geom, &mut entries).expect("valid piece");
-        let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
+        let i = entries
+            .iter()
+            .position(|e| e.z == loc.z)
+            .expect("entry found before");
         entries[i].v = value;
         let mut evicted = Vec::new();
         self.write_piece(loc.page, p, loc.geom, &mut entries, &mut evicted);
@@ -480,7 +492,10 @@ impl<S: PageStore> ExHash<S> {
         let mask = (1u64 << bit) - 1;
         let (mut low, mut high) = (Vec::with_capacity(all.len()), Vec::with_capacity(all.len()));
         for e in all {
-            let child = Entry { z: e.z & mask, v: e.v };
+            let child = Entry {
+                z: e.z & mask,
+                v: e.v,
+            };
             if e.z >> bit == 0 {
                 low.push(child);
             } else {
@@ -490,8 +505,16 @@ impl<S: PageStore> ExHash<S> {
         let depth = old.depth + 1;
         let other = self.store.allocate();
         let mut left = Vec::new();
-        for (page, prefix, entries) in [(id, old.prefix * 2, &low), (other, old.prefix * 2 + 1, &high)] {
-            let (count, bytes) = build(self.store.page_mut(page), entries, Geom::of(depth), &mut left);
+        for (page, prefix, entries) in [
+            (id, old.prefix * 2, &low),
+            (other, old.prefix * 2 + 1, &high),
+        ] {
+            let (count, bytes) = build(
+                self.store.page_mut(page),
+                entries,
+                Geom::of(depth),
+                &mut left,
+            );
             let m = PageMeta {
                 depth,
                 prefix,
@@ -519,8 +542,17 @@ impl<S: PageStore> ExHash<S> {
             return Some(v);
         };
         let mut entries = std::mem::take(&mut self.scratch);
-        decode_z(self.store.page(loc.page).piece(p), p, loc.geom, &mut entries).expect("valid piece");
-        let i = entries.iter().position(|e| e.z == loc.z).expect("entry found before");
+        decode_z(
+            self.store.page(loc.page).piece(p),
+            p,
+            loc.geom,
+            &mut entries,
+        )
+        .expect("valid piece");
+        let i = entries
+            .iter()
+            .position(|e| e.z == loc.z)
+            .expect("entry found before");
         entries.remove(i);
         self.meta[loc.page as usize].count -= 1;
         self.len -= 1;
@@ -623,7 +655,10 @@ impl<S: PageStore> ExHash<S> {
             for (id, meta) in [(loc.page, m), (buddy, b)] {
                 self.page_entries(id, &mut part);
                 let top = ((meta.prefix & 1) as u64) << bit;
-                all.extend(part.iter().map(|e| Entry { z: e.z | top, v: e.v }));
+                all.extend(part.iter().map(|e| Entry {
+                    z: e.z | top,
+                    v: e.v,
+                }));
             }
             all.sort_unstable_by_key(|e| e.z);
             let depth = m.depth - 1;
@@ -633,7 +668,11 @@ impl<S: PageStore> ExHash<S> {
             if !left.is_empty() {
                 break;
             }
-            let (keep, drop) = if m.prefix & 1 == 0 { (loc.page, buddy) } else { (buddy, loc.page) };
+            let (keep, drop) = if m.prefix & 1 == 0 {
+                (loc.page, buddy)
+            } else {
+                (buddy, loc.page)
+            };
             self.store.page_mut(keep).0.copy_from_slice(&scratch.0);
             self.store.release(drop);
             self.meta[drop as usize] = PageMeta::default();
@@ -731,14 +770,18 @@ impl<S: PageStore> ExHash<S> {
             }
             let span = 1usize << (self.global_depth - m.depth);
             let start = m.prefix as usize * span;
-            if self.dir[start..start + span].iter().any(|&d| d as usize != id) {
+            if self.dir[start..start + span]
+                .iter()
+                .any(|&d| d as usize != id)
+            {
                 return Err(format!("directory does not map page {id} over its range"));
             }
             let g = Geom::of(m.depth);
             let page = self.store.page(id as PageId);
             let (mut count, mut bytes) = (0u32, 0u32);
             for p in 0..PIECES {
-                decode_z(page.piece(p), p, g, &mut buf).map_err(|e| format!("page {id} piece {p}: {e}"))?;
+                decode_z(page.piece(p), p, g, &mut buf)
+                    .map_err(|e| format!("page {id} piece {p}: {e}"))?;
                 count += buf.len() as u32;
                 bytes += piece::used(page.piece(p)) as u32;
                 for e in &buf {
@@ -746,7 +789,10 @@ impl<S: PageStore> ExHash<S> {
                     let age = (p + PIECES - home) % PIECES;
                     for k in 0..age {
                         if !piece::overflowed(page.piece(nth(home, k))) {
-                            return Err(format!("page {id}: piece {} should be flagged", nth(home, k)));
+                            return Err(format!(
+                                "page {id}: piece {} should be flagged",
+                                nth(home, k)
+                            ));
                         }
                     }
                 }
@@ -764,7 +810,10 @@ impl<S: PageStore> ExHash<S> {
             return Err(format!("len {} but {total} entries found", self.len));
         }
         if at_global != self.at_global {
-            return Err(format!("{at_global} pages at global depth, counter says {}", self.at_global));
+            return Err(format!(
+                "{at_global} pages at global depth, counter says {}",
+                self.at_global
+            ));
         }
         Ok(())
     }
@@ -775,7 +824,12 @@ impl<S: PageStore> ExHash<S> {
 /// fit, the rest carry to the next piece within their chain; what is still
 /// carried past the last piece wraps around into free room at the start.
 /// Entries that run out of chain go to `left`. Returns (count, bytes) placed.
-pub(crate) fn build(page: &mut Page, entries: &[Entry], g: Geom, left: &mut Vec<Entry>) -> (u32, u32) {
+pub(crate) fn build(
+    page: &mut Page,
+    entries: &[Entry],
+    g: Geom,
+    left: &mut Vec<Entry>,
+) -> (u32, u32) {
     page.clear();
     let mut carry: Vec<Entry> = Vec::new();
     let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
@@ -794,7 +848,10 @@ pub(crate) fn build(page: &mut Page, entries: &[Entry], g: Geom, left: &mut Vec<
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             buf.clear();
-            buf.extend(carry[..mid].iter().rev().map(|e| Entry { z: g.r(p, e.z), v: e.v }));
+            buf.extend(carry[..mid].iter().rev().map(|e| Entry {
+                z: g.r(p, e.z),
+                v: e.v,
+            }));
             if piece::encoded_len(&buf) <= PIECE_DATA {
                 lo = mid;
             } else {
@@ -878,8 +935,11 @@ impl<S: PageStore> Iterator for Iter<'_, S> {
             let mut entries = Vec::new();
             for p in 0..PIECES {
                 decode_z(page.piece(p), p, g, &mut entries).expect("valid piece");
-                self.buf
-                    .extend(entries.iter().map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)));
+                self.buf.extend(
+                    entries
+                        .iter()
+                        .map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)),
+                );
             }
         }
     }

@@ -102,8 +102,14 @@ fn grow_shrink(keys: &[u64]) {
     }
     table.check_invariants().unwrap();
     let shrunk = table.stats();
-    assert!(shrunk.pages * 8 < grown.pages, "merges: {grown:?} -> {shrunk:?}");
-    assert!(shrunk.global_depth < grown.global_depth, "directory shrinks: {grown:?} -> {shrunk:?}");
+    assert!(
+        shrunk.pages * 8 < grown.pages,
+        "merges: {grown:?} -> {shrunk:?}"
+    );
+    assert!(
+        shrunk.global_depth < grown.global_depth,
+        "directory shrinks: {grown:?} -> {shrunk:?}"
+    );
     for &k in keys {
         assert_eq!(table.get(k), model.get(&k).copied());
     }
@@ -117,7 +123,11 @@ fn grow_shrink(keys: &[u64]) {
 }
 
 fn n() -> u64 {
-    if cfg!(debug_assertions) { 60_000 } else { 400_000 }
+    if cfg!(debug_assertions) {
+        60_000
+    } else {
+        400_000
+    }
 }
 
 #[test]
@@ -125,7 +135,9 @@ fn random_keys_split_and_merge() {
     let mut x = 42u64;
     let keys: Vec<u64> = (0..n())
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             x
         })
         .collect::<std::collections::HashSet<_>>()
@@ -159,8 +171,10 @@ fn keys_sharing_one_home_piece() {
     // piece at every depth the table reaches: chains overflow and pages split
     // deep without running out of room.
     use seekless_exhash::mix::unmix;
-    let base = 0x1234_5678_9Au64 << 24;
-    let keys: Vec<u64> = (0..20_000u64).map(|i| unmix(base | (i * 811 % (1 << 24)))).collect();
+    let base = 0x0012_3456_789A_u64 << 24;
+    let keys: Vec<u64> = (0..20_000u64)
+        .map(|i| unmix(base | (i * 811 % (1 << 24))))
+        .collect();
     let mut table = ExHash::new();
     let mut model = HashMap::new();
     for (i, &k) in keys.iter().enumerate() {
@@ -182,14 +196,19 @@ fn adversarial_keys_spill_without_loss() {
     // Keys identical in all but their lowest hash bits cannot be separated
     // by any depth the directory allows: they go to the spill map.
     use seekless_exhash::mix::unmix;
-    let keys: Vec<u64> = (0..3_000u64).map(|i| unmix(0xABCD_0000_0000_0000 | i)).collect();
+    let keys: Vec<u64> = (0..3_000u64)
+        .map(|i| unmix(0xABCD_0000_0000_0000 | i))
+        .collect();
     let mut table = ExHash::new();
     for (i, &k) in keys.iter().enumerate() {
         assert_eq!(table.insert(k, i as u64), None);
     }
     table.check_invariants().unwrap();
     let s = table.stats();
-    assert!(s.spilled > 0 && s.global_depth <= seekless_exhash::MAX_DEPTH, "{s:?}");
+    assert!(
+        s.spilled > 0 && s.global_depth <= seekless_exhash::MAX_DEPTH,
+        "{s:?}"
+    );
     for (i, &k) in keys.iter().enumerate() {
         assert_eq!(table.get(k), Some(i as u64));
         assert_eq!(table.insert(k, i as u64 + 1), Some(i as u64));

@@ -1,0 +1,593 @@
+//! The file backend: every page is kept in memory and written by shadow
+//! paging on `commit`, which becomes durable by one checksummed header
+//! write (`docs/format-exhash.md`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use crate::device::Device;
+use crate::error::{Error, ErrorKind};
+use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
+use crate::piece;
+use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+use crate::table::{CHAIN, ExHash, Geom, MAX_DEPTH, MIN_DEPTH, PageMeta, decode_z};
+
+/// Pages in memory over a [`Device`], written out atomically by
+/// [`ExHash::commit`].
+#[derive(Debug)]
+pub struct FileStore<D: Device = File> {
+    mem: MemoryStore,
+    dev: D,
+    /// Slot of each page id in the last commit (0: none).
+    slots: Vec<u64>,
+    crcs: Vec<u32>,
+    dirty: Vec<bool>,
+    /// Slots no committed state refers to.
+    free: BTreeSet<u64>,
+    /// Slots the last commit refers to but the next one will not.
+    pending_free: Vec<u64>,
+    /// First slot past the end of the file.
+    next_slot: u64,
+    seq: u64,
+    meta_extent: (u64, u64),
+}
+
+impl<D: Device> FileStore<D> {
+    fn new(dev: D) -> FileStore<D> {
+        FileStore {
+            mem: MemoryStore::new(),
+            dev,
+            slots: Vec::new(),
+            crcs: Vec::new(),
+            dirty: Vec::new(),
+            free: BTreeSet::new(),
+            pending_free: Vec::new(),
+            next_slot: 1,
+            seq: 0,
+            meta_extent: (0, 0),
+        }
+    }
+
+    /// The device underneath.
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    /// The number of the last commit.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
+    fn grow(&mut self, id: PageId) {
+        let n = id as usize + 1;
+        if self.slots.len() < n {
+            self.slots.resize(n, 0);
+            self.crcs.resize(n, 0);
+            self.dirty.resize(n, false);
+        }
+    }
+
+    /// Take `n` contiguous free slots (or extend the file).
+    fn take_run(&mut self, n: u64) -> u64 {
+        if n == 1 {
+            if let Some(s) = self.free.pop_first() {
+                return s;
+            }
+        } else {
+            let mut run_start = 0;
+            let mut run_len = 0;
+            let mut found = None;
+            for &s in &self.free {
+                if run_len > 0 && s == run_start + run_len {
+                    run_len += 1;
+                } else {
+                    run_start = s;
+                    run_len = 1;
+                }
+                if run_len == n {
+                    found = Some(run_start);
+                    break;
+                }
+            }
+            if let Some(start) = found {
+                for s in start..start + n {
+                    self.free.remove(&s);
+                }
+                return start;
+            }
+        }
+        let start = self.next_slot;
+        self.next_slot += n;
+        start
+    }
+}
+
+impl<D: Device> PageStore for FileStore<D> {
+    #[inline]
+    fn page(&self, id: PageId) -> &Page {
+        self.mem.page(id)
+    }
+
+    #[inline]
+    fn page_mut(&mut self, id: PageId) -> &mut Page {
+        self.dirty[id as usize] = true;
+        self.mem.page_mut(id)
+    }
+
+    fn allocate(&mut self) -> PageId {
+        let id = self.mem.allocate();
+        self.grow(id);
+        self.dirty[id as usize] = true;
+        id
+    }
+
+    fn release(&mut self, id: PageId) {
+        let i = id as usize;
+        if self.slots[i] != 0 {
+            self.pending_free.push(self.slots[i]);
+        }
+        self.slots[i] = 0;
+        self.dirty[i] = false;
+        self.mem.release(id);
+    }
+
+    fn live_pages(&self) -> usize {
+        self.mem.live_pages()
+    }
+}
+
+fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::io(action, &e)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// A decoded header copy.
+#[derive(Clone, Copy, Debug)]
+struct Header {
+    seq: u64,
+    meta_slot: u64,
+    meta_len: u64,
+    meta_crc: u32,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_SIZE] {
+        let mut b = [0u8; HEADER_SIZE];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&(PAGE_SIZE as u32).to_le_bytes());
+        b[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        b[24..32].copy_from_slice(&self.meta_slot.to_le_bytes());
+        b[32..40].copy_from_slice(&self.meta_len.to_le_bytes());
+        b[40..44].copy_from_slice(&self.meta_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..HEADER_USED - 4]);
+        b[HEADER_USED - 4..HEADER_USED].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Ok(None) for a copy that is torn or blank.
+    fn decode(b: &[u8], offset: u64) -> Result<Option<Header>, Error> {
+        if b[0..8] != MAGIC {
+            return Ok(None);
+        }
+        let crc = u32_at(b, HEADER_USED - 4);
+        if crc32c::crc32c(&b[..HEADER_USED - 4]) != crc {
+            return Ok(None);
+        }
+        let version = u32_at(b, 8);
+        if version > VERSION {
+            return Err(ErrorKind::NewerVersion { found: version }.into());
+        }
+        if version == 0 || u32_at(b, 12) != PAGE_SIZE as u32 {
+            return Err(Error::corrupt(
+                offset + 8,
+                "unsupported version or page size",
+            ));
+        }
+        Ok(Some(Header {
+            seq: u64_at(b, 16),
+            meta_slot: u64_at(b, 24),
+            meta_len: u64_at(b, 32),
+            meta_crc: u32_at(b, 40),
+        }))
+    }
+}
+
+impl ExHash<FileStore<File>> {
+    /// Open the table in `path`, or create an empty one there (written to a
+    /// temporary name and renamed once complete).
+    pub fn open_or_create(path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
+        if path.exists() {
+            return ExHash::open(path);
+        }
+        let mut tmp = PathBuf::from(path);
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".tmp");
+        tmp.set_file_name(name);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io("creating the table file"))?;
+        let table = ExHash::create_on(file)?;
+        std::fs::rename(&tmp, path).map_err(io("renaming the new table file into place"))?;
+        if let Some(dir) = path.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(d) = File::open(dir) {
+                d.sync_all().map_err(io("syncing the directory"))?;
+            }
+        }
+        Ok(table)
+    }
+
+    /// Open an existing table file.
+    pub fn open(path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io("opening the table file"))?;
+        ExHash::open_on(file)
+    }
+}
+
+impl<D: Device> ExHash<FileStore<D>> {
+    /// Start an empty table on an empty device and commit it.
+    pub fn create_on(dev: D) -> Result<ExHash<FileStore<D>>, Error> {
+        let mut table = ExHash::with_store(FileStore::new(dev));
+        table.commit()?;
+        Ok(table)
+    }
+
+    /// The metadata bytes of the current state (slots must be assigned).
+    fn metadata(&self) -> Vec<u8> {
+        let s = &self.store;
+        let n = self.meta.len();
+        let mut b = Vec::with_capacity(24 + 16 * n + 4 * self.dir.len() + 16 * self.spill.len());
+        b.push(self.global_depth);
+        b.extend_from_slice(&[0; 7]);
+        b.extend_from_slice(&self.len.to_le_bytes());
+        b.extend_from_slice(&(n as u32).to_le_bytes());
+        b.extend_from_slice(&(self.spill.len() as u32).to_le_bytes());
+        for (id, m) in self.meta.iter().enumerate() {
+            let live = m.depth != 0;
+            b.extend_from_slice(&(if live { s.slots[id] } else { 0 }).to_le_bytes());
+            b.push(m.depth);
+            b.extend_from_slice(&[0; 3]);
+            b.extend_from_slice(&(if live { s.crcs[id] } else { 0 }).to_le_bytes());
+        }
+        for &id in &self.dir {
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+        for (&k, &v) in &self.spill {
+            b.extend_from_slice(&k.to_le_bytes());
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b
+    }
+
+    /// Make the current state durable. When this returns Ok, a crash at any
+    /// later moment reopens to exactly this state.
+    pub fn commit(&mut self) -> Result<(), Error> {
+        let ids: Vec<usize> = (0..self.meta.len())
+            .filter(|&i| self.meta[i].depth != 0 && self.store.dirty[i])
+            .collect();
+        let saved = (self.store.free.clone(), self.store.next_slot);
+        let result = self.write_commit(&ids);
+        if result.is_err() {
+            // Nothing the durable state refers to was touched; forget the
+            // slot assignments of the failed attempt.
+            (self.store.free, self.store.next_slot) = saved;
+        }
+        result
+    }
+
+    fn write_commit(&mut self, ids: &[usize]) -> Result<(), Error> {
+        let mut assigned = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let slot = self.store.take_run(1);
+            let store = &mut self.store;
+            let page = store.mem.page(id as PageId);
+            store
+                .dev
+                .write_at(slot * SLOT_SIZE, &page.0)
+                .map_err(io("writing a page"))?;
+            assigned.push((id, slot, crc32c::crc32c(&page.0)));
+        }
+        let old: Vec<(usize, u64, u32)> = assigned
+            .iter()
+            .map(|&(id, _, _)| (id, self.store.slots[id], self.store.crcs[id]))
+            .collect();
+        for &(id, slot, crc) in &assigned {
+            self.store.slots[id] = slot;
+            self.store.crcs[id] = crc;
+        }
+        let meta = self.metadata();
+        let result = self.write_meta_and_header(&meta);
+        match result {
+            Ok(()) => {
+                for &(id, slot, _) in &old {
+                    if slot != 0 {
+                        self.store.pending_free.push(slot);
+                    }
+                    self.store.dirty[id] = false;
+                }
+                let pending = std::mem::take(&mut self.store.pending_free);
+                self.store.free.extend(pending);
+                Ok(())
+            }
+            Err(e) => {
+                for (id, slot, crc) in old {
+                    self.store.slots[id] = slot;
+                    self.store.crcs[id] = crc;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn write_meta_and_header(&mut self, meta: &[u8]) -> Result<(), Error> {
+        let nslots = (meta.len() as u64).div_ceil(SLOT_SIZE).max(1);
+        let start = self.store.take_run(nslots);
+        self.store
+            .dev
+            .write_at(start * SLOT_SIZE, meta)
+            .map_err(io("writing the metadata"))?;
+        // Pad the extent so the file always ends on a slot boundary.
+        let pad = (nslots * SLOT_SIZE) as usize - meta.len();
+        if pad > 0 {
+            self.store
+                .dev
+                .write_at(start * SLOT_SIZE + meta.len() as u64, &vec![0; pad])
+                .map_err(io("writing the metadata"))?;
+        }
+        self.store
+            .dev
+            .sync()
+            .map_err(io("syncing pages and metadata"))?;
+        let header = Header {
+            seq: self.store.seq + 1,
+            meta_slot: start,
+            meta_len: meta.len() as u64,
+            meta_crc: crc32c::crc32c(meta),
+        };
+        let at = (header.seq % 2) * HEADER_SIZE as u64;
+        self.store
+            .dev
+            .write_at(at, &header.encode())
+            .map_err(io("writing the header"))?;
+        self.store.dev.sync().map_err(io("syncing the header"))?;
+        self.store.seq = header.seq;
+        let (old_start, old_n) = std::mem::replace(&mut self.store.meta_extent, (start, nslots));
+        self.store.pending_free.extend(old_start..old_start + old_n);
+        Ok(())
+    }
+
+    /// Open the table on `dev`, at its last commit.
+    pub fn open_on(mut dev: D) -> Result<ExHash<FileStore<D>>, Error> {
+        let file_len = dev.size().map_err(io("reading the file length"))?;
+        if file_len < SLOT_SIZE {
+            let mut probe = vec![0u8; file_len.min(8) as usize];
+            dev.read_at(0, &mut probe)
+                .map_err(io("reading the header"))?;
+            if probe.len() == 8 && probe != MAGIC
+                || file_len > 0 && probe.len() < 8 && !MAGIC.starts_with(&probe)
+            {
+                return Err(ErrorKind::NotExhash.into());
+            }
+            return Err(ErrorKind::Truncated {
+                offset: file_len,
+                needed: SLOT_SIZE - file_len,
+            }
+            .into());
+        }
+        let mut slot0 = vec![0u8; SLOT_SIZE as usize];
+        dev.read_at(0, &mut slot0)
+            .map_err(io("reading the headers"))?;
+        let a = Header::decode(&slot0[..HEADER_SIZE], 0)?;
+        let b = Header::decode(&slot0[HEADER_SIZE..], HEADER_SIZE as u64)?;
+        let header = match (a, b) {
+            (Some(a), Some(b)) => {
+                if a.seq >= b.seq {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Some(h), None) | (None, Some(h)) => h,
+            (None, None) => {
+                if slot0[0..8] != MAGIC && slot0[HEADER_SIZE..HEADER_SIZE + 8] != MAGIC {
+                    return Err(ErrorKind::NotExhash.into());
+                }
+                return Err(ErrorKind::NoValidHeader.into());
+            }
+        };
+        let slots_in_file = file_len / SLOT_SIZE;
+        let meta_off = header.meta_slot.checked_mul(SLOT_SIZE);
+        let meta_end = meta_off.and_then(|o| o.checked_add(header.meta_len));
+        let (meta_off, meta_end) = match (meta_off, meta_end) {
+            (Some(o), Some(e)) if header.meta_slot >= 1 && header.meta_len >= 24 => (o, e),
+            _ => return Err(Error::corrupt(24, "metadata extent out of range")),
+        };
+        if meta_end > file_len {
+            return Err(ErrorKind::Truncated {
+                offset: meta_off,
+                needed: header.meta_len,
+            }
+            .into());
+        }
+        let mut meta = vec![0u8; header.meta_len as usize];
+        dev.read_at(meta_off, &mut meta)
+            .map_err(io("reading the metadata"))?;
+        if crc32c::crc32c(&meta) != header.meta_crc {
+            return Err(ErrorKind::BadChecksum { offset: meta_off }.into());
+        }
+        let corrupt = |at: usize, what| Error::corrupt(meta_off + at as u64, what);
+        let gd = meta[0];
+        if !(MIN_DEPTH..=MAX_DEPTH).contains(&gd) {
+            return Err(corrupt(0, "global depth out of range"));
+        }
+        let len = u64_at(&meta, 8);
+        let n = u32_at(&meta, 16) as u64;
+        let nspill = u32_at(&meta, 20) as u64;
+        let expect = 24 + 16 * n + 4 * (1u64 << gd) + 16 * nspill;
+        if header.meta_len != expect || n > slots_in_file {
+            return Err(corrupt(16, "metadata length does not match its counts"));
+        }
+        let n = n as usize;
+        let dir_at = 24 + 16 * n;
+        let dir: Vec<PageId> = (0..1usize << gd)
+            .map(|i| u32_at(&meta, dir_at + 4 * i))
+            .collect();
+        let mut metas = vec![PageMeta::default(); n];
+        let mut store = FileStore::new(dev);
+        store.slots = vec![0; n];
+        store.crcs = vec![0; n];
+        store.dirty = vec![false; n];
+        store.seq = header.seq;
+        store.next_slot = slots_in_file;
+        let mut used = BTreeSet::new();
+        for s in header.meta_slot..header.meta_slot + header.meta_len.div_ceil(SLOT_SIZE) {
+            used.insert(s);
+        }
+        store.meta_extent = (header.meta_slot, header.meta_len.div_ceil(SLOT_SIZE));
+        for (id, m) in metas.iter_mut().enumerate() {
+            let at = 24 + 16 * id;
+            let slot = u64_at(&meta, at);
+            if slot == 0 {
+                continue;
+            }
+            let depth = meta[at + 8];
+            if slot >= slots_in_file || !used.insert(slot) {
+                return Err(corrupt(at, "page slot out of range or used twice"));
+            }
+            if !(MIN_DEPTH..=gd).contains(&depth) {
+                return Err(corrupt(at + 8, "page depth out of range"));
+            }
+            m.depth = depth;
+            m.prefix = u32::MAX;
+            store.slots[id] = slot;
+            store.crcs[id] = u32_at(&meta, at + 12);
+        }
+        // Directory: every slot names a live page, each page one aligned run.
+        let mut seen = vec![0u64; n];
+        for (i, &id) in dir.iter().enumerate() {
+            let at = dir_at + 4 * i;
+            let m = metas
+                .get_mut(id as usize)
+                .filter(|m| m.depth != 0)
+                .ok_or_else(|| corrupt(at, "directory names a missing page"))?;
+            let prefix = (i >> (gd - m.depth)) as u32;
+            if m.prefix == u32::MAX {
+                m.prefix = prefix;
+            } else if m.prefix != prefix {
+                return Err(corrupt(at, "directory maps a page to two ranges"));
+            }
+            seen[id as usize] += 1;
+        }
+        for (id, m) in metas.iter().enumerate() {
+            if m.depth != 0 && seen[id] != 1u64 << (gd - m.depth) {
+                return Err(corrupt(
+                    24 + 16 * id,
+                    "page not mapped over its whole directory range",
+                ));
+            }
+        }
+        let mut spill = BTreeMap::new();
+        let spill_at = dir_at + 4 * (1usize << gd);
+        for i in 0..nspill as usize {
+            let at = spill_at + 16 * i;
+            if spill
+                .insert(u64_at(&meta, at), u64_at(&meta, at + 8))
+                .is_some()
+            {
+                return Err(corrupt(at, "spill key repeated"));
+            }
+        }
+        let mut total = spill.len() as u64;
+        let mut buf = Vec::new();
+        let mut zs = Vec::new();
+        for (id, m) in metas.iter_mut().enumerate() {
+            if m.depth == 0 {
+                continue;
+            }
+            let off = store.slots[id] * SLOT_SIZE;
+            let mut page = Box::new(Page([0; PAGE_SIZE]));
+            store
+                .dev
+                .read_at(off, &mut page.0)
+                .map_err(io("reading a page"))?;
+            if crc32c::crc32c(&page.0) != store.crcs[id] {
+                return Err(ErrorKind::BadChecksum { offset: off }.into());
+            }
+            let (count, bytes) = validate_page(&page, m, off, &mut buf, &mut zs)?;
+            m.count = count;
+            m.bytes = bytes;
+            total += count as u64;
+            store.mem.install(id as PageId, page);
+        }
+        if total != len {
+            return Err(corrupt(8, "entry count does not match the pages"));
+        }
+        store.mem.rebuild_free_list();
+        store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
+        Ok(ExHash::from_parts(store, dir, gd, metas, len, spill))
+    }
+}
+
+/// Check a page read from a file: pieces decode, entries live within their
+/// chain, overflow flags cover every displaced entry, positions come from
+/// real hashes and are distinct. Returns (count, bytes).
+fn validate_page(
+    page: &Page,
+    m: &PageMeta,
+    off: u64,
+    buf: &mut Vec<piece::Entry>,
+    zs: &mut Vec<u64>,
+) -> Result<(u32, u32), Error> {
+    let g = Geom::of(m.depth);
+    let (mut count, mut bytes) = (0u32, 0u32);
+    zs.clear();
+    for p in 0..PIECES {
+        let at = off + (p * crate::piece::PIECE_SIZE) as u64;
+        let pc = page.piece(p);
+        decode_z(pc, p, g, buf).map_err(|what| Error::corrupt(at, what))?;
+        count += buf.len() as u32;
+        bytes += piece::used(pc) as u32;
+        for e in buf.iter() {
+            let home = g.home(e.z);
+            let age = (p + PIECES - home) % PIECES;
+            debug_assert!(age < CHAIN);
+            if (0..age).any(|k| !piece::overflowed(page.piece((home + k) % PIECES))) {
+                return Err(Error::corrupt(
+                    at,
+                    "overflowed entry without flags on its chain",
+                ));
+            }
+            let high = ((m.prefix as u64) << (33 - m.depth)) | (e.z >> 32);
+            if crate::mix::unskew(high).is_none() {
+                return Err(Error::corrupt(at, "entry position no key maps to"));
+            }
+            zs.push(e.z);
+        }
+    }
+    zs.sort_unstable();
+    if zs.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::corrupt(off, "key stored twice in a page"));
+    }
+    Ok((count, bytes))
+}

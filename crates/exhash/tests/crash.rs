@@ -1,0 +1,332 @@
+//! Crash consistency of the file backend: a simulated device keeps a
+//! durable image (what survived the last sync) and, after every single
+//! write of a commit, checks what a crash at that moment would reopen to.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::rc::Rc;
+
+use seekless_exhash::{Device, ErrorKind, ExHash, FileStore};
+
+/// A device over a byte vector (what a crashed file looks like when reopened).
+#[derive(Debug)]
+struct VecDevice(Vec<u8>);
+
+impl Device for VecDevice {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let start = offset as usize;
+        let src = self
+            .0
+            .get(start..start + buf.len())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past end"))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let end = offset as usize + buf.len();
+        if self.0.len() < end {
+            self.0.resize(end, 0);
+        }
+        self.0[offset as usize..end].copy_from_slice(buf);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn size(&mut self) -> io::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+}
+
+type State = Vec<(u64, u64)>;
+
+#[derive(Debug, Default)]
+struct Sim {
+    durable: Vec<u8>,
+    current: Vec<u8>,
+    pending: Vec<(u64, Vec<u8>)>,
+    /// When set, every write is followed by crash checks against these states.
+    acceptable: Option<[State; 2]>,
+    checked: usize,
+    failures: Vec<String>,
+}
+
+fn apply(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
+    let end = offset as usize + data.len();
+    if image.len() < end {
+        image.resize(end, 0);
+    }
+    image[offset as usize..end].copy_from_slice(data);
+}
+
+fn contents<D: Device>(table: &ExHash<FileStore<D>>) -> State {
+    let mut all: State = table.iter().collect();
+    all.sort_unstable();
+    all
+}
+
+/// Reopen `image` and check it holds one of the acceptable states.
+fn check_image(image: Vec<u8>, acceptable: &[State; 2], what: &str) -> Result<(), String> {
+    let table =
+        ExHash::open_on(VecDevice(image)).map_err(|e| format!("{what}: reopen failed: {e}"))?;
+    let got = contents(&table);
+    if got != acceptable[0] && got != acceptable[1] {
+        return Err(format!(
+            "{what}: reopened to a state with {} entries, neither the old nor the new commit",
+            got.len()
+        ));
+    }
+    table.check_invariants().map_err(|e| format!("{what}: {e}"))
+}
+
+#[derive(Debug)]
+struct SimDevice(Rc<RefCell<Sim>>);
+
+impl Device for SimDevice {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let sim = self.0.borrow();
+        let start = offset as usize;
+        let src = sim
+            .current
+            .get(start..start + buf.len())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past end"))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let acceptable = {
+            let mut sim = self.0.borrow_mut();
+            apply(&mut sim.current, offset, buf);
+            sim.pending.push((offset, buf.to_vec()));
+            sim.acceptable.clone()
+        };
+        let Some(acceptable) = acceptable else {
+            return Ok(());
+        };
+        let (durable, pending) = {
+            let sim = self.0.borrow();
+            (sim.durable.clone(), sim.pending.clone())
+        };
+        // Crash images: nothing since the last sync reached the disk; all of
+        // it did; all but the last write, which is torn halfway; every other
+        // write (the disk reordered them).
+        let mut images = vec![("nothing unsynced".to_string(), durable.clone())];
+        let mut all = durable.clone();
+        for (off, data) in &pending {
+            apply(&mut all, *off, data);
+        }
+        images.push(("everything written".into(), all));
+        let mut torn = durable.clone();
+        for (i, (off, data)) in pending.iter().enumerate() {
+            let data = if i + 1 == pending.len() {
+                &data[..data.len() / 2]
+            } else {
+                &data[..]
+            };
+            apply(&mut torn, *off, data);
+        }
+        images.push(("last write torn".into(), torn));
+        let mut skip = durable;
+        for (off, data) in pending.iter().step_by(2) {
+            apply(&mut skip, *off, data);
+        }
+        images.push(("every other write".into(), skip));
+        let n = pending.len();
+        let mut errors = Vec::new();
+        for (what, image) in images {
+            if let Err(e) = check_image(image, &acceptable, &format!("after write {n}, {what}")) {
+                errors.push(e);
+            }
+        }
+        let mut sim = self.0.borrow_mut();
+        sim.checked += 1;
+        sim.failures.extend(errors);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let mut sim = self.0.borrow_mut();
+        sim.durable = sim.current.clone();
+        sim.pending.clear();
+        Ok(())
+    }
+
+    fn size(&mut self) -> io::Result<u64> {
+        Ok(self.0.borrow().current.len() as u64)
+    }
+}
+
+fn lcg(x: &mut u64) -> u64 {
+    *x = x
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *x >> 11
+}
+
+/// Random rounds of puts (values of every width), overwrites and deletes,
+/// each ending in a commit whose every write is crash-checked.
+#[test]
+fn crash_after_every_write_reopens_a_commit() {
+    let sim = Rc::new(RefCell::new(Sim::default()));
+    let mut table = ExHash::create_on(SimDevice(sim.clone())).unwrap();
+    let mut model: HashMap<u64, u64> = HashMap::new();
+    let mut committed: State = Vec::new();
+    let mut history = vec![committed.clone()];
+    let mut x = 7u64;
+    let rounds = if cfg!(debug_assertions) { 8 } else { 30 };
+    for round in 0..rounds {
+        let ops = if round % 3 == 2 { 1500 } else { 400 };
+        for _ in 0..ops {
+            let k = lcg(&mut x) % 4000;
+            match lcg(&mut x) % 10 {
+                0..=5 => {
+                    let v = lcg(&mut x) >> (lcg(&mut x) % 64);
+                    assert_eq!(table.insert(k, v), model.insert(k, v));
+                }
+                _ => assert_eq!(table.remove(k), model.remove(&k)),
+            }
+        }
+        let mut next: State = model.iter().map(|(&k, &v)| (k, v)).collect();
+        next.sort_unstable();
+        sim.borrow_mut().acceptable = Some([committed.clone(), next.clone()]);
+        table.commit().unwrap();
+        sim.borrow_mut().acceptable = None;
+        committed = next;
+        history.push(committed.clone());
+        // What is durable now is exactly the new commit.
+        let durable = sim.borrow().durable.clone();
+        let reopened = ExHash::open_on(VecDevice(durable)).unwrap();
+        assert_eq!(contents(&reopened), committed);
+    }
+    let sim_ref = sim.borrow();
+    assert!(
+        sim_ref.checked > rounds * 3,
+        "only {} writes checked",
+        sim_ref.checked
+    );
+    assert!(
+        sim_ref.failures.is_empty(),
+        "{:#?}",
+        &sim_ref.failures[..sim_ref.failures.len().min(10)]
+    );
+    drop(sim_ref);
+
+    // Hostile files: flipped bytes and truncations never panic, and what
+    // opens is some committed state.
+    let image = sim.borrow().durable.clone();
+    let mut y = 99u64;
+    for i in 0..400 {
+        let mut bad = image.clone();
+        let at = if i < 100 {
+            (lcg(&mut y) % 8192) as usize
+        } else {
+            (lcg(&mut y) as usize) % bad.len()
+        };
+        bad[at] ^= 1 << (lcg(&mut y) % 8);
+        if let Ok(t) = ExHash::open_on(VecDevice(bad)) {
+            assert!(
+                history.contains(&contents(&t)),
+                "byte {at} flipped opened to an unknown state"
+            );
+        }
+    }
+    for cut in (0..image.len())
+        .step_by(997)
+        .chain([0, 1, 8, 4095, 4096, 8191, image.len() - 1])
+    {
+        if let Ok(t) = ExHash::open_on(VecDevice(image[..cut].to_vec())) {
+            assert!(
+                history.contains(&contents(&t)),
+                "truncation at {cut} opened to an unknown state"
+            );
+        }
+    }
+}
+
+#[test]
+fn clear_errors_for_foreign_and_future_files() {
+    let err = ExHash::open_on(VecDevice(b"hello world, not a table".to_vec())).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::NotExhash);
+    let err = ExHash::open_on(VecDevice(vec![0; 20000])).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::NotExhash);
+    let err = ExHash::open_on(VecDevice(Vec::new())).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Truncated { offset: 0, .. }),
+        "{err}"
+    );
+
+    let mut table = ExHash::create_on(VecDevice(Vec::new())).unwrap();
+    table.commit().unwrap();
+    let mut image = table.store().device().0.clone();
+    let err = ExHash::open_on(VecDevice(image[..100].to_vec())).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Truncated { offset: 100, .. }),
+        "{err}"
+    );
+    // A valid file whose header copies claim version 2.
+    for copy in [0usize, 4096] {
+        image[copy + 8] = 2;
+        let crc = crc32c(&image[copy..copy + 60]);
+        image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
+    }
+    let err = ExHash::open_on(VecDevice(image.clone())).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::NewerVersion { found: 2 });
+    assert!(err.to_string().contains("newer seekless"), "{err}");
+    // Both copies torn: no valid header.
+    image[60] ^= 1;
+    image[4096 + 60] ^= 1;
+    let err = ExHash::open_on(VecDevice(image)).unwrap_err();
+    assert_eq!(err.kind(), &ErrorKind::NoValidHeader);
+}
+
+/// CRC-32C (Castagnoli), bitwise: the tests' own check of the header format.
+fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn file_roundtrip_on_disk() {
+    let dir = std::env::temp_dir().join(format!("exhash-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.exh");
+    let _ = std::fs::remove_file(&path);
+    let mut table = ExHash::open_or_create(&path).unwrap();
+    for i in 0..20_000u64 {
+        table.insert(i * 4096, i);
+    }
+    table.commit().unwrap();
+    for i in 0..10_000u64 {
+        table.remove(i * 4096);
+    }
+    table.insert(1, 2);
+    // Not committed: reopening shows the first commit.
+    let reopened = ExHash::open(&path).unwrap();
+    assert_eq!(reopened.len(), 20_000);
+    assert_eq!(reopened.get(4096 * 5), Some(5));
+    drop(reopened);
+    table.commit().unwrap();
+    drop(table);
+    let reopened = ExHash::open(&path).unwrap();
+    assert_eq!(reopened.len(), 10_001);
+    assert_eq!(reopened.get(4096 * 5), None);
+    assert_eq!(reopened.get(4096 * 15_000), Some(15_000));
+    assert_eq!(reopened.get(1), Some(2));
+    reopened.check_invariants().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
