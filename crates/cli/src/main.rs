@@ -5,6 +5,8 @@
 mod bencode;
 #[cfg(feature = "blocks")]
 mod blocks;
+#[cfg(feature = "exhash")]
+mod exhash;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
@@ -39,7 +41,10 @@ enum Command {
     #[cfg(feature = "blocks")]
     #[command(subcommand)]
     Blocks(blocks::Command),
-    // engine: exhash
+    /// Extendible hash table u64 -> u64 in compact pages: apply operations, benchmark.
+    #[cfg(feature = "exhash")]
+    #[command(subcommand)]
+    Exhash(exhash::Command),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Command::Torrent(command) => bencode::run_torrent(command),
         #[cfg(feature = "blocks")]
         Command::Blocks(command) => blocks::run(command),
-        // run: exhash
+        #[cfg(feature = "exhash")]
+        Command::Exhash(command) => exhash::run(command),
     }
 }

@@ -1,0 +1,228 @@
+//! `seekless exhash` end to end: apply, persistence, malformed input,
+//! corrupt files, `kill -9` in the middle of commits, and bench output.
+#![cfg(feature = "exhash")]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_seekless"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("seekless-exhash-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn apply(db: &Path, input: &str) -> Output {
+    let mut child = bin()
+        .args(["exhash", "apply"])
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The tool may exit (on a bad file) before reading its input.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn apply_puts_gets_deletes_and_persists() {
+    let dir = temp_dir("basic");
+    let db = dir.join("t.exh");
+    let out = apply(
+        &db,
+        "put 1 10\nput 2 20\nget 1\nget 3\n\ndel 1\nget 1\nput 18446744073709551615 0\ncommit\nget 2\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "10\n-\n-\n20\n");
+    // Ends with a commit: a second run sees everything.
+    let out = apply(&db, "get 1\nget 2\nget 18446744073709551615\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "-\n20\n0\n");
+    assert!(!dir.join("t.exh.tmp").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn malformed_line_names_the_line_and_keeps_the_last_commit() {
+    let dir = temp_dir("malformed");
+    let db = dir.join("t.exh");
+    for (bad, what) in [
+        ("put 5", "missing VALUE"),
+        ("put x 1", "KEY `x`"),
+        ("get 18446744073709551616", "not a decimal u64"),
+        ("del -1", "not a decimal u64"),
+        ("get +1", "not a decimal u64"),
+        ("frobnicate 1", "unknown operation"),
+        ("commit now", "unexpected `now`"),
+    ] {
+        let input = format!("put 1 1\ncommit\nput 2 2\n{bad}\nput 3 3\n");
+        let out = apply(&db, &input);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = stderr(&out);
+        assert!(err.contains("line 4") && err.contains(what), "{bad}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let out = apply(&db, "get 1\nget 2\nget 3\n");
+        assert_eq!(stdout(&out), "1\n-\n-\n", "{bad}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn corrupt_file_gives_one_clear_line() {
+    let dir = temp_dir("corrupt");
+    let db = dir.join("t.exh");
+    std::fs::write(&db, b"definitely not a table, just some text\n").unwrap();
+    let out = apply(&db, "get 1\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("not an exhash file"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+
+    let db = dir.join("u.exh");
+    let mut input = String::new();
+    for i in 0..5000 {
+        input.push_str(&format!("put {i} {}\n", i * 7));
+    }
+    assert!(apply(&db, &input).status.success());
+    let mut bytes = std::fs::read(&db).unwrap();
+    let len = bytes.len();
+    for b in &mut bytes[8192..len] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let out = apply(&db, "get 1\n");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("checksum") || err.contains("corrupt"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every commit overwrites all keys with values of one batch; whatever
+/// moment `kill -9` hits, the reopened table holds exactly one batch.
+#[test]
+fn kill_9_reopens_the_last_commit() {
+    let dir = temp_dir("kill");
+    let db = dir.join("t.exh");
+    const KEYS: u64 = 3000;
+    let mut last_seen = 0u64;
+    for round in 0..6u64 {
+        let mut child = bin()
+            .args(["exhash", "apply"])
+            .arg(&db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            for batch in 1.. {
+                let tag = (round + 1) * 1_000_000 + batch;
+                let mut text = String::new();
+                for k in 0..KEYS {
+                    // Deleting a varying third of the keys makes pages merge and split.
+                    if (k + batch) % 3 == 0 {
+                        text.push_str(&format!("del {k}\n"));
+                    } else {
+                        text.push_str(&format!("put {k} {}\n", tag * 10_000 + k));
+                    }
+                }
+                text.push_str("commit\n");
+                if stdin.write_all(text.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150 + 97 * round));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        writer.join().unwrap();
+
+        let mut input = String::new();
+        for k in 0..KEYS {
+            input.push_str(&format!("get {k}\n"));
+        }
+        let out = apply(&db, &input);
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+        let values: Vec<Option<u64>> = stdout(&out).lines().map(|l| l.parse().ok()).collect();
+        assert_eq!(values.len(), KEYS as usize);
+        let tag = values.iter().flatten().map(|v| v / 10_000).next();
+        let Some(tag) = tag else {
+            assert_eq!(last_seen, 0, "round {round}: table lost its commits");
+            continue;
+        };
+        let batch = tag % 1_000_000;
+        assert!(
+            tag >= last_seen,
+            "round {round}: went back from {last_seen} to {tag}"
+        );
+        for (k, v) in values.iter().enumerate() {
+            let k = k as u64;
+            let want = ((k + batch) % 3 != 0).then_some(tag * 10_000 + k);
+            assert_eq!(*v, want, "round {round}: key {k} is not from commit {tag}");
+        }
+        last_seen = tag;
+    }
+    assert!(last_seen > 0, "no commit ever completed");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bench_prints_json_with_every_key() {
+    let out = bin()
+        .args([
+            "exhash",
+            "bench",
+            "--keys",
+            "20000",
+            "--pattern",
+            "sequential",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["keys"], 20000);
+    for key in [
+        "put_ns",
+        "get_ns",
+        "bytes_per_entry",
+        "std_put_ns",
+        "std_get_ns",
+        "std_bytes_per_entry",
+    ] {
+        let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} missing"));
+        assert!(x > 0.0, "{key} = {x}");
+    }
+    assert!(v["bytes_per_entry"].as_f64().unwrap() < v["std_bytes_per_entry"].as_f64().unwrap());
+
+    let out = bin()
+        .args(["exhash", "bench", "--keys", "1000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(stdout(&out).contains("HashMap"));
+    let out = bin()
+        .args(["exhash", "bench", "--keys", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
