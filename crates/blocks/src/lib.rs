@@ -31,6 +31,7 @@ pub mod generate;
 mod hash;
 mod header;
 mod linearize;
+mod mapped;
 mod network;
 mod reader;
 mod record;

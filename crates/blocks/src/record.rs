@@ -121,11 +121,13 @@ enum Start {
 /// Scans the records of one file, fed window by window.
 #[derive(Debug)]
 pub struct RecordScanner {
+    search_bodies: bool,
     magic: [u8; 4],
     pow_limit: U256,
     finder: memmem::Finder<'static>,
     pos: u64,
     pending: Option<(u64, BadKind)>,
+    lookahead: Option<(u64, u32, BlockHash, BlockHeader)>,
 }
 
 impl RecordScanner {
@@ -133,12 +135,26 @@ impl RecordScanner {
     pub fn new(network: Network) -> RecordScanner {
         let magic = network.magic();
         RecordScanner {
+            search_bodies: false,
             magic,
             pow_limit: network.pow_limit(),
             finder: memmem::Finder::new(&magic).into_owned(),
             pos: 0,
             pending: None,
+            lookahead: None,
         }
+    }
+
+    /// Searches every record's body for an inner record, even when the
+    /// record's end looks like a record boundary. By default a body is
+    /// searched only when the record's end does not look like one (the end
+    /// of the data, zero padding, or the start of a valid record), so bodies
+    /// need not be read at all; the price is that a torn record whose claimed
+    /// end falls exactly on a later record's start hides the records in
+    /// between (as it does in Core, which never searches bodies).
+    pub fn thorough(mut self) -> RecordScanner {
+        self.search_bodies = true;
+        self
     }
 
     /// Where scanning resumes: the caller's next window must start at or
@@ -180,7 +196,11 @@ impl RecordScanner {
             let q = self.pos + found as u64;
             self.skip(window, base, q);
             let qr = (q - base) as usize;
-            match self.check_start(window, qr, eof) {
+            let start = match self.lookahead.take() {
+                Some((at, size, hash, header)) if at == q => Start::Valid { size, hash, header },
+                _ => self.check_start(window, qr, eof),
+            };
+            match start {
                 Start::NeedMore => return q,
                 Start::Torn { size } => {
                     let available = (end - q).saturating_sub(RECORD_PREFIX_LEN as u64);
@@ -203,13 +223,20 @@ impl RecordScanner {
                     // A valid record starting inside this one means this one was torn.
                     let body_start = qr + RECORD_PREFIX_LEN;
                     let body_end = ((record_end - base) as usize).min(window.len());
-                    let inner = self
-                        .finder
-                        .find_iter(&window[body_start..body_end])
-                        .map(|at| body_start + at)
-                        .find(|&at| {
-                            matches!(self.check_start(window, at, eof), Start::Valid { .. })
-                        });
+                    let complete = record_end <= end;
+                    let search = self.search_bodies
+                        || !complete
+                        || !self.plausible_end(window, base, body_end, eof);
+                    let inner = if search {
+                        self.finder
+                            .find_iter(&window[body_start..body_end])
+                            .map(|at| body_start + at)
+                            .find(|&at| {
+                                matches!(self.check_start(window, at, eof), Start::Valid { .. })
+                            })
+                    } else {
+                        None
+                    };
                     if let Some(at) = inner {
                         self.flush(q, on);
                         let inner_offset = base + at as u64;
@@ -250,6 +277,28 @@ impl RecordScanner {
                     self.pos = record_end;
                 }
             }
+        }
+    }
+
+    /// Whether a record may end at `at`: the end of the data, zero padding,
+    /// or a record start (valid, or torn by the end of the data).
+    /// A valid start found here is kept for the next record, so no header is
+    /// hashed twice.
+    fn plausible_end(&mut self, window: &[u8], base: u64, at: usize, eof: bool) -> bool {
+        let next = &window[at..window.len().min(at + RECORD_PREFIX_LEN + HEADER_LEN)];
+        if next.is_empty() || next.iter().all(|&b| b == 0) {
+            return true;
+        }
+        if !next.starts_with(&self.magic) {
+            return false;
+        }
+        match self.check_start(window, at, eof) {
+            Start::Valid { size, hash, header } => {
+                self.lookahead = Some((base + at as u64, size, hash, header));
+                true
+            }
+            Start::Torn { .. } => true,
+            _ => false,
         }
     }
 
@@ -308,8 +357,9 @@ impl RecordScanner {
     }
 }
 
-/// Scans a whole file held in memory; a convenience over [`RecordScanner`].
+/// Scans a whole file held in memory, searching every body (see
+/// [`RecordScanner::thorough`]); a convenience over [`RecordScanner`].
 pub fn scan_bytes(network: Network, bytes: &[u8], mut on: impl FnMut(Event<'_>)) {
-    let mut scanner = RecordScanner::new(network);
+    let mut scanner = RecordScanner::new(network).thorough();
     scanner.feed(bytes, 0, true, &mut on);
 }

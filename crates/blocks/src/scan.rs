@@ -9,9 +9,11 @@ use crate::chain::{Entry, FLAG_INVALID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
+use crate::mapped::MappedFile;
 use crate::network::Network;
 use crate::reader::{RESERVE, Reader};
 use crate::record::{BadRecord, Event, RecordScanner};
+use crate::u256::U256;
 
 /// How much of each file network detection looks at.
 const DETECT_LEN: u64 = 8 << 20;
@@ -29,6 +31,13 @@ pub struct ScanOptions {
     pub buffers: usize,
     /// Read on a separate thread, overlapping reading with scanning.
     pub read_ahead: bool,
+    /// Search every block body for records hidden by a torn record (reads
+    /// every byte; always on with `verify`). See [`RecordScanner::thorough`].
+    pub thorough: bool,
+    /// For header-only scans of plain files: map the files and read only
+    /// record headers (and a body only when its record looks torn), instead
+    /// of reading every byte.
+    pub map_files: bool,
 }
 
 impl Default for ScanOptions {
@@ -39,6 +48,8 @@ impl Default for ScanOptions {
             chunk_size: 8 << 20,
             buffers: 3,
             read_ahead: true,
+            map_files: true,
+            thorough: false,
         }
     }
 }
@@ -142,13 +153,46 @@ pub fn scan(
         invalid: Vec::new(),
         entries: Vec::new(),
     };
+    let verify = options.verify;
+    let thorough = options.thorough || verify;
+    let new_scanner = || {
+        let scanner = RecordScanner::new(network);
+        if thorough {
+            scanner.thorough()
+        } else {
+            scanner
+        }
+    };
+    if options.map_files && !thorough && files.iter().all(|f| f.xor.is_zero()) {
+        for (file, block_file) in files.iter().enumerate() {
+            let map = MappedFile::open(&block_file.path)?;
+            if map.len() as u64 > Entry::MAX_OFFSET {
+                return Err(ErrorKind::TooManyFiles {
+                    value: map.len() as u64,
+                }
+                .into());
+            }
+            let mut scanner = new_scanner();
+            let mut ok = true;
+            scanner.feed(&map, 0, true, &mut |event| {
+                ok &= record_event(&mut out, file, verify, pow_limit, event)
+            });
+            if !ok {
+                return Err(out_of_memory(&block_file.path));
+            }
+            out.bytes += map.len() as u64;
+            progress(map.len() as u64);
+        }
+        out.entries.shrink_to_fit();
+        return Ok(out);
+    }
     let mut reader = Reader::start(
         files,
         options.chunk_size.max(1 << 12),
         options.buffers,
         options.read_ahead,
     );
-    let mut scanner = RecordScanner::new(network);
+    let mut scanner = new_scanner();
     let mut current_file = usize::MAX;
     // The previous buffer and the range of it the scanner still needs.
     let mut previous: Option<(Vec<u8>, usize, usize)> = None;
@@ -157,7 +201,7 @@ pub fn scan(
         let file = chunk.file;
         if file != current_file {
             current_file = file;
-            scanner = RecordScanner::new(network);
+            scanner = new_scanner();
             if let Some((buf, _, _)) = previous.take() {
                 reader.recycle(buf);
             }
@@ -177,41 +221,12 @@ pub fn scan(
             }
             .into());
         }
-        let mut failed = None;
-        let keep = scanner.feed(window, base, chunk.eof, &mut |event| match event {
-            Event::Bad(record) => out.bad_records.push(FileBadRecord { file, record }),
-            Event::Block(block) => {
-                out.records += 1;
-                let mut flags = 0;
-                if options.verify
-                    && let Err(error) = check_block(block.bytes, pow_limit)
-                {
-                    flags |= FLAG_INVALID;
-                    out.invalid.push(InvalidBlock {
-                        hash: block.hash,
-                        file,
-                        offset: block.offset,
-                        error,
-                    });
-                }
-                if out.entries.len() == out.entries.capacity() {
-                    // Grow by a sixteenth: large reallocations are remapped, not
-                    // copied, and the spare capacity stays small.
-                    let extra = (out.entries.len() / 16).max(1024);
-                    if out.entries.try_reserve_exact(extra).is_err() {
-                        failed = Some(());
-                        return;
-                    }
-                }
-                out.entries.push(Entry::new(&block, file, flags));
-            }
+        let mut ok = true;
+        let keep = scanner.feed(window, base, chunk.eof, &mut |event| {
+            ok &= record_event(&mut out, file, verify, pow_limit, event)
         });
-        if failed.is_some() {
-            return Err(Error::io(
-                &out.files[file].path,
-                "index",
-                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
-            ));
+        if !ok {
+            return Err(out_of_memory(&out.files[file].path));
         }
         out.bytes += chunk.len as u64;
         progress(chunk.len as u64);
@@ -220,4 +235,48 @@ pub fn scan(
     }
     out.entries.shrink_to_fit();
     Ok(out)
+}
+
+fn out_of_memory(path: &std::path::Path) -> Error {
+    Error::io(
+        path,
+        "index",
+        std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+    )
+}
+
+/// Records one scanner event; false when memory for the entry ran out.
+fn record_event(
+    out: &mut ScanOutput,
+    file: usize,
+    verify: bool,
+    pow_limit: U256,
+    event: Event<'_>,
+) -> bool {
+    match event {
+        Event::Bad(record) => out.bad_records.push(FileBadRecord { file, record }),
+        Event::Block(block) => {
+            out.records += 1;
+            let mut flags = 0;
+            if verify && let Err(error) = check_block(block.bytes, pow_limit) {
+                flags |= FLAG_INVALID;
+                out.invalid.push(InvalidBlock {
+                    hash: block.hash,
+                    file,
+                    offset: block.offset,
+                    error,
+                });
+            }
+            if out.entries.len() == out.entries.capacity() {
+                // Grow by a sixteenth: large reallocations are remapped, not
+                // copied, and the spare capacity stays small.
+                let extra = (out.entries.len() / 16).max(1024);
+                if out.entries.try_reserve_exact(extra).is_err() {
+                    return false;
+                }
+            }
+            out.entries.push(Entry::new(&block, file, flags));
+        }
+    }
+    true
 }

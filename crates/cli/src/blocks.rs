@@ -22,6 +22,10 @@ pub struct Source {
     /// the first valid record).
     #[arg(long)]
     network: Option<String>,
+    /// Search every block body for records hidden inside a torn record
+    /// (reads every byte; `--verify` always does).
+    #[arg(long)]
+    thorough: bool,
     /// The 8-byte XOR key as 16 hex digits (default: the xor.dat next to the
     /// files; none means plain files).
     #[arg(long, value_name = "HEX")]
@@ -105,6 +109,7 @@ fn load(source: &Source, verify: bool) -> Result<(ScanOutput, Chain), String> {
     let options = ScanOptions {
         network,
         verify,
+        thorough: source.thorough,
         ..ScanOptions::default()
     };
     let mut output = scan(files, &options, &mut |n| bar.inc(n)).map_err(|e| e.to_string())?;
