@@ -80,6 +80,55 @@ impl Encoder {
         self
     }
 
+    /// Re-encode a decoded value canonically from its tokens: integers
+    /// without leading zeros (`-0` as `0`), minimal length prefixes, entries
+    /// in their input order. For input that strict mode accepts the result
+    /// equals [`Node::raw`]. Walks the token buffer, so deep values need no
+    /// recursion.
+    pub fn node(&mut self, node: Node<'_>) -> &mut Self {
+        use crate::token::{BYTES, DICT, END, INT, LIST};
+        let base = node.token_index();
+        for (i, t) in node.subtree().iter().enumerate() {
+            match t.ty() {
+                DICT => {
+                    self.out.push(b'd');
+                }
+                LIST => {
+                    self.out.push(b'l');
+                }
+                END => self.out.push(b'e'),
+                BYTES => {
+                    let value = Node::new(node.input(), node.tokens(), base + i);
+                    self.bytes(value.as_bytes().unwrap_or_default());
+                }
+                INT => {
+                    let raw = Node::new(node.input(), node.tokens(), base + i).raw();
+                    let body = &raw[1..raw.len() - 1];
+                    let (negative, digits) = match body.split_first() {
+                        Some((b'-', rest)) => (true, rest),
+                        _ => (false, body),
+                    };
+                    let start = digits
+                        .iter()
+                        .position(|&d| d != b'0')
+                        .unwrap_or(digits.len());
+                    self.out.push(b'i');
+                    if start == digits.len() {
+                        self.out.push(b'0');
+                    } else {
+                        if negative {
+                            self.out.push(b'-');
+                        }
+                        self.out.extend_from_slice(&digits[start..]);
+                    }
+                    self.out.push(b'e');
+                }
+                _ => {}
+            }
+        }
+        self
+    }
+
     /// Bytes written so far.
     pub fn as_bytes(&self) -> &[u8] {
         &self.out

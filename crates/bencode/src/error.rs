@@ -89,6 +89,13 @@ pub enum Error {
         /// The node's actual type.
         found: Kind,
     },
+    /// serde could not map a value to or from bencode.
+    Serde {
+        /// Offset of the value concerned, when known.
+        offset: Option<usize>,
+        /// What went wrong.
+        message: String,
+    },
     /// A torrent's metainfo is invalid.
     Torrent {
         /// The dictionary path of the offending field, e.g. `info.piece length`.
@@ -123,6 +130,7 @@ impl Error {
             Error::NegativeZero { .. } => "negative_zero",
             Error::TrailingData { .. } => "trailing_data",
             Error::WrongType { .. } => "wrong_type",
+            Error::Serde { .. } => "serde",
             Error::Torrent { .. } => "invalid_torrent",
             Error::Io { .. } => "io",
         }
@@ -144,6 +152,7 @@ impl Error {
             | Error::NegativeZero { offset }
             | Error::TrailingData { offset }
             | Error::WrongType { offset, .. } => Some(offset),
+            Error::Serde { offset, .. } => offset,
             Error::Torrent { .. } | Error::Io { .. } => None,
         }
     }
@@ -196,6 +205,14 @@ impl fmt::Display for Error {
                 expected,
                 found,
             } => write!(f, "expected {expected} but found {found} at byte {offset}"),
+            Error::Serde {
+                offset: Some(offset),
+                message,
+            } => write!(f, "{message} at byte {offset}"),
+            Error::Serde {
+                offset: None,
+                message,
+            } => f.write_str(message),
             Error::Torrent { field, reason } => write!(f, "invalid torrent: {field}: {reason}"),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }

@@ -18,6 +18,7 @@ mod json;
 mod lint;
 mod node;
 mod parser;
+mod serde_support;
 mod token;
 pub mod torrent;
 
@@ -26,4 +27,5 @@ pub use error::Error;
 pub use json::to_json;
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
+pub use serde_support::{from_bytes, from_node, to_bytes};
 pub use token::{Kind, Token};

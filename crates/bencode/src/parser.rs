@@ -76,6 +76,10 @@ impl<'a> Document<'a> {
         Node::new(self.input, &self.tokens, 0)
     }
 
+    pub(crate) fn tokens(&self) -> &[Token] {
+        &self.tokens
+    }
+
     /// Number of tokens (values plus list/dictionary ends).
     pub fn token_count(&self) -> usize {
         self.tokens.len() - 1
