@@ -372,16 +372,18 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
             );
         }
     }
-    let (n_all, _, peak_all) = run_child(&paths);
-    let (n_one, _, peak_one) = run_child(&[files[0].path.clone()]);
-    println!(
-        "peak RSS growth: {} bytes for {n_all} blocks = {:.1} bytes/block; one file ({n_one} blocks) {} bytes; \
-         marginal {:.1} bytes/block",
-        peak_all,
-        peak_all as f64 / n_all as f64,
-        peak_one,
-        (peak_all as f64 - peak_one as f64) / (n_all - n_one) as f64
-    );
+    // Peak memory in a fresh process: the whole chain, and the first file
+    // alone (fixed costs: read buffers, or the mapped pages of one file).
+    for (name, read) in [("mapped", false), ("read all", true)] {
+        let (n_all, _, peak_all) = run_child(&paths, read);
+        let (n_one, _, peak_one) = run_child(&[files[0].path.clone()], read);
+        println!(
+            "peak RSS growth, {name:8}: {peak_all} bytes for {n_all} blocks = {:.1} bytes/block; \
+             first file alone ({n_one} blocks) {peak_one} bytes; marginal {:.1} bytes/block",
+            peak_all as f64 / n_all as f64,
+            (peak_all as f64 - peak_one as f64) / (n_all - n_one) as f64
+        );
+    }
 }
 
 fn main() {
