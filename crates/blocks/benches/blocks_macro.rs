@@ -116,9 +116,13 @@ fn child(paths: &[PathBuf]) {
     println!("{blocks} {bytes} {}", (peak.saturating_sub(before)) * 1024);
 }
 
-fn run_child(paths: &[PathBuf]) -> (u64, u64, u64) {
+fn run_child(paths: &[PathBuf], read: bool) -> (u64, u64, u64) {
     let exe = std::env::current_exe().expect("own path");
-    let out = Command::new(exe)
+    let mut command = Command::new(exe);
+    if read {
+        command.env("SEEKLESS_BLOCKS_READ", "1");
+    }
+    let out = command
         .arg("--child-scan")
         .args(paths)
         .output()

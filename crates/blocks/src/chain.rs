@@ -119,11 +119,8 @@ fn find(entries: &[Entry], hash: &[u8; 32]) -> Option<usize> {
             return None;
         }
         let span = (hi_key - lo_key) as u128;
-        let probe = if span == 0 {
-            lo
-        } else {
-            lo + ((target - lo_key) as u128 * (hi - 1 - lo) as u128 / span) as usize
-        };
+        let scaled = (target - lo_key) as u128 * (hi - 1 - lo) as u128;
+        let probe = lo + scaled.checked_div(span).unwrap_or(0) as usize;
         match entries[probe].hash.cmp(hash) {
             Ordering::Equal => return Some(probe),
             Ordering::Less => lo = probe + 1,
@@ -415,7 +412,7 @@ mod tests {
                     }
                 })
                 .collect();
-            entries.sort_unstable_by(|a, b| a.hash.cmp(&b.hash));
+            entries.sort_unstable_by_key(|e| e.hash);
             for (i, entry) in entries.iter().enumerate() {
                 assert_eq!(find(&entries, &entry.hash), Some(i));
                 let mut missing = entry.hash;
