@@ -132,65 +132,61 @@ pub(crate) fn run_of_ones(buf: &[u8], mut pos: usize, end: usize) -> usize {
     run
 }
 
-/// Appends bits LSB-first to a byte vector.
-#[derive(Debug, Default)]
+/// Appends bits LSB-first into a fixed buffer of 64-bit words (one page's
+/// bit stream): each push is two word updates at most, no loop.
+#[derive(Debug)]
 pub(crate) struct Writer {
-    bytes: Vec<u8>,
-    acc: u64,
-    pending: u32,
+    words: Vec<u64>,
+    len: usize,
 }
 
 impl Writer {
-    pub(crate) fn with_capacity(bytes: usize) -> Self {
+    /// A writer for up to `bits` bits.
+    pub(crate) fn new(bits: usize) -> Self {
         Writer {
-            bytes: Vec::with_capacity(bytes),
-            acc: 0,
-            pending: 0,
+            words: vec![0; bits.div_ceil(64) + 1],
+            len: 0,
         }
     }
 
     /// Bits written so far.
     pub(crate) fn len(&self) -> usize {
-        self.bytes.len() * 8 + self.pending as usize
+        self.len
     }
 
-    /// Appends the low `len` (0..=57) bits of `value`.
+    /// Appends the low `len` (0..=64) bits of `value`; higher bits of
+    /// `value` must be zero.
     #[inline]
     pub(crate) fn push(&mut self, value: u64, len: u32) {
-        debug_assert!(len <= 57 && (len == 64 || value >> len == 0));
-        self.acc |= value << self.pending;
-        self.pending += len;
-        while self.pending >= 8 {
-            self.bytes.push(self.acc as u8);
-            self.acc >>= 8;
-            self.pending -= 8;
+        debug_assert!(len == 64 || value >> len == 0);
+        let word = self.len / 64;
+        let shift = self.len % 64;
+        self.words[word] |= value << shift;
+        if shift != 0 && shift + len as usize > 64 {
+            self.words[word + 1] |= value >> (64 - shift);
         }
+        self.len += len as usize;
     }
 
     /// Appends `n` zero bits.
-    pub(crate) fn zeros(&mut self, mut n: u64) {
-        while n > 0 {
-            let step = n.min(56) as u32;
-            self.push(0, step);
-            n -= u64::from(step);
-        }
+    #[inline]
+    pub(crate) fn zeros(&mut self, n: u64) {
+        self.len += n as usize;
     }
 
-    /// Clears the writer, keeping its buffer.
+    /// Clears the writer.
     pub(crate) fn clear(&mut self) {
-        self.bytes.clear();
-        self.acc = 0;
-        self.pending = 0;
+        let used = self.len.div_ceil(64).min(self.words.len());
+        self.words[..used].fill(0);
+        self.len = 0;
     }
 
-    /// The bytes written, the last one zero-padded.
-    pub(crate) fn finish(&mut self) -> &[u8] {
-        if self.pending > 0 {
-            self.bytes.push(self.acc as u8);
-            self.acc = 0;
-            self.pending = 0;
+    /// Copies the bytes written into `out` (which must be large enough).
+    pub(crate) fn copy_to(&self, out: &mut [u8]) {
+        let bytes = self.len.div_ceil(8);
+        for (chunk, word) in out[..bytes].chunks_mut(8).zip(&self.words) {
+            chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
         }
-        &self.bytes
     }
 }
 
@@ -223,7 +219,7 @@ mod tests {
 
     #[test]
     fn write_then_read_and_select() {
-        let mut w = Writer::default();
+        let mut w = Writer::new(4096);
         // zeros/ones pattern: 0 0 1 1 0 1, then values.
         w.zeros(2);
         w.push(1, 1);
@@ -234,7 +230,8 @@ mod tests {
         w.zeros(100);
         w.push(1, 1);
         let len = w.len();
-        let buf = w.finish().to_vec();
+        let mut buf = vec![0u8; len.div_ceil(8)];
+        w.copy_to(&mut buf);
         assert_eq!(read(&buf, 6, 49), 0x1_2345_6789_abcd);
         assert_eq!(after_nth_zero(&buf, 0, 6, 1), Some(1));
         assert_eq!(after_nth_zero(&buf, 0, 6, 3), Some(5));

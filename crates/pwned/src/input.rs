@@ -177,7 +177,11 @@ pub(crate) fn parse_line(
         return Ok(Line::Skip { zero: false });
     }
     let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
-    let hash_end = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+    let hash_end = if line.len() == hex_len || line.get(hex_len) == Some(&b':') {
+        hex_len
+    } else {
+        line.iter().position(|&b| b == b':').unwrap_or(line.len())
+    };
     if hash_end != hex_len {
         let other = match kind {
             Kind::Sha1 => Kind::Ntlm,

@@ -41,7 +41,7 @@ impl Encoder {
             first: 0,
             continued: false,
             bits: 0,
-            stream: bits::Writer::with_capacity(PAGE),
+            stream: bits::Writer::new(PAGE_BITS + 64),
             pages: Vec::new(),
             dir: Vec::new(),
         }
@@ -110,24 +110,24 @@ impl Encoder {
             prev = bucket;
         }
         let low = w.len();
+        let chunks: Vec<(u32, u32)> = self.layout.chunks().collect();
         for &(_, key, _) in &self.pending {
-            for (start, len) in self.layout.chunks() {
+            for &(start, len) in &chunks {
                 w.push(key.bits(start, len), len);
             }
         }
         for &(.., count) in &self.pending {
             let e = 63 - count.leading_zeros();
-            push_wide(w, count & !(1u64 << e), e);
+            w.push(count & !(1u64 << e), e);
         }
         debug_assert_eq!(w.len(), self.bits);
-        let stream = w.finish();
         let start = self.pages.len();
         self.pages.resize(start + PAGE, 0);
         let page = &mut self.pages[start..];
         page[0..2].copy_from_slice(&(self.pending.len() as u16).to_le_bytes());
         page[2..4].copy_from_slice(&(upper as u16).to_le_bytes());
         page[4..6].copy_from_slice(&(low as u16).to_le_bytes());
-        page[PAGE_HEADER..PAGE_HEADER + stream.len()].copy_from_slice(stream);
+        w.copy_to(&mut page[PAGE_HEADER..]);
         let flag = if self.continued { CONTINUED } else { 0 };
         self.dir.push(DirEntry {
             first: self.first | flag,
@@ -136,15 +136,6 @@ impl Encoder {
         self.pending.clear();
         self.continued = false;
         self.bits = 0;
-    }
-}
-
-fn push_wide(w: &mut bits::Writer, value: u64, len: u32) {
-    if len > 32 {
-        w.push(value & 0xffff_ffff, 32);
-        w.push(value >> 32, len - 32);
-    } else {
-        w.push(value, len);
     }
 }
 

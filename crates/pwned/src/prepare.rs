@@ -379,24 +379,44 @@ struct Collected {
     summary: Summary,
 }
 
-/// A chunk of whole lines from one input file.
+/// A chunk of whole lines from one input file: `data[..len]`.
 struct Chunk {
     seq: u64,
     part: usize,
-    first_line: u64,
     data: Vec<u8>,
+    len: usize,
+}
+
+/// Something wrong with a line, located by chunk and line within it until
+/// all chunks before it are counted.
+enum Fault {
+    Bad(String),
+    Mixed,
+}
+
+/// Why a build stops.
+enum Failure {
+    Error(Error),
+    Line {
+        part: usize,
+        local: u64,
+        fault: Fault,
+    },
 }
 
 /// State shared by the reader and the parsers.
 struct Shared<'a> {
     kind: AtomicU8,
     skip_invalid: bool,
-    /// The earliest error so far, by chunk sequence number.
-    error: Mutex<Option<(u64, Error)>>,
+    /// The earliest failure so far, by chunk sequence number.
+    failure: Mutex<Option<(u64, Failure)>>,
     stop: AtomicBool,
     lines: AtomicU64,
     invalid: AtomicU64,
-    first_invalid: Mutex<Option<(u64, String)>>,
+    /// The earliest invalid line skipped: (seq, part, line in chunk, what).
+    first_invalid: Mutex<Option<(u64, usize, u64, String)>>,
+    /// Lines in each chunk parsed so far: seq -> (part, lines).
+    chunk_lines: Mutex<BTreeMap<u64, (usize, u64)>>,
     zero: AtomicU64,
     capped: AtomicU64,
     total: AtomicU64,
@@ -405,10 +425,10 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    fn fail(&self, seq: u64, error: Error) {
-        let mut slot = self.error.lock().expect("error lock");
+    fn fail(&self, seq: u64, failure: Failure) {
+        let mut slot = self.failure.lock().expect("failure lock");
         if slot.as_ref().is_none_or(|(s, _)| seq < *s) {
-            *slot = Some((seq, error));
+            *slot = Some((seq, failure));
         }
         self.stop.store(true, Ordering::Relaxed);
     }
@@ -417,9 +437,9 @@ impl Shared<'_> {
     fn skip(&self, seq: u64) -> bool {
         self.stop.load(Ordering::Relaxed)
             && self
-                .error
+                .failure
                 .lock()
-                .expect("error lock")
+                .expect("failure lock")
                 .as_ref()
                 .is_some_and(|(s, _)| seq > *s)
     }
@@ -428,12 +448,24 @@ impl Shared<'_> {
         Kind::from_code(self.kind.load(Ordering::Relaxed)).unwrap_or(Kind::Sha1)
     }
 
-    fn invalid(&self, seq: u64, at: String) {
+    fn invalid(&self, seq: u64, part: usize, local: u64, what: String) {
         self.invalid.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first_invalid.lock().expect("invalid lock");
-        if first.as_ref().is_none_or(|(s, _)| seq < *s) {
-            *first = Some((seq, at));
+        if first.as_ref().is_none_or(|(s, ..)| seq < *s) {
+            *first = Some((seq, part, local, what));
         }
+    }
+
+    /// The 1-based line number in its file of line `local` (0-based) of
+    /// chunk `seq`.
+    fn line_number(&self, seq: u64, part: usize, local: u64) -> u64 {
+        let counts = self.chunk_lines.lock().expect("lines lock");
+        let before: u64 = counts
+            .range(..seq)
+            .filter(|(_, (p, _))| *p == part)
+            .map(|(_, (_, n))| n)
+            .sum();
+        before + local + 1
     }
 }
 
@@ -447,11 +479,12 @@ fn collect(
     let shared = Shared {
         kind: AtomicU8::new(0),
         skip_invalid: options.skip_invalid,
-        error: Mutex::new(None),
+        failure: Mutex::new(None),
         stop: AtomicBool::new(false),
         lines: AtomicU64::new(0),
         invalid: AtomicU64::new(0),
         first_invalid: Mutex::new(None),
+        chunk_lines: Mutex::new(BTreeMap::new()),
         zero: AtomicU64::new(0),
         capped: AtomicU64::new(0),
         total: AtomicU64::new(0),
@@ -498,9 +531,28 @@ fn collect(
             per_thread.push(h.join().expect("parser thread"));
         }
     });
-    if let Some((_, error)) = shared.error.into_inner().expect("error lock") {
-        return Err(error);
+    if let Some((seq, failure)) = shared.failure.lock().expect("failure lock").take() {
+        return Err(match failure {
+            Failure::Error(e) => e,
+            Failure::Line { part, local, fault } => {
+                let line = shared.line_number(seq, part, local);
+                let file = shared.names[part].clone();
+                match fault {
+                    Fault::Bad(what) => Error::bad_line(&file, line, what),
+                    Fault::Mixed => ErrorKind::MixedKinds { file, line }.into(),
+                }
+            }
+        });
     }
+    let first_invalid = shared
+        .first_invalid
+        .lock()
+        .expect("invalid lock")
+        .take()
+        .map(|(seq, part, local, what)| {
+            let line = shared.line_number(seq, part, local);
+            format!("{}:{line}: {what}", shared.names[part])
+        });
     let mut buffers: Vec<Vec<Vec<Record>>> =
         (0..PARTS).map(|_| Vec::with_capacity(threads)).collect();
     for thread in per_thread {
@@ -516,11 +568,7 @@ fn collect(
         summary: Summary {
             lines: shared.lines.load(Ordering::Relaxed),
             invalid: shared.invalid.load(Ordering::Relaxed),
-            first_invalid: shared
-                .first_invalid
-                .into_inner()
-                .expect("invalid lock")
-                .map(|(_, s)| s),
+            first_invalid,
             zero_counts: shared.zero.load(Ordering::Relaxed),
             capped: shared.capped.load(Ordering::Relaxed),
             ..Summary::default()
@@ -528,7 +576,9 @@ fn collect(
     })
 }
 
-/// The reader: every input in order, in chunks of whole lines.
+/// The reader: every input in order, in chunks of whole lines. Buffers
+/// are allocated once (room for a read plus the partial line carried over)
+/// and recycled by the parsers.
 fn read_all(
     parts: &mut [Part],
     shared: &Shared,
@@ -537,41 +587,39 @@ fn read_all(
     progress: &dyn Progress,
 ) {
     let mut seq = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
     for (index, part) in parts.iter_mut().enumerate() {
         let name = part.name.clone();
         let ranged = part.prefix.is_some();
         let mut reader = match part.open() {
             Ok(r) => r,
-            Err(e) => return shared.fail(seq, Error::io(PathBuf::from(&name), e)),
+            Err(e) => return shared.fail(seq, Failure::Error(Error::io(PathBuf::from(&name), e))),
         };
-        let mut line = 1u64;
-        let mut carry: Vec<u8> = Vec::new();
+        carry.clear();
         let mut discarding = false;
         loop {
             if shared.stop.load(Ordering::Relaxed) {
                 return;
             }
-            let mut buf = pool
-                .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(2 * READ));
-            buf.clear();
-            buf.extend_from_slice(&carry);
+            let mut buf = pool.try_recv().unwrap_or_else(|_| vec![0u8; 2 * READ]);
+            let start = carry.len();
+            buf[..start].copy_from_slice(&carry);
             carry.clear();
-            let start = buf.len();
-            buf.resize(start + READ, 0);
-            let n = match input::fill(&mut reader, &mut buf[start..]) {
+            let n = match input::fill(&mut reader, &mut buf[start..start + READ]) {
                 Ok(n) => n,
-                Err(e) => return shared.fail(seq, Error::io(PathBuf::from(&name), e)),
+                Err(e) => {
+                    return shared.fail(seq, Failure::Error(Error::io(PathBuf::from(&name), e)));
+                }
             };
             let eof = n < READ;
-            buf.truncate(start + n);
+            let mut begin = 0;
+            let mut len = start + n;
             progress.read(n as u64);
             if discarding {
                 // The rest of an overlong line.
-                match buf.iter().position(|&b| b == b'\n') {
+                match buf[..len].iter().position(|&b| b == b'\n') {
                     Some(nl) => {
-                        buf.drain(..=nl);
-                        line += 1;
+                        begin = nl + 1;
                         discarding = false;
                     }
                     None if eof => break,
@@ -579,58 +627,63 @@ fn read_all(
                 }
             }
             if !eof {
-                match buf.iter().rposition(|&b| b == b'\n') {
+                match buf[begin..len].iter().rposition(|&b| b == b'\n') {
                     Some(nl) => {
-                        carry.extend_from_slice(&buf[nl + 1..]);
-                        buf.truncate(nl + 1);
+                        carry.extend_from_slice(&buf[begin + nl + 1..len]);
+                        len = begin + nl + 1;
                     }
                     None => {
+                        let what = format!("line longer than {READ} bytes");
                         if !shared.skip_invalid {
+                            let fault = Fault::Bad(what);
                             return shared.fail(
                                 seq,
-                                Error::bad_line(
-                                    &name,
-                                    line,
-                                    format!("line longer than {READ} bytes"),
-                                ),
+                                Failure::Line {
+                                    part: index,
+                                    local: 0,
+                                    fault,
+                                },
                             );
                         }
+                        shared.invalid(seq, index, 0, what);
+                        // The overlong line counts as one line of this chunk.
                         shared
-                            .invalid(seq, format!("{name}:{line}: line longer than {READ} bytes"));
+                            .chunk_lines
+                            .lock()
+                            .expect("lines lock")
+                            .insert(seq, (index, 1));
+                        seq += 1;
                         discarding = true;
                         continue;
                     }
                 }
             }
+            if begin > 0 {
+                buf.copy_within(begin..len, 0);
+                len -= begin;
+            }
             if shared.kind.load(Ordering::Relaxed) == 0 {
-                if let Some(kind) = input::detect_kind(&buf, ranged) {
+                if let Some(kind) = input::detect_kind(&buf[..len], ranged) {
                     shared.kind.store(kind.code(), Ordering::Relaxed);
                 }
             }
-            let lines = bytecount(&buf);
-            if !buf.is_empty()
-                && tx
-                    .send(Chunk {
-                        seq,
-                        part: index,
-                        first_line: line,
-                        data: buf,
-                    })
-                    .is_err()
-            {
-                return;
+            if len > 0 {
+                let chunk = Chunk {
+                    seq,
+                    part: index,
+                    data: buf,
+                    len,
+                };
+                if tx.send(chunk).is_err() {
+                    return;
+                }
+                seq += 1;
             }
-            seq += 1;
-            line += lines;
             if eof {
                 break;
             }
         }
     }
-}
-
-fn bytecount(buf: &[u8]) -> u64 {
-    buf.iter().map(|&b| u64::from(b == b'\n')).sum()
 }
 
 /// Parses a chunk into per-partition buffers, spilling full ones.
@@ -643,9 +696,9 @@ fn parse_chunk(
 ) {
     let kind = shared.kind();
     let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
-    let data = &chunk.data[..];
+    let data = &chunk.data[..chunk.len];
     let mut pos = 0;
-    let mut line = chunk.first_line;
+    let mut local = 0u64;
     let (mut lines, mut zero, mut capped, mut total) = (0u64, 0u64, 0u64, 0u64);
     while pos < data.len() {
         let end = line_end(data, pos, hex_len);
@@ -663,7 +716,7 @@ fn parse_chunk(
                 buffer.push(Record::new(key, count));
                 if buffer.len() >= per_buffer {
                     if let Err(e) = shared.spill.write(p, buffer) {
-                        return shared.fail(u64::MAX, e);
+                        return shared.fail(u64::MAX, Failure::Error(e));
                     }
                     buffer.clear();
                 }
@@ -673,26 +726,33 @@ fn parse_chunk(
             }
             Ok(Line::Skip { zero: z }) => zero += u64::from(z),
             Err(LineError::Mixed) => {
-                return shared.fail(
-                    chunk.seq,
-                    ErrorKind::MixedKinds {
-                        file: shared.names[chunk.part].clone(),
-                        line,
-                    }
-                    .into(),
-                );
+                let failure = Failure::Line {
+                    part: chunk.part,
+                    local,
+                    fault: Fault::Mixed,
+                };
+                return shared.fail(chunk.seq, failure);
             }
             Err(LineError::Bad(what)) => {
-                let name = &shared.names[chunk.part];
                 if !shared.skip_invalid {
-                    return shared.fail(chunk.seq, Error::bad_line(name, line, what));
+                    let failure = Failure::Line {
+                        part: chunk.part,
+                        local,
+                        fault: Fault::Bad(what),
+                    };
+                    return shared.fail(chunk.seq, failure);
                 }
-                shared.invalid(chunk.seq, format!("{name}:{line}: {what}"));
+                shared.invalid(chunk.seq, chunk.part, local, what);
             }
         }
         pos = end + 1;
-        line += 1;
+        local += 1;
     }
+    shared
+        .chunk_lines
+        .lock()
+        .expect("lines lock")
+        .insert(chunk.seq, (chunk.part, local));
     shared.lines.fetch_add(lines, Ordering::Relaxed);
     shared.zero.fetch_add(zero, Ordering::Relaxed);
     shared.capped.fetch_add(capped, Ordering::Relaxed);
