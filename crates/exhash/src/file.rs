@@ -270,8 +270,8 @@ impl<D: Device> ExHash<FileStore<D>> {
             b.extend_from_slice(&[0; 3]);
             b.extend_from_slice(&(if live { s.crcs[id] } else { 0 }).to_le_bytes());
         }
-        for &id in &self.dir {
-            b.extend_from_slice(&id.to_le_bytes());
+        for &slot in &self.dir {
+            b.extend_from_slice(&crate::table::slot_page(slot).to_le_bytes());
         }
         for (&k, &v) in &self.spill {
             b.extend_from_slice(&k.to_le_bytes());
@@ -519,6 +519,7 @@ impl<D: Device> ExHash<FileStore<D>> {
             }
         }
         let mut total = spill.len() as u64;
+        let mut page = Box::new(Page([0; PAGE_SIZE]));
         let mut buf = Vec::new();
         let mut zs = Vec::new();
         for (id, m) in metas.iter_mut().enumerate() {
@@ -526,7 +527,6 @@ impl<D: Device> ExHash<FileStore<D>> {
                 continue;
             }
             let off = store.slots[id] * SLOT_SIZE;
-            let mut page = Box::new(Page([0; PAGE_SIZE]));
             store
                 .dev
                 .read_at(off, &mut page.0)
@@ -538,13 +538,17 @@ impl<D: Device> ExHash<FileStore<D>> {
             m.count = count;
             m.bytes = bytes;
             total += count as u64;
-            store.mem.install(id as PageId, page);
+            store.mem.install(id as PageId, &page);
         }
         if total != len {
             return Err(corrupt(8, "entry count does not match the pages"));
         }
         store.mem.rebuild_free_list();
         store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
+        let dir = dir
+            .into_iter()
+            .map(|id| crate::table::dir_slot(id, metas[id as usize].depth))
+            .collect();
         Ok(ExHash::from_parts(store, dir, gd, metas, len, spill))
     }
 }

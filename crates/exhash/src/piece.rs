@@ -87,16 +87,41 @@ fn unzigzag(z: u64) -> u64 {
     ((z >> 1) as i64 ^ -((z & 1) as i64)) as u64
 }
 
-#[inline]
-fn read_le(data: &[u8], pos: usize, len: usize) -> u64 {
-    let mut buf = [0u8; 8];
-    buf[..len].copy_from_slice(&data[pos..pos + len]);
-    u64::from_le_bytes(buf)
+const MASKS: [u64; 9] = [
+    0,
+    0xff,
+    0xffff,
+    0xff_ffff,
+    0xffff_ffff,
+    0xff_ffff_ffff,
+    0xffff_ffff_ffff,
+    0xff_ffff_ffff_ffff,
+    u64::MAX,
+];
+
+/// Read `len` (0..=8) little-endian bytes at `at` of a piece. Where a whole
+/// word fits inside the piece, one unaligned load and a mask.
+#[inline(always)]
+fn read_le(piece: &[u8], at: usize, len: usize) -> u64 {
+    if let Some(word) = piece.get(at..at + 8) {
+        u64::from_le_bytes(word.try_into().expect("8 bytes")) & MASKS[len]
+    } else {
+        let mut buf = [0u8; 8];
+        buf[..len].copy_from_slice(&piece[at..at + len]);
+        u64::from_le_bytes(buf)
+    }
 }
 
-#[inline]
-fn write_le(data: &mut [u8], pos: usize, len: usize, x: u64) {
-    data[pos..pos + len].copy_from_slice(&x.to_le_bytes()[..len]);
+/// Write the low `len` bytes of `x` at `at`. Where a whole word fits, one
+/// store (the bytes past `len` are overwritten by the next field or lie
+/// past the used data).
+#[inline(always)]
+fn write_le(piece: &mut [u8], at: usize, len: usize, x: u64) {
+    if let Some(word) = piece.get_mut(at..at + 8) {
+        word.copy_from_slice(&x.to_le_bytes());
+    } else {
+        piece[at..at + len].copy_from_slice(&x.to_le_bytes()[..len]);
+    }
 }
 
 /// Walk the entries of a piece in stored (ascending distance) order,
@@ -108,15 +133,16 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
     if used > PIECE_DATA {
         return Err("piece uses more bytes than it has");
     }
-    let data = &piece[2..2 + used];
     let format = piece[1];
-    let mut pos = 0;
+    // Positions below are offsets into `piece`; entry data is bytes 2..end.
+    let end = 2 + used;
+    let mut pos = 2;
     let mut z = 0u64;
     let mut first = true;
     let mut v = 0u64;
     if format == TAGGED || used == 0 {
-        while pos < used {
-            let tag = data[pos];
+        while pos < end {
+            let tag = piece[pos];
             pos += 1;
             if tag >= TAG_LIMIT {
                 return Err("bad entry tag");
@@ -124,13 +150,13 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
             let kind = tag / 81;
             let klen = (tag % 81 / 9) as usize;
             let vlen = (tag % 9) as usize;
-            if pos + klen + vlen > used {
+            if pos + klen + vlen > end {
                 return Err("entry runs past the end of its piece");
             }
-            let delta = read_le(data, pos, klen);
+            let delta = read_le(piece, pos, klen);
             pos += klen;
             z = step(z, delta, first)?;
-            let raw = read_le(data, pos, vlen);
+            let raw = read_le(piece, pos, vlen);
             pos += vlen;
             v = if kind == 0 {
                 raw
@@ -151,11 +177,11 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
         if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
             return Err("bad fixed-width piece format");
         }
-        while pos < used {
-            let delta = read_le(data, pos, wk);
+        while pos < end {
+            let delta = read_le(piece, pos, wk);
             z = step(z, delta, first)?;
             first = false;
-            v = read_le(data, pos + wk, wv);
+            v = read_le(piece, pos + wk, wv);
             pos += width;
             if !f(Entry { z, v }) {
                 return Ok(());
@@ -172,18 +198,69 @@ fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
         .ok_or("key delta overflows")
 }
 
-/// The value stored for distance `r`, if this piece holds it.
+/// The value stored for distance `r`, if this piece holds it. The hot
+/// path of every lookup: no allocation, stops at the first entry at or past
+/// `r`; a malformed piece reads as "absent", never a panic.
 #[inline]
 pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
-    let mut found = None;
-    // A trusted piece never fails to decode; a failure reads as "absent".
-    let _ = walk(piece, |e| {
-        if e.z == r {
-            found = Some(e.v);
+    let used = used(piece).min(PIECE_DATA);
+    if used == 0 {
+        return None;
+    }
+    let end = 2 + used;
+    let format = piece[1];
+    let mut pos = 2;
+    if format != TAGGED {
+        let wk = (format & 15) as usize;
+        let wv = (format >> 4) as usize;
+        let width = wk + wv;
+        if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+            return None;
         }
-        e.z < r
-    });
-    found
+        let mut cur = read_le(piece, pos, wk);
+        loop {
+            if cur >= r {
+                return (cur == r).then(|| read_le(piece, pos + wk, wv));
+            }
+            pos += width;
+            if pos >= end {
+                return None;
+            }
+            cur = cur.wrapping_add(1).wrapping_add(read_le(piece, pos, wk));
+        }
+    }
+    let mut cur = 0u64;
+    let mut v = 0u64;
+    let mut first = true;
+    while pos < end {
+        let tag = piece[pos];
+        if tag >= TAG_LIMIT {
+            return None;
+        }
+        let klen = (tag % 81 / 9) as usize;
+        let vlen = (tag % 9) as usize;
+        if pos + 1 + klen + vlen > end {
+            return None;
+        }
+        let delta = read_le(piece, pos + 1, klen);
+        cur = if first {
+            delta
+        } else {
+            cur.wrapping_add(1).wrapping_add(delta)
+        };
+        let raw = read_le(piece, pos + 1 + klen, vlen);
+        v = if tag < 81 {
+            raw
+        } else {
+            v.wrapping_add(unzigzag(raw))
+        };
+        if cur >= r {
+            return (cur == r).then_some(v);
+        }
+        first = false;
+        pos += 1 + klen + vlen;
+    }
+    None
 }
 
 /// Decode every entry of a piece into `out` (cleared first).
@@ -238,6 +315,59 @@ fn plan(entries: &[Entry]) -> Plan {
     }
 }
 
+/// The encoded size of a growing set of entries, for filling a piece
+/// greedily: entries are added by descending key, each becoming the first
+/// in encoding order, and the size is updated in constant time.
+#[derive(Clone, Debug, Default)]
+pub struct Sizer {
+    n: usize,
+    tagged: usize,
+    /// How many key deltas take 0..=8 bytes.
+    key_lens: [u16; 9],
+    value_width: usize,
+    first: Option<Entry>,
+}
+
+impl Sizer {
+    /// Add `e` (key below every key added so far) if the piece still fits.
+    pub fn try_add(&mut self, e: Entry) -> bool {
+        let kl = byte_len(e.z);
+        let vl = byte_len(e.v);
+        let mut tagged = self.tagged + 1 + kl + vl;
+        let mut key_lens = self.key_lens;
+        key_lens[kl] += 1;
+        if let Some(f) = self.first {
+            let old_kl = byte_len(f.z);
+            let new_kl = byte_len(f.z - e.z - 1);
+            let raw = byte_len(f.v);
+            let new_vl = raw.min(byte_len(zigzag(f.v.wrapping_sub(e.v))));
+            tagged = tagged + new_kl + new_vl - old_kl - raw;
+            key_lens[old_kl] -= 1;
+            key_lens[new_kl] += 1;
+        }
+        let n = self.n + 1;
+        let wk = key_lens.iter().rposition(|&c| c > 0).unwrap_or(0);
+        let wv = self.value_width.max(vl);
+        let width = wk + wv;
+        let len = if width > 0 && n * width <= tagged {
+            n * width
+        } else {
+            tagged
+        };
+        if len > PIECE_DATA {
+            return false;
+        }
+        *self = Sizer {
+            n,
+            tagged,
+            key_lens,
+            value_width: wv,
+            first: Some(e),
+        };
+        true
+    }
+}
+
 /// Encoded size of `entries` in bytes.
 pub fn encoded_len(entries: &[Entry]) -> usize {
     plan(entries).len
@@ -254,8 +384,8 @@ pub fn encode(piece: &mut [u8], entries: &[Entry]) -> bool {
     let flag = piece[0] & OVERFLOW;
     piece[0] = flag | plan.len as u8;
     piece[1] = plan.format;
-    let data = &mut piece[2..];
-    let mut pos = 0;
+    let data = piece;
+    let mut pos = 2;
     let mut prev = 0;
     let mut prev_v = 0u64;
     if plan.format == TAGGED {
@@ -293,7 +423,7 @@ pub fn encode(piece: &mut [u8], entries: &[Entry]) -> bool {
             prev = e.z;
         }
     }
-    debug_assert_eq!(pos, plan.len);
+    debug_assert_eq!(pos, 2 + plan.len);
     true
 }
 
@@ -349,6 +479,37 @@ mod tests {
             .collect();
         let len = roundtrip(&entries).unwrap();
         assert!(len <= 2 * 40 + 10, "{len}");
+    }
+
+    #[test]
+    fn sizer_agrees_with_the_encoder() {
+        let mut x = 5u64;
+        for round in 0..2000 {
+            let mut sizer = Sizer::default();
+            let mut added: Vec<Entry> = Vec::new();
+            let mut r = 1u64 << (20 + round % 40);
+            loop {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let gap = (x >> 33) >> (x % 48);
+                let Some(next) = r.checked_sub(gap + 1) else { break };
+                r = next;
+                let v = match x % 4 {
+                    0 => x,
+                    1 => added.first().map_or(0, |f| f.v.wrapping_add(x % 3)),
+                    2 => x >> (x % 64),
+                    _ => 0,
+                };
+                let e = Entry { z: r, v };
+                let mut all = vec![e];
+                all.extend_from_slice(&added);
+                let fits = encoded_len(&all) <= PIECE_DATA;
+                assert_eq!(sizer.try_add(e), fits);
+                if !fits {
+                    break;
+                }
+                added = all;
+            }
+        }
     }
 
     #[test]

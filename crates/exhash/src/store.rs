@@ -65,10 +65,12 @@ pub trait PageStore {
     fn live_pages(&self) -> usize;
 }
 
-/// Pages held in memory only.
+/// Pages held in memory only, in one contiguous arena so that a page is
+/// found by arithmetic on its id.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    pages: Vec<Option<Box<Page>>>,
+    pages: Vec<Page>,
+    live: Vec<bool>,
     free: Vec<PageId>,
 }
 
@@ -85,24 +87,26 @@ impl MemoryStore {
 
     /// Whether `id` is live.
     pub fn is_live(&self, id: PageId) -> bool {
-        matches!(self.pages.get(id as usize), Some(Some(_)))
+        self.live.get(id as usize).copied().unwrap_or(false)
     }
 
     /// Put `page` under `id`, growing the id space as needed (used when
     /// loading a file).
-    pub(crate) fn install(&mut self, id: PageId, page: Box<Page>) {
+    pub(crate) fn install(&mut self, id: PageId, page: &Page) {
         let i = id as usize;
-        if self.pages.len() <= i {
-            self.pages.resize_with(i + 1, || None);
+        while self.pages.len() <= i {
+            self.pages.push(Page([0; PAGE_SIZE]));
+            self.live.push(false);
         }
-        self.pages[i] = Some(page);
+        self.pages[i].0.copy_from_slice(&page.0);
+        self.live[i] = true;
     }
 
     /// Rebuild the free list after installing pages.
     pub(crate) fn rebuild_free_list(&mut self) {
         self.free = (0..self.pages.len() as PageId)
             .rev()
-            .filter(|&id| self.pages[id as usize].is_none())
+            .filter(|&id| !self.live[id as usize])
             .collect();
     }
 }
@@ -110,29 +114,35 @@ impl MemoryStore {
 impl PageStore for MemoryStore {
     #[inline]
     fn page(&self, id: PageId) -> &Page {
-        self.pages[id as usize].as_deref().expect("live page")
+        debug_assert!(self.live[id as usize]);
+        &self.pages[id as usize]
     }
 
     #[inline]
     fn page_mut(&mut self, id: PageId) -> &mut Page {
-        self.pages[id as usize].as_deref_mut().expect("live page")
+        debug_assert!(self.live[id as usize]);
+        &mut self.pages[id as usize]
     }
 
     fn allocate(&mut self) -> PageId {
         match self.free.pop() {
             Some(id) => {
-                self.pages[id as usize] = Some(Page::empty());
+                self.pages[id as usize].clear();
+                self.live[id as usize] = true;
                 id
             }
             None => {
-                self.pages.push(Some(Page::empty()));
+                let mut page = Page([0; PAGE_SIZE]);
+                page.clear();
+                self.pages.push(page);
+                self.live.push(true);
                 (self.pages.len() - 1) as PageId
             }
         }
     }
 
     fn release(&mut self, id: PageId) {
-        self.pages[id as usize] = None;
+        self.live[id as usize] = false;
         self.free.push(id);
     }
 

@@ -61,6 +61,21 @@ pub struct Stats {
     pub memory_bytes: u64,
 }
 
+/// A directory slot: page id in the high 26 bits, the page's depth in the
+/// low 6, so a lookup needs no second table to learn the depth.
+pub(crate) type DirSlot = u32;
+
+#[inline]
+pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
+    debug_assert!(id < 1 << 26);
+    (id << 6) | depth as u32
+}
+
+#[inline]
+pub(crate) fn slot_page(slot: DirSlot) -> PageId {
+    slot >> 6
+}
+
 /// Where a key goes.
 #[derive(Clone, Copy, Debug)]
 struct Loc {
@@ -161,7 +176,7 @@ fn encoded_len_z(p: usize, g: Geom, entries: &[Entry], buf: &mut Vec<Entry>) -> 
 #[derive(Debug)]
 pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) store: S,
-    pub(crate) dir: Vec<PageId>,
+    pub(crate) dir: Vec<DirSlot>,
     pub(crate) global_depth: u8,
     pub(crate) meta: Vec<PageMeta>,
     pub(crate) len: u64,
@@ -214,7 +229,7 @@ impl<S: PageStore> ExHash<S> {
                     bytes: 0,
                 },
             );
-            table.dir.push(id);
+            table.dir.push(dir_slot(id, depth));
         }
         table.at_global = table.dir.len();
         table
@@ -222,7 +237,7 @@ impl<S: PageStore> ExHash<S> {
 
     pub(crate) fn from_parts(
         store: S,
-        dir: Vec<PageId>,
+        dir: Vec<DirSlot>,
         global_depth: u8,
         meta: Vec<PageMeta>,
         len: u64,
@@ -268,8 +283,9 @@ impl<S: PageStore> ExHash<S> {
     #[inline]
     fn locate(&self, h: u64) -> Loc {
         let g = position_high(h);
-        let page = self.dir[(g >> (33 - self.global_depth)) as usize];
-        let depth = self.meta[page as usize].depth;
+        let slot = self.dir[(g >> (33 - self.global_depth)) as usize];
+        let page = slot_page(slot);
+        let depth = (slot & 63) as u8;
         let z = ((g & ((1u64 << (33 - depth)) - 1)) << 32) | (h & 0xffff_ffff);
         let geom = Geom::of(depth);
         Loc {
@@ -526,7 +542,8 @@ impl<S: PageStore> ExHash<S> {
         }
         let span = 1usize << (self.global_depth - old.depth);
         let start = (old.prefix as usize) * span;
-        self.dir[start + span / 2..start + span].fill(other);
+        self.dir[start..start + span / 2].fill(dir_slot(id, depth));
+        self.dir[start + span / 2..start + span].fill(dir_slot(other, depth));
         if depth == self.global_depth {
             self.at_global += 2;
         }
@@ -644,7 +661,7 @@ impl<S: PageStore> ExHash<S> {
                 break;
             }
             let span = 1usize << (self.global_depth - m.depth);
-            let buddy = self.dir[(m.prefix ^ 1) as usize * span];
+            let buddy = slot_page(self.dir[(m.prefix ^ 1) as usize * span]);
             let b = self.meta[buddy as usize];
             if b.depth != m.depth || m.bytes + b.bytes > MERGE_LIMIT {
                 break;
@@ -683,7 +700,7 @@ impl<S: PageStore> ExHash<S> {
                 bytes,
             };
             let start = (m.prefix >> 1) as usize * span * 2;
-            self.dir[start..start + span * 2].fill(keep);
+            self.dir[start..start + span * 2].fill(dir_slot(keep, depth));
             if m.depth == self.global_depth {
                 self.at_global -= 2;
             }
@@ -772,7 +789,7 @@ impl<S: PageStore> ExHash<S> {
             let start = m.prefix as usize * span;
             if self.dir[start..start + span]
                 .iter()
-                .any(|&d| d as usize != id)
+                .any(|&d| d != dir_slot(id as PageId, m.depth))
             {
                 return Err(format!("directory does not map page {id} over its range"));
             }
@@ -843,21 +860,12 @@ pub(crate) fn build(
         if carry.is_empty() {
             continue;
         }
-        // Largest prefix (oldest homes first) that fits, by binary search.
-        let (mut lo, mut hi) = (0usize, carry.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            buf.clear();
-            buf.extend(carry[..mid].iter().rev().map(|e| Entry {
-                z: g.r(p, e.z),
-                v: e.v,
-            }));
-            if piece::encoded_len(&buf) <= PIECE_DATA {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        // Oldest homes (largest distances) first, while they fit.
+        let mut sizer = piece::Sizer::default();
+        let lo = carry
+            .iter()
+            .take_while(|e| sizer.try_add(Entry { z: g.r(p, e.z), v: e.v }))
+            .count();
         // Oldest first is ascending position, which is descending distance.
         buf.clear();
         buf.extend(carry[..lo].iter().rev());
