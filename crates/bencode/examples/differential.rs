@@ -129,7 +129,7 @@ fn edge_cases(rng: &mut Rng) -> Vec<u8> {
             let mut v = b"d".to_vec();
             for _ in 0..rng.below(4) {
                 let pieces: [&[u8]; 6] = [b"1:a", b"i1e", b"le", b"de", b"0:", b"e"];
-                let piece: &[u8] = *rng.pick::<&[u8]>(&pieces);
+                let piece: &[u8] = rng.pick::<&[u8]>(&pieces);
                 v.extend_from_slice(piece);
             }
             v
