@@ -113,6 +113,13 @@ fn child(paths: &[PathBuf]) {
         },
     );
     let peak = status_kb("VmHWM:");
+    if std::env::var_os("SEEKLESS_BLOCKS_DEBUG_MEM").is_some() {
+        eprintln!(
+            "before {before} kB, peak {peak} kB, now anon {} kB file {} kB",
+            status_kb("RssAnon:"),
+            status_kb("RssFile:")
+        );
+    }
     println!("{blocks} {bytes} {}", (peak.saturating_sub(before)) * 1024);
 }
 

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::ops::Deref;
 use std::path::Path;
 
-use memmap2::{Advice, Mmap};
+use memmap2::{Advice, Mmap, UncheckedAdvice};
 
 use crate::error::{Error, Result};
 
@@ -36,6 +36,24 @@ impl MappedFile {
         // Headers are read in file order: let the kernel read ahead.
         let _ = map.advise(Advice::Sequential);
         Ok(MappedFile { map: Some(map) })
+    }
+}
+
+impl MappedFile {
+    /// Lets the kernel drop this mapping's pages before `upto` (rounded down
+    /// to a page), so a long scan does not keep a whole file resident.
+    pub(crate) fn release(&self, upto: usize) {
+        const PAGE: usize = 4096;
+        let len = upto / PAGE * PAGE;
+        if let Some(map) = &self.map
+            && len > 0
+        {
+            // SAFETY: a read-only file mapping: MADV_DONTNEED only drops page
+            // table entries, and any later access reads the file again. No
+            // slice into the released range is alive: the scanner returned
+            // and keeps only offsets at or after `upto`.
+            let _ = unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, 0, len) };
+        }
     }
 }
 

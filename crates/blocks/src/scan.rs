@@ -9,10 +9,11 @@ use crate::chain::{Entry, FLAG_INVALID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
+use crate::header::HEADER_LEN;
 use crate::mapped::MappedFile;
 use crate::network::Network;
 use crate::reader::{RESERVE, Reader};
-use crate::record::{BadRecord, Event, RecordScanner};
+use crate::record::{BadKind, BadRecord, Event, RecordScanner};
 use crate::u256::U256;
 
 /// How much of each file network detection looks at.
@@ -45,7 +46,7 @@ impl Default for ScanOptions {
         ScanOptions {
             network: None,
             verify: false,
-            chunk_size: 8 << 20,
+            chunk_size: 2 << 20,
             buffers: 3,
             read_ahead: true,
             map_files: true,
@@ -95,32 +96,53 @@ pub struct ScanOutput {
 }
 
 /// Finds the network of the first valid record in the first files.
+///
+/// Looks at the first 64 KiB of each file, then (rarely needed) the first
+/// 8 MiB: a record counts as soon as its header is valid, even if the
+/// prefix cuts its body.
 pub fn detect_network(files: &[BlockFile]) -> Result<Network> {
     for file in files {
-        let mut bytes = Vec::new();
-        let handle = File::open(&file.path).map_err(|e| Error::io(&file.path, "open", e))?;
-        handle
-            .take(DETECT_LEN)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io(&file.path, "read", e))?;
-        file.xor.apply(&mut bytes, 0);
-        let eof = (bytes.len() as u64) < DETECT_LEN;
-        let mut best: Option<(u64, Network)> = None;
-        for network in Network::ALL {
-            let mut first = None;
-            RecordScanner::new(network).feed(&bytes, 0, eof, &mut |event| {
-                if let (Event::Block(block), None) = (event, first) {
-                    first = Some(block.offset);
+        for prefix in [64 << 10, DETECT_LEN] {
+            let handle = File::open(&file.path).map_err(|e| Error::io(&file.path, "open", e))?;
+            let mut bytes = Vec::with_capacity(prefix as usize);
+            handle
+                .take(prefix)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(&file.path, "read", e))?;
+            file.xor.apply(&mut bytes, 0);
+            let mut best: Option<(u64, Network)> = None;
+            for network in Network::ALL {
+                let mut first = None;
+                RecordScanner::new(network).feed(&bytes, 0, true, &mut |event| {
+                    let offset = match event {
+                        Event::Block(block) => Some(block.offset),
+                        Event::Bad(BadRecord {
+                            offset,
+                            kind:
+                                BadKind::Truncated {
+                                    size: Some(_),
+                                    available,
+                                },
+                            ..
+                        }) if available >= HEADER_LEN as u64 => Some(offset),
+                        _ => None,
+                    };
+                    if first.is_none() {
+                        first = offset;
+                    }
+                });
+                if let Some(offset) = first
+                    && best.is_none_or(|(b, _)| offset < b)
+                {
+                    best = Some((offset, network));
                 }
-            });
-            if let Some(offset) = first
-                && best.is_none_or(|(b, _)| offset < b)
-            {
-                best = Some((offset, network));
             }
-        }
-        if let Some((_, network)) = best {
-            return Ok(network);
+            if let Some((_, network)) = best {
+                return Ok(network);
+            }
+            if (bytes.len() as u64) < prefix {
+                break;
+            }
         }
     }
     Err(ErrorKind::NetworkNotDetected.into())
@@ -172,16 +194,32 @@ pub fn scan(
                 }
                 .into());
             }
+            // Windows over the mapping, so pages behind the scan can be released.
             let mut scanner = new_scanner();
-            let mut ok = true;
-            scanner.feed(&map, 0, true, &mut |event| {
-                ok &= record_event(&mut out, file, verify, pow_limit, event)
-            });
-            if !ok {
-                return Err(out_of_memory(&block_file.path));
+            let step = options.chunk_size.max(1 << 12);
+            let (mut keep, mut end, mut released) = (0usize, 0usize, 0usize);
+            loop {
+                let start = end;
+                end = (end + step).min(map.len());
+                let eof = end == map.len();
+                let mut ok = true;
+                let next = scanner.feed(&map[keep..end], keep as u64, eof, &mut |event| {
+                    ok &= record_event(&mut out, file, verify, pow_limit, event)
+                });
+                if !ok {
+                    return Err(out_of_memory(&block_file.path));
+                }
+                keep = next as usize;
+                if keep - released >= 1 << 20 {
+                    map.release(keep);
+                    released = keep;
+                }
+                out.bytes += (end - start) as u64;
+                progress((end - start) as u64);
+                if eof {
+                    break;
+                }
             }
-            out.bytes += map.len() as u64;
-            progress(map.len() as u64);
         }
         out.entries.shrink_to_fit();
         return Ok(out);
