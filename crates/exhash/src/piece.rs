@@ -70,6 +70,19 @@ pub fn set_overflowed(piece: &mut [u8], on: bool) {
     }
 }
 
+/// A cheap lower bound on what adding one entry costs a piece, from its
+/// header alone: a fixed-width piece grows by at least one entry width, a
+/// tagged piece by at least a tag and one byte. (An insertion can shorten
+/// its successor's delta, so this is a heuristic for skipping full pieces
+/// without decoding them, never a correctness condition.)
+#[inline]
+pub fn min_growth(piece: &[u8]) -> usize {
+    match piece[1] {
+        TAGGED => 2,
+        f => ((f & 15) + (f >> 4)).max(2) as usize,
+    }
+}
+
 /// Bytes needed to store `x` little-endian without leading zero bytes.
 #[inline]
 fn byte_len(x: u64) -> usize {
@@ -489,9 +502,13 @@ mod tests {
             let mut added: Vec<Entry> = Vec::new();
             let mut r = 1u64 << (20 + round % 40);
             loop {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let gap = (x >> 33) >> (x % 48);
-                let Some(next) = r.checked_sub(gap + 1) else { break };
+                let Some(next) = r.checked_sub(gap + 1) else {
+                    break;
+                };
                 r = next;
                 let v = match x % 4 {
                     0 => x,

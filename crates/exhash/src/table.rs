@@ -10,7 +10,7 @@ use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
 /// How many pieces an entry may live in: its home piece and the ones after
 /// it, wrapping from the last piece to the first. Chosen by measurement:
 /// see `BENCHMARKS.md`.
-pub const CHAIN: usize = 16;
+pub const CHAIN: usize = 32;
 
 /// The deepest a page (and so the directory) may go: 2^26 directory slots.
 /// Entries that cannot be placed at this depth (only possible with keys
@@ -421,7 +421,7 @@ impl<S: PageStore> ExHash<S> {
             let p = nth(loc.home, i);
             let page = self.store.page(loc.page);
             let pc = page.piece(p);
-            if piece::used(pc) == PIECE_DATA {
+            if piece::used(pc) + piece::min_growth(pc) > PIECE_DATA {
                 continue;
             }
             piece::decode(pc, &mut rs).expect("valid piece");
@@ -864,7 +864,12 @@ pub(crate) fn build(
         let mut sizer = piece::Sizer::default();
         let lo = carry
             .iter()
-            .take_while(|e| sizer.try_add(Entry { z: g.r(p, e.z), v: e.v }))
+            .take_while(|e| {
+                sizer.try_add(Entry {
+                    z: g.r(p, e.z),
+                    v: e.v,
+                })
+            })
             .count();
         // Oldest first is ascending position, which is descending distance.
         buf.clear();

@@ -1,0 +1,183 @@
+//! exhash macro benchmark: our table against `std::collections::HashMap`
+//! (SipHash-1-3) and `hashbrown::HashMap` (foldhash) in the same process on
+//! the same pairs, plus the bytes-per-entry curve from 0.5M to 8M pairs and
+//! the file backend's bulk load.
+//!
+//! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
+//! (add `-- --quick` for one run per figure instead of five).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use seekless_exhash::ExHash;
+use seekless_exhash::bench::{Pattern, measure_exhash, measure_std, pairs, swiss_table_bytes};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn measure_hashbrown(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let n = pairs.len() as f64;
+    let start = Instant::now();
+    let mut map = hashbrown::HashMap::new();
+    for &(k, v) in pairs {
+        map.insert(k, v);
+    }
+    let put = start.elapsed().as_nanos() as f64 / n;
+    let start = Instant::now();
+    let mut sum = 0u64;
+    for &(k, _) in pairs {
+        sum = sum.wrapping_add(map.get(&black_box(k)).copied().unwrap_or(1));
+    }
+    black_box(sum);
+    let get = start.elapsed().as_nanos() as f64 / n;
+    (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
+}
+
+type Measure = fn(&[(u64, u64)]) -> (f64, f64, f64);
+
+/// Median (put ns, get ns, bytes per entry) over `runs`, runs interleaved
+/// across the contenders so machine noise hits them alike.
+fn side_by_side(
+    pairs: &[(u64, u64)],
+    runs: usize,
+    who: &[(&str, Measure)],
+) -> Vec<(f64, f64, f64)> {
+    let mut all = vec![(Vec::new(), Vec::new(), Vec::new()); who.len()];
+    for _ in 0..runs {
+        for (i, (_, f)) in who.iter().enumerate() {
+            let (p, g, b) = f(pairs);
+            all[i].0.push(p);
+            all[i].1.push(g);
+            all[i].2.push(b);
+        }
+    }
+    all.into_iter()
+        .map(|(p, g, b)| (median(p), median(g), median(b)))
+        .collect()
+}
+
+fn headline(n: usize, pattern: Pattern, runs: usize) {
+    let pairs = pairs(n, pattern);
+    let who: [(&str, Measure); 3] = [
+        ("exhash", measure_exhash),
+        ("std HashMap", measure_std),
+        ("hashbrown", measure_hashbrown),
+    ];
+    let r = side_by_side(&pairs, runs, &who);
+    println!("\n{n} {pattern:?} pairs, median of {runs} runs");
+    println!("| table | put ns/op | get ns/op | bytes/entry |");
+    println!("|---|---:|---:|---:|");
+    for ((name, _), (p, g, b)) in who.iter().zip(&r) {
+        println!("| {name} | {p:.1} | {g:.1} | {b:.2} |");
+    }
+    let (p, g, b) = r[0];
+    for ((name, _), (pp, gg, bb)) in who.iter().zip(&r).skip(1) {
+        println!(
+            "| exhash / {name} | {:.2} | {:.2} | {:.2} |",
+            p / pp,
+            g / gg,
+            b / bb
+        );
+    }
+}
+
+fn curve(pattern: Pattern, sizes: &[usize]) {
+    println!("\n{pattern:?} pairs: bytes per entry as N grows (one run per N)");
+    println!(
+        "| N | exhash B/entry | fill | pages | global depth | longest chain | put ns | get ns | std B/entry |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let max = *sizes.iter().max().unwrap();
+    let all = pairs(max, pattern);
+    for &n in sizes {
+        let part = &all[..n];
+        let start = Instant::now();
+        let mut t = ExHash::new();
+        for &(k, v) in part {
+            t.insert(k, v);
+        }
+        let put = start.elapsed().as_nanos() as f64 / n as f64;
+        let start = Instant::now();
+        let mut sum = 0u64;
+        for &(k, _) in part {
+            sum = sum.wrapping_add(t.get(black_box(k)).unwrap_or(1));
+        }
+        black_box(sum);
+        let get = start.elapsed().as_nanos() as f64 / n as f64;
+        let s = t.stats();
+        let mut std = std::collections::HashMap::new();
+        std.extend(part.iter().copied());
+        let std_b = swiss_table_bytes(std.capacity(), 16) as f64 / n as f64;
+        println!(
+            "| {n} | {:.2} | {:.3} | {} | {} | {} | {put:.0} | {get:.0} | {std_b:.2} |",
+            s.memory_bytes as f64 / n as f64,
+            s.fill,
+            s.pages,
+            s.global_depth,
+            s.longest_chain
+        );
+    }
+}
+
+fn file_bulk_load(n: usize, runs: usize) {
+    let pairs = pairs(n, Pattern::Random);
+    let dir = std::env::temp_dir().join(format!("exhash-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut mem, mut file, mut commit) = (Vec::new(), Vec::new(), Vec::new());
+    let mut size = 0;
+    for run in 0..runs {
+        let start = Instant::now();
+        let mut t = ExHash::new();
+        for &(k, v) in &pairs {
+            t.insert(k, v);
+        }
+        mem.push(start.elapsed().as_secs_f64());
+        drop(t);
+
+        let path = dir.join(format!("bulk-{run}.exh"));
+        let start = Instant::now();
+        let mut t = ExHash::open_or_create(&path).unwrap();
+        for &(k, v) in &pairs {
+            t.insert(k, v);
+        }
+        let before_commit = Instant::now();
+        t.commit().unwrap();
+        commit.push(before_commit.elapsed().as_secs_f64());
+        file.push(start.elapsed().as_secs_f64());
+        drop(t);
+        size = std::fs::metadata(&path).unwrap().len();
+        std::fs::remove_file(&path).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (m, f, c) = (median(mem), median(file), median(commit));
+    println!("\nbulk load of {n} random pairs, one commit, median of {runs} runs");
+    println!("| backend | seconds | ratio |");
+    println!("|---|---:|---:|");
+    println!("| memory | {m:.3} | 1.00 |");
+    println!(
+        "| file (incl. commit {c:.3} s, file {:.1} MB) | {f:.3} | {:.2} |",
+        size as f64 / 1e6,
+        f / m
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let runs = if quick { 1 } else { 5 };
+    println!(
+        "exhash macro benchmark ({} run(s) per headline figure)",
+        runs
+    );
+    headline(1_000_000, Pattern::Random, runs);
+    headline(1_000_000, Pattern::Sequential, runs);
+    let sizes = [
+        500_000, 600_000, 750_000, 1_000_000, 1_250_000, 1_500_000, 2_000_000, 2_500_000,
+        3_000_000, 4_000_000, 5_000_000, 6_000_000, 7_000_000, 8_000_000,
+    ];
+    let sizes: &[usize] = if quick { &sizes[..4] } else { &sizes };
+    curve(Pattern::Random, sizes);
+    curve(Pattern::Sequential, sizes);
+    file_bulk_load(1_000_000, runs);
+}
