@@ -313,6 +313,21 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize) {
         secs * 1e9 / queries.len() as f64,
         queries.len() as f64 / secs / 1e6
     );
+    let loaded = Index::load(&index_path).unwrap();
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        counts.clear();
+        let (secs, ()) = time(|| loaded.count_many(&queries, &mut counts).unwrap());
+        runs.push(secs);
+    }
+    assert_eq!(counts.iter().filter(|&&c| c > 0).count(), queries.len() / 2);
+    let secs = median(runs);
+    println!(
+        "lookup   seekless loaded     {:8.0} ns  ({:.2} M lookups/s, one thread, Index::load + count_many, median of 5)",
+        secs * 1e9 / queries.len() as f64,
+        queries.len() as f64 / secs / 1e6
+    );
+    drop(loaded);
     // Spot-check counts.
     for (key, count) in all.iter().step_by(n / 1000) {
         assert!(index.count(*key).unwrap() >= u64::from(*count));

@@ -476,3 +476,41 @@ proptest! {
         check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut rng);
     }
 }
+
+#[test]
+fn ranges_list_exactly_the_hashes_with_a_prefix() {
+    for (kind, n) in [(Kind::Sha1, 20_000), (Kind::Ntlm, 3_000), (Kind::Sha1, 40)] {
+        let mut entries = random_entries(kind, n, 41);
+        // Crowd a few prefixes, as the real corpus does.
+        let mut rng = Rng(3);
+        for i in 0..2000u64 {
+            let mut key = rng.key(kind);
+            key.hi = (0x5BAA6u64 << 44) | (key.hi >> 20);
+            entries.push((key, 1 + i as u32));
+        }
+        let expect = expected(&entries);
+        let (bytes, _) = build_to_vec(
+            vec![Input::Bytes {
+                name: "r".into(),
+                data: corpus(kind, &entries, 9),
+            }],
+            &options(2),
+        )
+        .unwrap();
+        let index = Index::from_bytes(bytes).unwrap();
+        let mut prefixes: Vec<u64> = vec![0x5BAA6, 0, 0xFFFFF];
+        prefixes.extend(expect.keys().step_by(97).map(|k| k.hi >> 44));
+        for bits in [20, 8, 0] {
+            for &p in &prefixes {
+                let p = if bits == 0 { 0 } else { p >> (20 - bits) };
+                let want: Vec<(Key, u64)> = expect
+                    .iter()
+                    .filter(|(k, _)| bits == 0 || k.hi >> (64 - bits) == p)
+                    .map(|(&k, &c)| (k, c))
+                    .collect();
+                assert_eq!(index.range(p, bits).unwrap(), want, "prefix {p:x}/{bits}");
+            }
+        }
+        assert!(index.range(1 << 20, 20).unwrap().is_empty());
+    }
+}
