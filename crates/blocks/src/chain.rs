@@ -15,7 +15,7 @@ use crate::record::FoundBlock;
 use crate::scan::ScanOutput;
 use crate::u256::U256;
 
-pub(crate) const FLAG_INVALID: u32 = 1 << 31;
+const FLAG_INVALID: u32 = 1 << 31;
 const FLAG_BAD_CHAIN: u32 = 1 << 30;
 const FLAG_BEST: u32 = 1 << 29;
 const SIZE_MASK: u32 = (1 << 29) - 1;
@@ -58,6 +58,10 @@ impl Entry {
             size_flags: block.size | flags,
             pos: (file as u64) << OFFSET_BITS | block.offset,
         }
+    }
+
+    pub(crate) fn mark_invalid(&mut self) {
+        self.size_flags |= FLAG_INVALID;
     }
 
     fn parent(&self) -> u32 {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 
 use crate::block::check_block;
-use crate::chain::{Entry, FLAG_INVALID};
+use crate::chain::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
@@ -13,7 +13,7 @@ use crate::header::HEADER_LEN;
 use crate::mapped::MappedFile;
 use crate::network::Network;
 use crate::reader::{RESERVE, Reader};
-use crate::record::{BadKind, BadRecord, Event, RecordScanner};
+use crate::record::{BadKind, BadRecord, Event, RECORD_PREFIX_LEN, RecordScanner};
 use crate::u256::U256;
 
 /// How much of each file network detection looks at.
@@ -204,7 +204,7 @@ pub fn scan(
                 let eof = end == map.len();
                 let mut ok = true;
                 let next = scanner.feed(&map[keep..end], keep as u64, eof, &mut |event| {
-                    ok &= record_event(&mut out, file, verify, pow_limit, event)
+                    ok &= record_event(&mut out, file, event)
                 });
                 if !ok {
                     return Err(out_of_memory(&block_file.path));
@@ -260,11 +260,35 @@ pub fn scan(
             .into());
         }
         let mut ok = true;
+        let mut to_verify = Vec::new();
         let keep = scanner.feed(window, base, chunk.eof, &mut |event| {
-            ok &= record_event(&mut out, file, verify, pow_limit, event)
+            if let (true, Event::Block(block)) = (verify, &event) {
+                to_verify.push((out.entries.len(), block.offset, block.size, block.hash));
+            }
+            ok &= record_event(&mut out, file, event)
         });
         if !ok {
             return Err(out_of_memory(&out.files[file].path));
+        }
+        let blocks: Vec<&[u8]> = to_verify
+            .iter()
+            .map(|&(_, offset, size, _)| {
+                let start = (offset - base) as usize + RECORD_PREFIX_LEN;
+                &window[start..start + size as usize]
+            })
+            .collect();
+        for ((entry, offset, _, hash), result) in
+            to_verify.into_iter().zip(check_blocks(&blocks, pow_limit))
+        {
+            if let Err(error) = result {
+                out.entries[entry].mark_invalid();
+                out.invalid.push(InvalidBlock {
+                    hash,
+                    file,
+                    offset,
+                    error,
+                });
+            }
         }
         out.bytes += chunk.len as u64;
         progress(chunk.len as u64);
@@ -284,27 +308,11 @@ fn out_of_memory(path: &std::path::Path) -> Error {
 }
 
 /// Records one scanner event; false when memory for the entry ran out.
-fn record_event(
-    out: &mut ScanOutput,
-    file: usize,
-    verify: bool,
-    pow_limit: U256,
-    event: Event<'_>,
-) -> bool {
+fn record_event(out: &mut ScanOutput, file: usize, event: Event<'_>) -> bool {
     match event {
         Event::Bad(record) => out.bad_records.push(FileBadRecord { file, record }),
         Event::Block(block) => {
             out.records += 1;
-            let mut flags = 0;
-            if verify && let Err(error) = check_block(block.bytes, pow_limit) {
-                flags |= FLAG_INVALID;
-                out.invalid.push(InvalidBlock {
-                    hash: block.hash,
-                    file,
-                    offset: block.offset,
-                    error,
-                });
-            }
             if out.entries.len() == out.entries.capacity() {
                 // Grow by a sixteenth: large reallocations are remapped, not
                 // copied, and the spare capacity stays small.
@@ -313,8 +321,48 @@ fn record_event(
                     return false;
                 }
             }
-            out.entries.push(Entry::new(&block, file, flags));
+            out.entries.push(Entry::new(&block, file, 0));
         }
     }
     true
+}
+
+/// Checks blocks on every core: hashing the transactions is the cost of
+/// `--verify`, and blocks are independent. Results are in input order.
+fn check_blocks(blocks: &[&[u8]], pow_limit: U256) -> Vec<Result<crate::block::BlockSummary>> {
+    let total: usize = blocks.iter().map(|b| b.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(blocks.len());
+    if threads <= 1 || total < 1 << 20 {
+        return blocks.iter().map(|b| check_block(b, pow_limit)).collect();
+    }
+    // Contiguous groups of about equal bytes.
+    let mut groups: Vec<&[&[u8]]> = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0);
+    for (i, block) in blocks.iter().enumerate() {
+        acc += block.len();
+        if acc * threads >= total * (groups.len() + 1) && groups.len() + 1 < threads {
+            groups.push(&blocks[start..=i]);
+            start = i + 1;
+        }
+    }
+    groups.push(&blocks[start..]);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|group| {
+                scope.spawn(move || {
+                    group
+                        .iter()
+                        .map(|b| check_block(b, pow_limit))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("block checks do not panic"))
+            .collect()
+    })
 }

@@ -169,3 +169,35 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn verify_in_parallel_reports_the_damaged_copy() {
+    let mut file = Vec::new();
+    let mut offsets = Vec::new();
+    for copy in 0..5 {
+        let mut block = BLOCK_413567.to_vec();
+        if copy == 3 {
+            block[700_000] ^= 0x01;
+        }
+        offsets.push(file.len() as u64);
+        file.extend_from_slice(&generate::record(Network::Main, &block));
+    }
+    let dir = tempdir("parallel-verify");
+    let path = dir.join("blk00000.dat");
+    std::fs::write(&path, &file).unwrap();
+    let files = list_block_files(std::slice::from_ref(&path), None).unwrap();
+    let options = ScanOptions {
+        verify: true,
+        chunk_size: 3 << 20,
+        ..ScanOptions::default()
+    };
+    let output = scan(files, &options, &mut |_| {}).unwrap();
+    assert_eq!(output.records, 5);
+    assert_eq!(output.invalid.len(), 1);
+    assert_eq!(output.invalid[0].offset, offsets[3]);
+    assert!(matches!(
+        output.invalid[0].error.kind(),
+        ErrorKind::BadMerkleRoot | ErrorKind::UnexpectedEof { .. }
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
