@@ -68,6 +68,9 @@ pub enum Command {
         #[arg(long)]
         crlf: bool,
     },
+    /// Answer like okon's CLI (for KeePassXC): print 1 and exit 1 when the
+    /// hash is present, print 0 and exit 0 when absent, exit 2 on error.
+    Okon(crate::okon::Args),
 }
 
 pub fn run(command: Command) -> ExitCode {
@@ -92,6 +95,7 @@ pub fn run(command: Command) -> ExitCode {
             output,
             crlf,
         } => export(&index, output.as_deref(), crlf),
+        Command::Okon(args) => return crate::okon::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -232,65 +236,129 @@ fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<Exit
             sample::index()?
         }
     };
-    let kind = index.kind();
-    let stdout = io::stdout();
-    let interactive = stdout.is_terminal();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut line = Vec::with_capacity(128);
-    let mut answer = |input: &str, out: &mut dyn Write| -> Result<()> {
-        let key = if hashes {
-            seekless_pwned::Key::from_hex(kind, input.as_bytes()).ok_or_else(|| {
-                format!(
-                    "bad hash {input:?}: expected {} hex digits of {kind}",
-                    kind.hex_len()
-                )
-            })?
-        } else {
-            kind.hash_password(input)
-        };
-        let count = index.count(key)?;
-        line.clear();
-        line.extend_from_slice(count.to_string().as_bytes());
-        line.push(b'\t');
-        key.write_hex(kind, &mut line);
-        if from_sample {
-            line.extend_from_slice(if count > 0 {
-                b"\tlisted in the sample"
-            } else {
-                b"\tnot in the sample"
-            });
-        }
-        line.push(b'\n');
-        out.write_all(&line)?;
-        if interactive {
-            out.flush()?;
-        }
-        Ok(())
+    let mut checker = Checker {
+        index: &index,
+        hashes,
+        from_sample,
+        keys: Vec::new(),
+        counts: Vec::new(),
+        line: Vec::with_capacity(128),
     };
-    if inputs.is_empty() {
-        let stdin = io::stdin();
-        if stdin.is_terminal() {
-            let what = if hashes { "hashes" } else { "passwords" };
-            eprintln!("seekless: type {what}, one per line; end with Ctrl-D");
-        }
-        let mut reader = stdin.lock();
-        let mut text = String::new();
-        loop {
-            text.clear();
-            if reader.read_line(&mut text)? == 0 {
-                break;
-            }
-            let input = text.strip_suffix('\n').unwrap_or(&text);
-            let input = input.strip_suffix('\r').unwrap_or(input);
-            answer(input, &mut out)?;
-        }
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    if !inputs.is_empty() {
+        let inputs: Vec<&[u8]> = inputs.iter().map(|s| s.as_bytes()).collect();
+        checker.answer(&inputs, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stdin = io::stdin();
+    // On a terminal, answer each line as it is typed; otherwise answer in
+    // batches, which overlaps the lookups' memory and disk reads.
+    let batch = if stdin.is_terminal() {
+        let what = if hashes { "hashes" } else { "passwords" };
+        eprintln!("seekless: type {what}, one per line; end with Ctrl-D");
+        1
     } else {
-        for input in &inputs {
-            answer(input, &mut out)?;
+        4096
+    };
+    let mut reader = stdin.lock();
+    let mut text = Vec::with_capacity(batch * 48);
+    let mut ends = Vec::with_capacity(batch);
+    loop {
+        text.clear();
+        ends.clear();
+        while ends.len() < batch && reader.read_until(b'\n', &mut text)? > 0 {
+            ends.push(text.len());
+        }
+        if ends.is_empty() {
+            break;
+        }
+        let mut start = 0;
+        let lines: Vec<&[u8]> = ends
+            .iter()
+            .map(|&end| {
+                let line = &text[start..end];
+                start = end;
+                let line = line.strip_suffix(b"\n").unwrap_or(line);
+                line.strip_suffix(b"\r").unwrap_or(line)
+            })
+            .collect();
+        checker.answer(&lines, &mut out)?;
+        if batch == 1 {
+            out.flush()?;
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Answers batches of inputs: one output line each, its count first.
+struct Checker<'a> {
+    index: &'a Index,
+    hashes: bool,
+    from_sample: bool,
+    keys: Vec<seekless_pwned::Key>,
+    counts: Vec<u64>,
+    line: Vec<u8>,
+}
+
+impl Checker<'_> {
+    fn answer(&mut self, inputs: &[&[u8]], out: &mut dyn Write) -> Result<()> {
+        let kind = self.index.kind();
+        self.keys.clear();
+        let mut failure = None;
+        for &input in inputs {
+            let key = match std::str::from_utf8(input) {
+                Err(_) => Err(format!(
+                    "input {:?} is not UTF-8",
+                    String::from_utf8_lossy(input)
+                )),
+                Ok(text) if self.hashes => {
+                    seekless_pwned::Key::from_hex(kind, input).ok_or_else(|| {
+                        format!(
+                            "bad hash {text:?}: expected {} hex digits of {kind}",
+                            kind.hex_len()
+                        )
+                    })
+                }
+                Ok(text) => Ok(kind.hash_password(text)),
+            };
+            match key {
+                Ok(key) => self.keys.push(key),
+                Err(e) => {
+                    // Answer what came before, then stop.
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        self.counts.clear();
+        self.index.count_many(&self.keys, &mut self.counts)?;
+        for (key, &count) in self.keys.iter().zip(&self.counts) {
+            let line = &mut self.line;
+            line.clear();
+            line.extend_from_slice(count.to_string().as_bytes());
+            line.push(b'\t');
+            key.write_hex(kind, line);
+            if self.from_sample {
+                line.extend_from_slice(if count > 0 {
+                    b"\tlisted in the sample"
+                } else {
+                    b"\tnot in the sample"
+                });
+            }
+            line.push(b'\n');
+            out.write_all(line)?;
+        }
+        match failure {
+            Some(e) => {
+                out.flush()?;
+                Err(e.into())
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 fn stats(path: &Path) -> Result<ExitCode> {
