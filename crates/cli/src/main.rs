@@ -7,6 +7,8 @@ mod bencode;
 mod blocks;
 #[cfg(feature = "exhash")]
 mod exhash;
+#[cfg(feature = "pwned")]
+mod okon;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
@@ -48,6 +50,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Invoked as `okon-cli`, or as `seekless --path … --hash …`: answer as
+    // okon's CLI does (for KeePassXC's `--okon`).
+    #[cfg(feature = "pwned")]
+    if let Some(code) = okon::intercept() {
+        return code;
+    }
     let cli = Cli::parse();
     match cli.command {
         #[cfg(feature = "pwned")]
