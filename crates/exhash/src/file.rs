@@ -54,6 +54,11 @@ impl<D: Device> FileStore<D> {
         &self.dev
     }
 
+    /// Give up the store, keeping its device. Uncommitted changes are lost.
+    pub fn into_device(self) -> D {
+        self.dev
+    }
+
     /// The number of the last commit.
     pub fn sequence(&self) -> u64 {
         self.seq

@@ -272,6 +272,11 @@ impl<S: PageStore> ExHash<S> {
         &self.store
     }
 
+    /// Give up the table, keeping its page store.
+    pub fn into_store(self) -> S {
+        self.store
+    }
+
     fn set_meta(&mut self, id: PageId, m: PageMeta) {
         let i = id as usize;
         if self.meta.len() <= i {
