@@ -10,7 +10,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{Pattern, measure_exhash, measure_std, pairs, swiss_table_bytes};
+use seekless_exhash::bench::{
+    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, swiss_table_bytes,
+};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -60,8 +62,9 @@ fn side_by_side(
 
 fn headline(n: usize, pattern: Pattern, runs: usize) {
     let pairs = pairs(n, pattern);
-    let who: [(&str, Measure); 3] = [
+    let who: [(&str, Measure); 4] = [
         ("exhash", measure_exhash),
+        ("exhash batched", measure_exhash_batched),
         ("std HashMap", measure_std),
         ("hashbrown", measure_hashbrown),
     ];
@@ -73,7 +76,7 @@ fn headline(n: usize, pattern: Pattern, runs: usize) {
         println!("| {name} | {p:.1} | {g:.1} | {b:.2} |");
     }
     let (p, g, b) = r[0];
-    for ((name, _), (pp, gg, bb)) in who.iter().zip(&r).skip(1) {
+    for ((name, _), (pp, gg, bb)) in who.iter().zip(&r).skip(2) {
         println!(
             "| exhash / {name} | {:.2} | {:.2} | {:.2} |",
             p / pp,

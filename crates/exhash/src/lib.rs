@@ -19,6 +19,7 @@ mod file;
 pub(crate) mod format;
 pub mod mix;
 pub mod piece;
+mod prefetch;
 mod store;
 mod table;
 

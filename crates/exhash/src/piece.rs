@@ -276,6 +276,64 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     None
 }
 
+/// Insert distance `r` (not present) with value `v` into a fixed-width
+/// piece in place, if the widths already fit the new entry and the piece
+/// has room: one scan to the insertion point, one byte shift. Returns false
+/// (piece untouched) when the general path is needed.
+#[inline]
+pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
+    let used = used(piece);
+    let format = piece[1];
+    if format == TAGGED || used == 0 || used > PIECE_DATA {
+        return false;
+    }
+    let wk = (format & 15) as usize;
+    let wv = (format >> 4) as usize;
+    let width = wk + wv;
+    if wk > 8 || wv > 8 || width == 0 || used % width != 0 || used + width > PIECE_DATA {
+        return false;
+    }
+    if byte_len(v) > wv {
+        return false;
+    }
+    let end = 2 + used;
+    let mut pos = 2;
+    let mut prev: Option<u64> = None;
+    let mut next: Option<u64> = None;
+    while pos < end {
+        let delta = read_le(piece, pos, wk);
+        let cur = match prev {
+            None => delta,
+            Some(p) => p.wrapping_add(1).wrapping_add(delta),
+        };
+        if cur >= r {
+            if cur == r {
+                return false;
+            }
+            next = Some(cur);
+            break;
+        }
+        prev = Some(cur);
+        pos += width;
+    }
+    let delta = match prev {
+        None => r,
+        Some(p) => r - p - 1,
+    };
+    if byte_len(delta) > wk {
+        return false;
+    }
+    piece.copy_within(pos..end, pos + width);
+    piece[pos..pos + wk].copy_from_slice(&delta.to_le_bytes()[..wk]);
+    piece[pos + wk..pos + width].copy_from_slice(&v.to_le_bytes()[..wv]);
+    if let Some(n) = next {
+        let at = pos + width;
+        piece[at..at + wk].copy_from_slice(&(n - r - 1).to_le_bytes()[..wk]);
+    }
+    piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
+    true
+}
+
 /// Decode every entry of a piece into `out` (cleared first).
 pub fn decode(piece: &[u8], out: &mut Vec<Entry>) -> Result<(), DecodeError> {
     out.clear();
@@ -525,6 +583,39 @@ mod tests {
                     break;
                 }
                 added = all;
+            }
+        }
+    }
+
+    #[test]
+    fn insert_fixed_matches_the_encoder() {
+        let mut x = 11u64;
+        for _ in 0..3000 {
+            let mut entries: Vec<Entry> = Vec::new();
+            let mut piece = [0u8; PIECE_SIZE];
+            clear(&mut piece);
+            for _ in 0..12 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let e = Entry {
+                    z: (x >> 20) % (1 << 44),
+                    v: x | (1 << 63),
+                };
+                if entries.iter().any(|o| o.z == e.z) {
+                    continue;
+                }
+                let mut want = entries.clone();
+                want.push(e);
+                want.sort_by_key(|e| e.z);
+                if insert_fixed(&mut piece, e.z, e.v) {
+                    let mut got = Vec::new();
+                    decode(&piece, &mut got).unwrap();
+                    assert_eq!(got, want);
+                    entries = want;
+                } else if encode(&mut piece, &want) {
+                    entries = want;
+                }
             }
         }
     }

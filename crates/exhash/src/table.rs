@@ -61,6 +61,9 @@ pub struct Stats {
     pub memory_bytes: u64,
 }
 
+/// How many keys ahead the batch operations prefetch.
+const PREFETCH_AHEAD: usize = 8;
+
 /// A directory slot: page id in the high 26 bits, the page's depth in the
 /// low 6, so a lookup needs no second table to learn the depth.
 pub(crate) type DirSlot = u32;
@@ -322,6 +325,38 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
+    /// Look up many keys, prefetching each key's home piece a few keys
+    /// ahead so that the memory latencies of consecutive lookups overlap.
+    /// `out` is cleared, then `out[i]` answers `keys[i]`.
+    pub fn get_many(&self, keys: &[u64], out: &mut Vec<Option<u64>>) {
+        out.clear();
+        out.reserve(keys.len());
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + PREFETCH_AHEAD) {
+                self.prefetch(ahead);
+            }
+            out.push(self.get(key));
+        }
+    }
+
+    /// Insert many pairs (later ones win), prefetching ahead like
+    /// [`ExHash::get_many`].
+    pub fn insert_many(&mut self, pairs: &[(u64, u64)]) {
+        for (i, &(key, value)) in pairs.iter().enumerate() {
+            if let Some(&(ahead, _)) = pairs.get(i + PREFETCH_AHEAD) {
+                self.prefetch(ahead);
+            }
+            self.insert(key, value);
+        }
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        let loc = self.locate(mix(key));
+        let piece = self.store.page(loc.page).piece(loc.home);
+        crate::prefetch::read(piece);
+    }
+
     /// Whether `key` is present.
     pub fn contains_key(&self, key: u64) -> bool {
         self.get(key).is_some()
@@ -429,14 +464,28 @@ impl<S: PageStore> ExHash<S> {
             if piece::used(pc) + piece::min_growth(pc) > PIECE_DATA {
                 continue;
             }
-            piece::decode(pc, &mut rs).expect("valid piece");
             let r = g.r(p, loc.z);
+            let old_used = piece::used(pc) as u32;
+            // Fast path: room and widths already right, insert in place.
+            let page = self.store.page_mut(loc.page);
+            if piece::insert_fixed(page.piece_mut(p), r, value) {
+                let new_used = piece::used(page.piece(p)) as u32;
+                for j in 0..i {
+                    piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
+                }
+                let m = &mut self.meta[loc.page as usize];
+                m.bytes = m.bytes - old_used + new_used;
+                m.count += 1;
+                placed = true;
+                break;
+            }
+            let pc = self.store.page(loc.page).piece(p);
+            piece::decode(pc, &mut rs).expect("valid piece");
             let at = rs.partition_point(|e| e.z < r);
             rs.insert(at, Entry { z: r, v: new.v });
             if piece::encoded_len(&rs) > PIECE_DATA {
                 continue;
             }
-            let old_used = piece::used(pc) as u32;
             let page = self.store.page_mut(loc.page);
             let pc = page.piece_mut(p);
             let ok = piece::encode(pc, &rs);

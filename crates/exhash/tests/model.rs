@@ -220,3 +220,28 @@ fn adversarial_keys_spill_without_loss() {
     assert!(table.is_empty());
     table.check_invariants().unwrap();
 }
+
+#[test]
+fn batch_calls_match_single_calls() {
+    let pairs: Vec<(u64, u64)> = (0..30_000u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 50_000, i))
+        .collect();
+    let mut batched = ExHash::new();
+    batched.insert_many(&pairs);
+    let mut single = ExHash::new();
+    let mut model = HashMap::new();
+    for &(k, v) in &pairs {
+        single.insert(k, v);
+        model.insert(k, v);
+    }
+    assert_eq!(batched.len(), model.len() as u64);
+    batched.check_invariants().unwrap();
+    let keys: Vec<u64> = (0..60_000u64).collect();
+    let mut out = vec![Some(7)];
+    batched.get_many(&keys, &mut out);
+    assert_eq!(out.len(), keys.len());
+    for (&k, got) in keys.iter().zip(&out) {
+        assert_eq!(*got, model.get(&k).copied(), "key {k}");
+        assert_eq!(*got, single.get(k));
+    }
+}
