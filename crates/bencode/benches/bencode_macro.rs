@@ -152,10 +152,7 @@ fn main() {
         .map(|p| std::fs::read(p).expect("read input"))
         .collect();
 
-    let lt = match std::env::var("SEEKLESS_LT_HARNESS") {
-        Ok(h) => libtorrent_times(&h, budget_ms, &files),
-        Err(_) => vec![None; files.len()],
-    };
+    let harness = std::env::var("SEEKLESS_LT_HARNESS").ok();
 
     println!(
         "{:<24} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>8}",
@@ -171,53 +168,86 @@ fn main() {
         "lt/reuse",
         "lt/fresh"
     );
+    // Every decoder runs in each of ROUNDS rounds, one after the other, so
+    // that all of them see the same machine load; each cell is the median of
+    // its rounds, and each ratio the median of the per-round ratios.
+    const ROUNDS: usize = 5;
+    let round_budget = budget / ROUNDS as u32;
     let mut parser = Parser::new();
-    for (((name, _), data), lt) in inputs.iter().zip(&datas).zip(&lt) {
+    for ((name, path), data) in inputs.iter().zip(&datas) {
         let tokens = decode(data).expect("valid input").token_count();
-        let reuse = measure(budget, || {
-            let root = parser.parse(black_box(data)).expect("valid");
-            root.offset()
-        });
-        let fresh = measure(budget, || {
-            let doc = decode(black_box(data)).expect("valid");
-            doc.token_count()
-        });
-        let bendy = measure(budget, || {
-            use bendy::decoding::FromBencode;
-            match bendy::value::Value::from_bencode(black_box(data)) {
-                Ok(_) => 1,
-                Err(_) => 0,
+        let mut cells: [Vec<f64>; 6] = Default::default();
+        let mut ratios: [Vec<f64>; 2] = Default::default();
+        for _ in 0..ROUNDS {
+            let lt = harness.as_deref().and_then(|h| {
+                libtorrent_times(
+                    h,
+                    round_budget.as_millis() as u64,
+                    std::slice::from_ref(path),
+                )[0]
+            });
+            let reuse = measure(round_budget, || {
+                let root = parser.parse(black_box(data)).expect("valid");
+                root.offset()
+            });
+            let fresh = measure(round_budget, || {
+                let doc = decode(black_box(data)).expect("valid");
+                doc.token_count()
+            });
+            let bendy = measure(round_budget, || {
+                use bendy::decoding::FromBencode;
+                match bendy::value::Value::from_bencode(black_box(data)) {
+                    Ok(_) => 1,
+                    Err(_) => 0,
+                }
+            });
+            let serde_b = measure(round_budget, || {
+                match serde_bencode::from_bytes::<serde_bencode::value::Value>(black_box(data)) {
+                    Ok(_) => 1,
+                    Err(_) => 0,
+                }
+            });
+            let lava = measure(
+                round_budget,
+                || match lava_torrent::bencode::BencodeElem::from_bytes(black_box(data)) {
+                    Ok(v) => v.len(),
+                    Err(_) => 0,
+                },
+            );
+            for (cell, v) in
+                cells
+                    .iter_mut()
+                    .zip([reuse, fresh, lt.unwrap_or(f64::NAN), bendy, serde_b, lava])
+            {
+                cell.push(v);
             }
-        });
-        let serde_b = measure(budget, || {
-            match serde_bencode::from_bytes::<serde_bencode::value::Value>(black_box(data)) {
-                Ok(_) => 1,
-                Err(_) => 0,
+            if let Some(lt) = lt {
+                ratios[0].push(lt / reuse);
+                ratios[1].push(lt / fresh);
             }
-        });
-        let lava = measure(
-            budget,
-            || match lava_torrent::bencode::BencodeElem::from_bytes(black_box(data)) {
-                Ok(v) => v.len(),
-                Err(_) => 0,
-            },
-        );
+        }
+        let median = |v: &mut Vec<f64>| -> Option<f64> {
+            v.retain(|x| !x.is_nan());
+            v.sort_by(|a, b| a.total_cmp(b));
+            (!v.is_empty()).then(|| v[v.len() / 2])
+        };
+        let m: Vec<Option<f64>> = cells.iter_mut().map(median).collect();
+        let r: Vec<Option<f64>> = ratios.iter_mut().map(median).collect();
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-        let ratio =
-            |v: Option<f64>, ours: f64| v.map_or("-".to_string(), |v| format!("{:.2}x", v / ours));
+        let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}x"));
         println!(
-            "{:<24} {:>8} {:>7} {:>10.0} {:>10.0} {:>10} {:>9.0} {:>10.0} {:>10.0} {:>8} {:>8}",
+            "{:<24} {:>8} {:>7} {:>10} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>8}",
             name,
             data.len(),
             tokens,
-            reuse,
-            fresh,
-            fmt(*lt),
-            bendy,
-            serde_b,
-            lava,
-            ratio(*lt, reuse),
-            ratio(*lt, fresh),
+            fmt(m[0]),
+            fmt(m[1]),
+            fmt(m[2]),
+            fmt(m[3]),
+            fmt(m[4]),
+            fmt(m[5]),
+            ratio(r[0]),
+            ratio(r[1]),
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
