@@ -12,6 +12,8 @@ mod okon;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
+#[cfg(feature = "serve")]
+mod serve;
 
 use std::process::ExitCode;
 

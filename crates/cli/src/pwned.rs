@@ -71,6 +71,10 @@ pub enum Command {
     /// Answer like okon's CLI (for KeePassXC): print 1 and exit 1 when the
     /// hash is present, print 0 and exit 0 when absent, exit 2 on error.
     Okon(crate::okon::Args),
+    /// Serve the HIBP range API (GET /range/{5 hex}) from indexes, so that
+    /// existing Pwned Passwords clients work unchanged.
+    #[cfg(feature = "serve")]
+    Serve(crate::serve::Args),
 }
 
 pub fn run(command: Command) -> ExitCode {
@@ -96,6 +100,8 @@ pub fn run(command: Command) -> ExitCode {
             crlf,
         } => export(&index, output.as_deref(), crlf),
         Command::Okon(args) => return crate::okon::run(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => return crate::serve::run(args),
     };
     match result {
         Ok(code) => code,

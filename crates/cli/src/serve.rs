@@ -1,0 +1,761 @@
+//! `seekless pwned serve`: the Have I Been Pwned range API
+//! (`GET /range/{5 hex}`) over HTTP, answered from seekless indexes, so that
+//! existing clients work unchanged when pointed at this server.
+//!
+//! Behaviour, as api.pwnedpasswords.com:
+//! - `GET /range/5BAA6` (either case): `200 text/plain`, one `SUFFIX:COUNT`
+//!   line per hash whose hex starts with the prefix (35 hex digits of SHA-1,
+//!   27 of NTLM, uppercase), sorted, CRLF-separated, no trailing newline; an
+//!   empty range is an empty body. `?mode=ntlm` answers from the NTLM index.
+//! - `Add-Padding: true`: random `SUFFIX:0` lines are mixed in, in sorted
+//!   order and never equal to a real suffix. Policy: the response holds
+//!   `max(real lines, 800) + uniform(0..=200)` lines, so every range of the
+//!   real corpus (≈ 800–1,100 hashes each) answers with 800 to ~1,300 lines.
+//! - 400 for a malformed prefix or mode, 404 for other paths, 405 for other
+//!   methods; `OPTIONS` answers CORS preflight; every answer carries
+//!   `Access-Control-Allow-Origin: *`.
+//! - gzip or brotli when `Accept-Encoding` asks; a weak `ETag` derived from
+//!   the index header (which holds the directory checksum, itself covering
+//!   every page's checksum) and a `Last-Modified` from the file's time, with
+//!   `304 Not Modified` on revalidation; `Cache-Control: public`.
+//! - `GET /health`: 200 once every index has been verified (in the
+//!   background after start), 503 while verifying or if an index is damaged.
+//!
+//! The indexes are opened once (memory-mapped) and shared by all workers;
+//! several server processes can map the same file, which is how to scale
+//! past one machine's cores (replicas behind a load balancer).
+
+use std::fmt::Write as _;
+use std::io::{Read, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use seekless_pwned::{Index, Key, Kind};
+use tower::Service;
+use tower_http::compression::CompressionLayer;
+
+/// Lines a padded response holds at least.
+pub const PAD_MIN: usize = 800;
+/// Extra padding lines drawn uniformly from `0..=PAD_SPREAD`.
+pub const PAD_SPREAD: usize = 200;
+/// `Cache-Control` of range answers (31 days, as the HIBP API sends).
+const CACHE_CONTROL: &str = "public, max-age=2678400";
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for requests in flight.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Serve the HIBP range API (`GET /range/{5 hex}`) from indexes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// An index to serve: one SHA-1 index and/or one NTLM index
+    /// (`?mode=ntlm`); each index's kind decides which it answers.
+    #[arg(short, long = "index", value_name = "INDEX", required = true)]
+    pub indexes: Vec<PathBuf>,
+    /// Address to listen on (port 0 picks a free port; the chosen address
+    /// is printed on standard output).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// Print one access-log line per request on standard error
+    /// (logfmt: time, method, path, status, bytes, microseconds).
+    #[arg(long)]
+    pub access_log: bool,
+}
+
+/// Verification state of a served index.
+const VERIFYING: u8 = 0;
+const VERIFIED: u8 = 1;
+const DAMAGED: u8 = 2;
+
+/// One index and what the server says about it.
+#[derive(Debug)]
+struct Served {
+    index: Index,
+    path: PathBuf,
+    /// Weak validator, the same for every range of this index.
+    etag: HeaderValue,
+    last_modified: Option<HeaderValue>,
+    status: AtomicU8,
+    damage: OnceLock<String>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    sha1: Option<Served>,
+    ntlm: Option<Served>,
+    seed: AtomicU64,
+}
+
+pub fn run(args: Args) -> ExitCode {
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("seekless: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+fn open(path: &Path) -> Result<Served> {
+    let index = Index::open(path)?;
+    // The header block (first 4 KiB) holds the counts and the directory
+    // checksum, which covers every page's checksum: a content fingerprint.
+    let mut header = [0u8; 64];
+    std::fs::File::open(path)?.read_exact(&mut header)?;
+    let mut fingerprint = 0xcbf2_9ce4_8422_2325u64;
+    for &b in &header {
+        fingerprint = (fingerprint ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let etag = HeaderValue::from_str(&format!("W/\"{fingerprint:016x}\""))?;
+    let last_modified = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| HeaderValue::from_str(&http_date(t)).ok());
+    Ok(Served {
+        index,
+        path: path.to_path_buf(),
+        etag,
+        last_modified,
+        status: AtomicU8::new(VERIFYING),
+        damage: OnceLock::new(),
+    })
+}
+
+fn serve(args: Args) -> Result<()> {
+    let mut sha1 = None;
+    let mut ntlm = None;
+    for path in &args.indexes {
+        let served = open(path)?;
+        let slot = match served.index.kind() {
+            Kind::Sha1 => &mut sha1,
+            Kind::Ntlm => &mut ntlm,
+        };
+        if let Some(Served { path: other, .. }) = slot {
+            return Err(format!(
+                "{} and {} are both {} indexes; give one of each kind",
+                other.display(),
+                path.display(),
+                served.index.kind()
+            )
+            .into());
+        }
+        *slot = Some(served);
+    }
+    let seed = std::collections::hash_map::RandomState::new();
+    let seed = std::hash::BuildHasher::hash_one(&seed, SystemTime::now());
+    let shared = Arc::new(Shared {
+        sha1,
+        ntlm,
+        seed: AtomicU64::new(seed),
+    });
+    // Verify in the background: /health answers 503 until done.
+    {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("verify".into())
+            .spawn(move || {
+                for served in [&shared.sha1, &shared.ntlm].into_iter().flatten() {
+                    match served.index.verify() {
+                        Ok(()) => served.status.store(VERIFIED, Ordering::Release),
+                        Err(e) => {
+                            let message = format!("{}: {e}", served.path.display());
+                            eprintln!("seekless: index damaged: {message}");
+                            let _ = served.damage.set(message);
+                            served.status.store(DAMAGED, Ordering::Release);
+                        }
+                    }
+                }
+            })?;
+    }
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Some(threads) = args.threads {
+        runtime.worker_threads(threads.max(1));
+    }
+    let runtime = runtime.build()?;
+    runtime.block_on(accept_loop(args, shared))
+}
+
+fn router(shared: Arc<Shared>, access_log: bool) -> Router {
+    let app = Router::new()
+        .route("/range/{prefix}", axum::routing::any(range))
+        .route("/health", axum::routing::any(health))
+        .fallback(fallback)
+        .with_state(shared)
+        .layer(CompressionLayer::new().gzip(true).br(true));
+    let app = app.layer(axum::middleware::map_response(cors));
+    if access_log {
+        app.layer(axum::middleware::from_fn(log))
+    } else {
+        app
+    }
+}
+
+async fn accept_loop(args: Args, shared: Arc<Shared>) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let local = listener.local_addr()?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on http://{local}")?;
+        stdout.flush()?;
+    }
+    let app = router(shared, args.access_log);
+    let limit = Arc::new(tokio::sync::Semaphore::new(args.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .keep_alive(true);
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&limit).acquire_owned() => permit?,
+            () = &mut shutdown => break,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let (stream, _peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, go on.
+                eprintln!("seekless: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+            let mut app = app.clone();
+            async move { app.call(request.map(Body::new)).await }
+        });
+        let connection =
+            graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    eprintln!("seekless: shutting down");
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+            eprintln!("seekless: closing connections still open after {SHUTDOWN_GRACE:?}");
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn text(status: StatusCode, message: &str) -> Response {
+    let mut response = (status, format!("{message}\n")).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn method_not_allowed() -> Response {
+    let mut response = text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: use GET",
+    );
+    response.headers_mut().insert(
+        header::ALLOW,
+        HeaderValue::from_static("GET, HEAD, OPTIONS"),
+    );
+    response
+}
+
+fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, HEAD, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Add-Padding"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+    response
+}
+
+/// Every answer may be read by any origin, as HIBP's.
+async fn cors(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    response
+}
+
+async fn fallback(method: Method, uri: axum::http::Uri) -> Response {
+    if method == Method::OPTIONS {
+        return preflight();
+    }
+    if uri.path() == "/range" || uri.path().starts_with("/range/") {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the range prefix must be 5 hex digits: /range/5BAA6",
+        );
+    }
+    text(
+        StatusCode::NOT_FOUND,
+        "not found: the API is GET /range/{5 hex digits}",
+    )
+}
+
+async fn health(State(shared): State<Arc<Shared>>, method: Method) -> Response {
+    match method {
+        Method::GET | Method::HEAD => {}
+        Method::OPTIONS => return preflight(),
+        _ => return method_not_allowed(),
+    }
+    let mut report = String::new();
+    let mut ok = true;
+    for (name, served) in [("sha1", &shared.sha1), ("ntlm", &shared.ntlm)] {
+        let Some(served) = served else { continue };
+        let state = match served.status.load(Ordering::Acquire) {
+            VERIFIED => "ok".to_string(),
+            DAMAGED => {
+                ok = false;
+                format!("damaged: {}", served.damage.get().map_or("", |s| s))
+            }
+            _ => {
+                ok = false;
+                "verifying".to_string()
+            }
+        };
+        let _ = writeln!(
+            report,
+            "{name}\t{}\t{} hashes\t{state}",
+            served.path.display(),
+            served.index.len()
+        );
+    }
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut response = (status, report).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Parses 5 hex digits, either case.
+fn parse_prefix(text: &str) -> Option<u64> {
+    if text.len() != 5 {
+        return None;
+    }
+    text.bytes().try_fold(0u64, |acc, b| {
+        let digit = (b as char).to_digit(16)?;
+        Some(acc << 4 | u64::from(digit))
+    })
+}
+
+/// The `mode` query parameter: `Ok(None)` for SHA-1, `Ok(Some(()))` for NTLM.
+fn parse_mode(query: Option<&str>) -> std::result::Result<Kind, String> {
+    let mut kind = Kind::Sha1;
+    for pair in query.unwrap_or("").split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if name != "mode" {
+            continue;
+        }
+        kind = if value.eq_ignore_ascii_case("ntlm") {
+            Kind::Ntlm
+        } else if value.eq_ignore_ascii_case("sha1") || value.is_empty() {
+            Kind::Sha1
+        } else {
+            let shown: String = value.chars().take(32).collect();
+            return Err(format!(
+                "unknown mode {shown:?}: use mode=sha1 or mode=ntlm"
+            ));
+        };
+    }
+    Ok(kind)
+}
+
+fn wants_padding(headers: &HeaderMap) -> bool {
+    headers.get_all("add-padding").iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    })
+}
+
+async fn range(
+    State(shared): State<Arc<Shared>>,
+    params: axum::extract::RawPathParams,
+    request: Request,
+) -> Response {
+    match *request.method() {
+        Method::GET | Method::HEAD => {}
+        Method::OPTIONS => return preflight(),
+        _ => return method_not_allowed(),
+    }
+    let Some(prefix) = params
+        .iter()
+        .next()
+        .and_then(|(_, value)| parse_prefix(value))
+    else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the range prefix must be 5 hex digits: /range/5BAA6",
+        );
+    };
+    let kind = match parse_mode(request.uri().query()) {
+        Ok(kind) => kind,
+        Err(message) => return text(StatusCode::BAD_REQUEST, &message),
+    };
+    let served = match kind {
+        Kind::Sha1 => shared.sha1.as_ref(),
+        Kind::Ntlm => shared.ntlm.as_ref(),
+    };
+    let Some(served) = served else {
+        let message = match kind {
+            Kind::Sha1 => "no SHA-1 index is loaded on this server (try mode=ntlm)",
+            Kind::Ntlm => "no NTLM index is loaded on this server (mode=ntlm)",
+        };
+        return text(StatusCode::NOT_FOUND, message);
+    };
+    let headers = request.headers();
+    let padding = wants_padding(headers);
+    let mut response = if !padding && not_modified(headers, served) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let items = match served.index.range(prefix, 20) {
+            Ok(items) => items,
+            Err(e) => {
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("index damaged: {e}"),
+                );
+            }
+        };
+        let body = if padding {
+            let seed = shared
+                .seed
+                .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+            range_body(kind, &pad(&items, kind, prefix, seed))
+        } else {
+            range_body(kind, &items)
+        };
+        let mut response = Response::new(Body::from(body));
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(CACHE_CONTROL),
+    );
+    headers.append(header::VARY, HeaderValue::from_static("Add-Padding"));
+    if !padding {
+        headers.insert(header::ETAG, served.etag.clone());
+        if let Some(date) = &served.last_modified {
+            headers.insert(header::LAST_MODIFIED, date.clone());
+        }
+    }
+    response
+}
+
+/// Whether the client's cached copy is still good (`If-None-Match` wins
+/// over `If-Modified-Since`, which must repeat our `Last-Modified`).
+fn not_modified(headers: &HeaderMap, served: &Served) -> bool {
+    let ours = served.etag.as_bytes();
+    let ours = ours.strip_prefix(b"W/").unwrap_or(ours);
+    let tags: Vec<&[u8]> = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(|t| t.trim_ascii())
+        .collect();
+    if !tags.is_empty() {
+        return tags
+            .iter()
+            .any(|t| *t == b"*" || t.strip_prefix(b"W/").unwrap_or(t) == ours);
+    }
+    match (
+        &served.last_modified,
+        headers.get(header::IF_MODIFIED_SINCE),
+    ) {
+        (Some(ours), Some(theirs)) => ours == theirs,
+        _ => false,
+    }
+}
+
+/// The range body: `SUFFIX:COUNT` lines (the hex after the 5-digit
+/// prefix, uppercase) joined by CRLF, no trailing newline.
+pub fn range_body(kind: Kind, items: &[(Key, u64)]) -> Vec<u8> {
+    let line = kind.hex_len() - 5 + 3;
+    let mut body = Vec::with_capacity(items.len() * (line + 8));
+    let mut hex = Vec::with_capacity(40);
+    for (i, &(key, count)) in items.iter().enumerate() {
+        if i > 0 {
+            body.extend_from_slice(b"\r\n");
+        }
+        hex.clear();
+        key.write_hex(kind, &mut hex);
+        body.extend_from_slice(&hex[5..]);
+        body.push(b':');
+        let mut digits = [0u8; 20];
+        let mut n = count;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        body.extend_from_slice(&digits[at..]);
+    }
+    body
+}
+
+/// splitmix64: padding needs only unpredictable-looking suffixes (they
+/// carry count 0, so whoever reads the body knows them anyway).
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The range with random `:0` entries mixed in (see the module
+/// documentation for how many), in hash order, none equal to a real hash.
+pub fn pad(items: &[(Key, u64)], kind: Kind, prefix: u64, seed: u64) -> Vec<(Key, u64)> {
+    let mut state = seed;
+    let spread = (next(&mut state) % (PAD_SPREAD as u64 + 1)) as usize;
+    let target = items.len().max(PAD_MIN) + spread;
+    let wanted = target - items.len();
+    let mut fake: Vec<Key> = Vec::with_capacity(wanted);
+    // A clash with a real or another fake hash has probability ~2^-130 a
+    // draw; the loop is bounded all the same.
+    for _ in 0..8 {
+        while fake.len() < wanted {
+            let key = Key {
+                hi: prefix << 44 | next(&mut state) >> 20,
+                mid: next(&mut state),
+                lo: match kind {
+                    Kind::Sha1 => next(&mut state) as u32,
+                    Kind::Ntlm => 0,
+                },
+            };
+            fake.push(key);
+        }
+        fake.sort_unstable();
+        fake.dedup();
+        fake.retain(|k| items.binary_search_by(|(real, _)| real.cmp(k)).is_err());
+        if fake.len() == wanted {
+            break;
+        }
+    }
+    let mut out = Vec::with_capacity(items.len() + fake.len());
+    let mut fake = fake.into_iter().peekable();
+    for &(key, count) in items {
+        while let Some(f) = fake.next_if(|f| *f < key) {
+            out.push((f, 0));
+        }
+        out.push((key, count));
+    }
+    out.extend(fake.map(|f| (f, 0)));
+    out
+}
+
+/// One logfmt line per request on standard error.
+async fn log(request: Request, next: axum::middleware::Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().to_string();
+    let response = next.run(request).await;
+    let bytes = axum::body::HttpBody::size_hint(response.body())
+        .exact()
+        .map_or_else(|| "-".to_string(), |n| n.to_string());
+    let shown: String = path.chars().take(200).collect();
+    eprintln!(
+        "time={} method={method} path={shown:?} status={} bytes={bytes} micros={}",
+        rfc3339(SystemTime::now()),
+        response.status().as_u16(),
+        start.elapsed().as_micros()
+    );
+    response
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn split_time(time: SystemTime) -> (i64, u32, u32, u64, i64) {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let (y, m, d) = civil(days);
+    (y, m, d, secs % 86_400, days)
+}
+
+/// An IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn http_date(time: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d, s, days) = split_time(time);
+    format!(
+        "{}, {d:02} {} {y} {:02}:{:02}:{:02} GMT",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[m as usize - 1],
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    let (y, m, d, s, _) = split_time(time);
+    let millis = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_millis());
+    format!(
+        "{y}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        let t = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
+        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_123);
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.123Z");
+    }
+
+    #[test]
+    fn prefixes_and_modes() {
+        assert_eq!(parse_prefix("5BAA6"), Some(0x5BAA6));
+        assert_eq!(parse_prefix("5baa6"), Some(0x5BAA6));
+        assert_eq!(parse_prefix("00000"), Some(0));
+        for bad in ["", "5BAA", "5BAA61", "5BAG6", "+BAA6", "5BA A", "５BAA6"] {
+            assert_eq!(parse_prefix(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_mode(None), Ok(Kind::Sha1));
+        assert_eq!(parse_mode(Some("mode=ntlm")), Ok(Kind::Ntlm));
+        assert_eq!(parse_mode(Some("x=1&mode=NTLM")), Ok(Kind::Ntlm));
+        assert_eq!(parse_mode(Some("mode=sha1")), Ok(Kind::Sha1));
+        assert!(parse_mode(Some("mode=md5")).is_err());
+    }
+
+    #[test]
+    fn padding_is_sorted_disjoint_and_sized() {
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            let prefix = 0x5BAA6;
+            let real: Vec<(Key, u64)> = (0..1000u64)
+                .map(|i| {
+                    let key = Key {
+                        hi: prefix << 44 | i << 20,
+                        mid: i,
+                        lo: 0,
+                    };
+                    (key, i + 1)
+                })
+                .collect();
+            for n in [0, 1, 799, 800, 1000] {
+                for seed in 0..20 {
+                    let padded = pad(&real[..n], kind, prefix, seed);
+                    assert!(padded.len() >= n.max(PAD_MIN));
+                    assert!(padded.len() <= n.max(PAD_MIN) + PAD_SPREAD);
+                    assert!(padded.windows(2).all(|w| w[0].0 < w[1].0));
+                    assert!(padded.iter().all(|(k, _)| k.hi >> 44 == prefix));
+                    let zeros: Vec<_> = padded.iter().filter(|(_, c)| *c == 0).collect();
+                    assert_eq!(zeros.len(), padded.len() - n);
+                    if kind == Kind::Ntlm {
+                        assert!(padded.iter().all(|(k, _)| k.lo == 0));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn body_format() {
+        let kind = Kind::Sha1;
+        let a = Key::from_hex(kind, b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8").unwrap();
+        let b = Key::from_hex(kind, b"5BAA6FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF").unwrap();
+        assert_eq!(range_body(kind, &[]), b"");
+        assert_eq!(
+            range_body(kind, &[(a, 9_545_824), (b, u64::MAX)]),
+            b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\r\nFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:18446744073709551615"
+        );
+    }
+}

@@ -1,0 +1,724 @@
+//! `seekless pwned serve`: the HIBP range API, tested over real loopback
+//! connections on an ephemeral port. Every range of a small index must match
+//! `export` byte for byte; hostile requests must never bring the server down.
+#![cfg(feature = "serve")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
+
+fn tempdir(what: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("seekless-cli-serve-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A corpus of `hex_len`-digit hashes: many in a few ranges (some sharing
+/// more than the prefix), and singletons spread over the space; mixed case.
+fn corpus(hex_len: usize, seed: u64) -> String {
+    let mut state = seed;
+    let mut text = String::new();
+    let hex = |state: &mut u64, prefix: Option<&str>| -> String {
+        let mut h = String::new();
+        while h.len() < hex_len {
+            h.push_str(&format!("{:016x}", splitmix(state)));
+        }
+        h.truncate(hex_len);
+        if let Some(p) = prefix {
+            h.replace_range(..p.len(), p);
+        }
+        h
+    };
+    for r in 0..40 {
+        let prefix = format!("{:05X}", splitmix(&mut state) % (1 << 20));
+        for i in 0..30 {
+            // Some share 8 digits, so the suffixes differ late.
+            let p = if i % 3 == 0 {
+                format!("{prefix}ABC")
+            } else {
+                prefix.clone()
+            };
+            let mut h = hex(&mut state, Some(&p));
+            if (r + i) % 2 == 0 {
+                h = h.to_uppercase();
+            }
+            text.push_str(&format!("{h}:{}\r\n", 1 + splitmix(&mut state) % 100_000));
+        }
+    }
+    // The edges of the space.
+    text.push_str(&format!("{}:7\n", "0".repeat(hex_len)));
+    text.push_str(&format!("{}:4294967295\n", "F".repeat(hex_len)));
+    for _ in 0..300 {
+        let h = hex(&mut state, None);
+        text.push_str(&format!("{h}:{}\n", 1 + splitmix(&mut state) % 50));
+    }
+    text
+}
+
+fn prepare(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let input = dir.join(format!("{name}.txt"));
+    std::fs::write(&input, text).unwrap();
+    let index = dir.join(format!("{name}.idx"));
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "prepare"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
+/// The expected body of every non-empty range, from `export`.
+fn expected_ranges(index: &Path) -> BTreeMap<String, Vec<u8>> {
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "export"])
+        .arg(index)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut ranges: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let body = ranges.entry(line[..5].to_string()).or_default();
+        if !body.is_empty() {
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(&line.as_bytes()[5..]);
+    }
+    ranges
+}
+
+/// A running server, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(indexes: &[&Path], extra: &[&str]) -> Server {
+        let mut command = Command::new(SEEKLESS);
+        command.args(["pwned", "serve", "--listen", "127.0.0.1:0"]);
+        for index in indexes {
+            command.arg("-i").arg(index);
+        }
+        let mut child = command
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no address announced: {line:?}"));
+        Server { child, port }
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Sends raw request bytes; reads the answer until the server closes.
+    fn raw(&self, request: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+        stream.write_all(request)?;
+        let mut out = Vec::new();
+        stream.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    /// Sends raw bytes, then closes the sending side (as a client that
+    /// gives up would) and reads what comes back.
+    fn raw_then_eof(&self, request: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(20)))?;
+        stream.write_all(request)?;
+        stream.shutdown(std::net::Shutdown::Write)?;
+        let mut out = Vec::new();
+        stream.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Response {
+        self.request("GET", path, headers)
+    }
+
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Connection: close\r\n\r\n");
+        Response::parse(&self.raw(request.as_bytes()).unwrap())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn parse(bytes: &[u8]) -> Response {
+        let end = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no header end: {:?}", String::from_utf8_lossy(bytes)));
+        let head = std::str::from_utf8(&bytes[..end]).unwrap();
+        let mut lines = head.split("\r\n");
+        let status = lines.next().unwrap()[9..12].parse().unwrap();
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l.split_once(':').unwrap();
+                (n.to_ascii_lowercase(), v.trim().to_string())
+            })
+            .collect();
+        let mut body = bytes[end + 4..].to_vec();
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+        if chunked {
+            let mut out = Vec::new();
+            let mut rest = &body[..];
+            loop {
+                let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+                let size =
+                    usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap(), 16).unwrap();
+                rest = &rest[eol + 2..];
+                if size == 0 {
+                    break;
+                }
+                out.extend_from_slice(&rest[..size]);
+                rest = &rest[size + 2..];
+            }
+            body = out;
+        }
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Waits (boundedly) for the background verification to finish.
+fn wait_healthy(server: &Server) -> Response {
+    let start = Instant::now();
+    loop {
+        let health = server.get("/health", &[]);
+        if health.status == 200 || start.elapsed() > Duration::from_secs(30) {
+            return health;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_range_matches_export_to_the_byte() {
+    let dir = tempdir("ranges");
+    let index = prepare(&dir, "sha1", &corpus(40, 1));
+    let expected = expected_ranges(&index);
+    assert!(expected.len() > 300, "{} ranges", expected.len());
+    let server = Server::start(&[&index], &[]);
+    for (prefix, body) in &expected {
+        // Either case of the prefix answers the same.
+        let path = if prefix.len() % 2 == 0 {
+            format!("/range/{prefix}")
+        } else {
+            format!("/range/{}", prefix.to_lowercase())
+        };
+        let r = server.get(&path, &[]);
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.body, *body, "{path}");
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+        assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+        // The format: 35 uppercase hex digits, a colon, a count; CRLF
+        // between lines and none at the end; sorted by suffix.
+        let text = r.text();
+        assert!(!text.ends_with('\n'));
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert!(lines.windows(2).all(|w| w[0] < w[1]), "{path} unsorted");
+        for line in &lines {
+            let (suffix, count) = line.split_once(':').unwrap();
+            assert_eq!(suffix.len(), 35);
+            assert!(
+                suffix
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+            );
+            assert!(count.parse::<u64>().unwrap() > 0);
+            assert!(!line.contains('\n'));
+        }
+    }
+    // Empty ranges: an empty 200 body.
+    let mut state = 99;
+    let mut empty = 0;
+    while empty < 100 {
+        let prefix = format!("{:05X}", splitmix(&mut state) % (1 << 20));
+        if expected.contains_key(&prefix) {
+            continue;
+        }
+        let r = server.get(&format!("/range/{prefix}"), &[]);
+        assert_eq!((r.status, r.body.len()), (200, 0), "{prefix}");
+        empty += 1;
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn padding_only_when_asked_and_never_shadowing() {
+    let dir = tempdir("padding");
+    let index = prepare(&dir, "sha1", &corpus(40, 2));
+    let expected = expected_ranges(&index);
+    let server = Server::start(&[&index], &[]);
+    let (prefix, real) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let real_lines: Vec<&str> = std::str::from_utf8(real).unwrap().split("\r\n").collect();
+    let empty_prefix = (0..1u32 << 20)
+        .map(|p| format!("{p:05X}"))
+        .find(|p| !expected.contains_key(p))
+        .unwrap();
+    let mut sizes = std::collections::BTreeSet::new();
+    for (name, value) in [
+        ("Add-Padding", "true"),
+        ("add-padding", "TRUE"),
+        ("ADD-PADDING", "True"),
+    ] {
+        for p in [prefix.as_str(), empty_prefix.as_str()] {
+            let r = server.get(&format!("/range/{p}"), &[(name, value)]);
+            assert_eq!(r.status, 200);
+            let text = r.text();
+            assert!(!text.ends_with('\n'));
+            let lines: Vec<&str> = text.split("\r\n").collect();
+            sizes.insert(lines.len());
+            assert!((800..=1000).contains(&lines.len()), "{} lines", lines.len());
+            assert!(
+                lines.windows(2).all(|w| w[0] < w[1]),
+                "padded range unsorted"
+            );
+            let reals: Vec<&str> = lines
+                .iter()
+                .copied()
+                .filter(|l| !l.ends_with(":0"))
+                .collect();
+            let pads: Vec<&str> = lines.iter().filter_map(|l| l.strip_suffix(":0")).collect();
+            if p == prefix {
+                assert_eq!(reals, real_lines);
+            } else {
+                assert!(reals.is_empty());
+            }
+            for pad in &pads {
+                assert_eq!(pad.len(), 35);
+                assert!(
+                    pad.bytes()
+                        .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+                );
+                assert!(
+                    !real_lines.iter().any(|l| l.starts_with(pad)),
+                    "padding {pad} shadows a real suffix"
+                );
+            }
+        }
+    }
+    assert!(sizes.len() > 1, "padding sizes do not vary: {sizes:?}");
+    // Not asked (or asked with another value): no `:0` lines.
+    for headers in [
+        &[][..],
+        &[("Add-Padding", "false")][..],
+        &[("Add-Padding", "1")][..],
+    ] {
+        let r = server.get(&format!("/range/{prefix}"), headers);
+        assert_eq!(r.body, *real, "{headers:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ntlm_mode() {
+    let dir = tempdir("ntlm");
+    let sha1 = prepare(&dir, "sha1", &corpus(40, 3));
+    let ntlm = prepare(&dir, "ntlm", &corpus(32, 4));
+    let expected = expected_ranges(&ntlm);
+    let server = Server::start(&[&ntlm, &sha1], &[]);
+    for (prefix, body) in expected.iter().take(60) {
+        for query in ["mode=ntlm", "mode=NTLM", "x=1&mode=ntlm"] {
+            let r = server.get(&format!("/range/{prefix}?{query}"), &[]);
+            assert_eq!(r.status, 200);
+            assert_eq!(r.body, *body);
+            assert!(r.text().split("\r\n").all(|l| l.find(':') == Some(27)));
+        }
+    }
+    let (prefix, body) = expected.iter().next().unwrap();
+    let r = server.get(
+        &format!("/range/{prefix}?mode=ntlm"),
+        &[("Add-Padding", "true")],
+    );
+    let text = r.text();
+    assert!(text.split("\r\n").all(|l| l.find(':') == Some(27)));
+    assert!(text.split("\r\n").count() >= 800);
+    assert!(
+        String::from_utf8_lossy(body)
+            .split("\r\n")
+            .all(|l| text.contains(l))
+    );
+    // SHA-1 still answers without a mode or with mode=sha1.
+    let sha1_ranges = expected_ranges(&sha1);
+    let (prefix, body) = sha1_ranges.iter().next().unwrap();
+    assert_eq!(server.get(&format!("/range/{prefix}"), &[]).body, *body);
+    assert_eq!(
+        server.get(&format!("/range/{prefix}?mode=sha1"), &[]).body,
+        *body
+    );
+    drop(server);
+    // Only a SHA-1 index: mode=ntlm is a clear 404.
+    let server = Server::start(&[&sha1], &[]);
+    let r = server.get("/range/5BAA6?mode=ntlm", &[]);
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("no NTLM index"), "{}", r.text());
+    drop(server);
+    // Two indexes of one kind are refused.
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "serve", "--listen", "127.0.0.1:0", "-i"])
+        .arg(&sha1)
+        .arg("-i")
+        .arg(&sha1)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both SHA-1 indexes"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn error_statuses_and_cors() {
+    let dir = tempdir("errors");
+    let index = prepare(&dir, "sha1", &corpus(40, 5));
+    let mut server = Server::start(&[&index], &[]);
+    for path in [
+        "/range/5BAA",
+        "/range/5BAA61",
+        "/range/GGGGG",
+        "/range/5BAA%20",
+        "/range/%FF%FE%FD%FC%FB",
+        "/range/",
+        "/range",
+        "/range/5BAA6/extra",
+        "/range/5BAA6?mode=md5",
+        "/range/%2e%2e%2f",
+    ] {
+        let r = server.get(path, &[]);
+        assert_eq!(r.status, 400, "{path}");
+        assert!(!r.body.is_empty() && r.body.len() < 200, "{path}");
+    }
+    for path in [
+        "/",
+        "/index.html",
+        "/ranges/5BAA6",
+        "/api/v3/range/5BAA6",
+        "/health/x",
+    ] {
+        assert_eq!(server.get(path, &[]).status, 404, "{path}");
+    }
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        let r = server.request(method, "/range/5BAA6", &[("Content-Length", "0")]);
+        assert_eq!(r.status, 405, "{method}");
+        assert!(r.header("allow").is_some_and(|a| a.contains("GET")));
+    }
+    let r = server.request(
+        "OPTIONS",
+        "/range/5BAA6",
+        &[
+            ("Origin", "https://example.com"),
+            ("Access-Control-Request-Method", "GET"),
+            ("Access-Control-Request-Headers", "add-padding"),
+        ],
+    );
+    assert!(r.status == 204 || r.status == 200, "{}", r.status);
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert!(
+        r.header("access-control-allow-methods")
+            .is_some_and(|m| m.contains("GET"))
+    );
+    assert!(
+        r.header("access-control-allow-headers")
+            .is_some_and(|h| h.to_ascii_lowercase().contains("add-padding"))
+    );
+    // HEAD: the headers of a GET, no body.
+    let r = server.request("HEAD", "/range/5BAA6", &[]);
+    assert_eq!((r.status, r.body.len()), (200, 0));
+    assert!(server.alive());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compression_and_revalidation() {
+    let dir = tempdir("cache");
+    let index = prepare(&dir, "sha1", &corpus(40, 6));
+    let expected = expected_ranges(&index);
+    let server = Server::start(&[&index], &[]);
+    let (prefix, body) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let path = format!("/range/{prefix}");
+
+    let r = server.get(&path, &[("Accept-Encoding", "gzip")]);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&r.body[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    assert_eq!(plain, *body);
+
+    let r = server.get(&path, &[("Accept-Encoding", "br")]);
+    assert_eq!(r.header("content-encoding"), Some("br"));
+    let mut plain = Vec::new();
+    brotli_decompressor::Decompressor::new(&r.body[..], 4096)
+        .read_to_end(&mut plain)
+        .unwrap();
+    assert_eq!(plain, *body);
+
+    let r = server.get(&path, &[("Accept-Encoding", "identity")]);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.body, *body);
+
+    // Validators derived from the index, the same for every request.
+    let etag = r.header("etag").unwrap().to_string();
+    let modified = r.header("last-modified").unwrap().to_string();
+    assert!(r.header("cache-control").unwrap().starts_with("public"));
+    assert!(modified.ends_with(" GMT"), "{modified}");
+    let other = server.get("/range/00000", &[]);
+    assert_eq!(other.header("etag"), Some(etag.as_str()));
+    let r = server.get(&path, &[("If-None-Match", &etag)]);
+    assert_eq!((r.status, r.body.len()), (304, 0));
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    let r = server.get(
+        &path,
+        &[("If-None-Match", "W/\"0000\", ".to_string().as_str())],
+    );
+    assert_eq!(r.status, 200);
+    let r = server.get(&path, &[("If-Modified-Since", &modified)]);
+    assert_eq!(r.status, 304);
+    // A padded answer is never a cache hit and carries no validator.
+    let r = server.get(&path, &[("If-None-Match", &etag), ("Add-Padding", "true")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("etag"), None);
+    // A rebuilt index changes the validator.
+    drop(server);
+    let rebuilt = prepare(&dir, "rebuilt", &corpus(40, 7));
+    let server = Server::start(&[&rebuilt], &[]);
+    assert_ne!(server.get(&path, &[]).header("etag"), Some(etag.as_str()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn health_logs_and_graceful_shutdown() {
+    let dir = tempdir("health");
+    let index = prepare(&dir, "sha1", &corpus(40, 8));
+    let mut server = Server::start(&[&index], &[]);
+    let health = wait_healthy(&server);
+    assert_eq!(health.status, 200, "{}", health.text());
+    assert!(health.text().contains("ok"));
+    server.get("/range/5BAA6", &[]);
+    // SIGTERM: the server stops accepting, finishes, and exits 0.
+    let pid = server.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no shutdown");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    // Access logs are off by default: nothing but the shutdown note.
+    let mut stderr = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!stderr.contains("path="), "{stderr}");
+
+    // With --access-log: one logfmt line per request.
+    let mut server = Server::start(&[&index], &["--access-log"]);
+    server.get("/range/5BAA6", &[]);
+    server.get("/nope", &[]);
+    let pid = server.child.id().to_string();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let status = server.child.wait().unwrap();
+    assert!(status.success());
+    let mut stderr = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("method=GET path=\"/range/5BAA6\" status=200"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("path=\"/nope\" status=404"), "{stderr}");
+
+    // A damaged index is refused at start with exit status 2.
+    let mut bytes = std::fs::read(&index).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    let damaged = dir.join("damaged.idx");
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "serve", "--listen", "127.0.0.1:0", "-i"])
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn hostile_requests_never_crash_the_server() {
+    let dir = tempdir("hostile");
+    let index = prepare(&dir, "sha1", &corpus(40, 9));
+    let expected = expected_ranges(&index);
+    let (prefix, body) = expected.iter().next().unwrap();
+    let good = format!("/range/{prefix}");
+    let mut server = Server::start(&[&index], &[]);
+    let long_path = format!(
+        "GET /range/{} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "A".repeat(100_000)
+    );
+    let huge_header = format!(
+        "GET {good} HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(1 << 20)
+    );
+    let many_headers: String = (0..2000).map(|i| format!("X-{i}: {i}\r\n")).collect();
+    let many_headers = format!("GET {good} HTTP/1.1\r\nHost: x\r\n{many_headers}\r\n");
+    let hostile: Vec<Vec<u8>> = vec![
+        long_path.into_bytes(),
+        huge_header.into_bytes(),
+        many_headers.into_bytes(),
+        b"GET /range/\xff\xfe\x80\x81\x82 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        b"GET /range/5BAA6 HTTP/1.1\r\nHost: \xff\xfe\r\nAdd-Padding: \xff\r\n\r\n".to_vec(),
+        b"\x00\x01\x02\x03garbage\r\n\r\n".to_vec(),
+        b"GET\r\n\r\n".to_vec(),
+        b"GET /range/5BAA6 HTTP/9.9\r\n\r\n".to_vec(),
+        b"GET /range/5BAA6 HTTP/1.1\r\nContent-Length: -1\r\n\r\n".to_vec(),
+        b"GET /range/5BAA6 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n".to_vec(),
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(),
+        b"GET /range/5BAA6 HTTP/1.1\r\nHost: x\r\n".to_vec(), // never finished
+        Vec::new(),
+    ];
+    for request in &hostile {
+        // The answer may be an error status or a closed connection; the
+        // server must survive and keep answering.
+        let answer = server.raw_then_eof(request);
+        if let Ok(bytes) = &answer
+            && bytes.len() > 12
+        {
+            let status = Response::parse(bytes).status;
+            assert!(status < 500 || status == 505, "status {status}");
+        }
+        assert!(
+            server.alive(),
+            "died on {:?}",
+            String::from_utf8_lossy(&request[..request.len().min(60)])
+        );
+        assert_eq!(server.get(&good, &[]).body, *body);
+    }
+    // Many connections at once: some idle, some asking.
+    let idle: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", server.port)).ok())
+        .collect();
+    let port = server.port;
+    let workers: Vec<_> = (0..32)
+        .map(|t| {
+            let good = good.clone();
+            std::thread::spawn(move || {
+                let mut ok = 0;
+                for i in 0..20 {
+                    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    stream
+                        .set_read_timeout(Some(Duration::from_secs(20)))
+                        .unwrap();
+                    let path = if (t + i) % 4 == 0 {
+                        "/range/zzzzz"
+                    } else {
+                        &good
+                    };
+                    let request =
+                        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                    if stream.write_all(request.as_bytes()).is_err() {
+                        continue;
+                    }
+                    let mut out = Vec::new();
+                    if stream.read_to_end(&mut out).is_ok() && out.starts_with(b"HTTP/1.1 ") {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let answered: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(answered, 32 * 20);
+    drop(idle);
+    assert!(server.alive());
+    assert_eq!(server.get(&good, &[]).body, *body);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
