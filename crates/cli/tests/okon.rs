@@ -157,3 +157,143 @@ fn argument_order_and_equals_forms() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("okon"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Whether `keepassxc-cli` (Debian package `keepassxc`) is installed.
+fn keepassxc_cli() -> bool {
+    Command::new("keepassxc-cli")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `keepassxc-cli ARGS` with `stdin` on standard input.
+fn keepassxc(args: &[&std::ffi::OsStr], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new("keepassxc-cli")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "keepassxc-cli {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The SHA-1 (uppercase hex) of a password, as `seekless pwned check` says.
+fn sha1_hex(password: &str) -> String {
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "check", password])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split('\t').nth(1).unwrap().to_string()
+}
+
+/// KeePassXC's own `analyze --hibp FILE.okon --okon PATH` reports exactly
+/// the entries whose passwords are in the index, through an `okon-cli`
+/// symlink and through the seekless binary itself.
+#[test]
+fn keepassxc_cli_reports_exactly_the_pwned_entries() {
+    if !keepassxc_cli() {
+        assert!(
+            std::env::var_os("SEEKLESS_REQUIRE_KEEPASSXC").is_none(),
+            "SEEKLESS_REQUIRE_KEEPASSXC is set but keepassxc-cli is not installed"
+        );
+        eprintln!("note: keepassxc-cli not installed (Debian package keepassxc); test skipped");
+        return;
+    }
+    let dir = tempdir("keepassxc");
+    let entries = [
+        ("bank", "password", true),
+        ("mail", "correct horse battery staple", false),
+        ("forum", "123456", true),
+        ("wifi", "pässwörd ünïcode", true),
+        ("work", "Tr0ub4dor&3-not-listed", false),
+        ("old", "letmein", true),
+    ];
+    let mut corpus = String::new();
+    for (i, (_, password, leaked)) in entries.iter().enumerate() {
+        if *leaked {
+            corpus.push_str(&format!("{}:{}\n", sha1_hex(password), 10 + i));
+        }
+    }
+    // Hashes near the absent ones, so absence is decided by the full hash.
+    for (_, password, leaked) in &entries {
+        if !*leaked {
+            let mut near = sha1_hex(password);
+            near.replace_range(39.., if near.ends_with('0') { "1" } else { "0" });
+            corpus.push_str(&format!("{near}:5\n"));
+        }
+    }
+    let input = dir.join("corpus.txt");
+    std::fs::write(&input, corpus).unwrap();
+    // keepassxc-cli insists on the `.okon` extension.
+    let index = dir.join("pwned.okon");
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "prepare"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+
+    let db = dir.join("db.kdbx");
+    let db_arg = db.as_os_str();
+    let master = "master pw";
+    keepassxc(
+        &["db-create".as_ref(), "-p".as_ref(), db_arg],
+        &format!("{master}\n{master}\n"),
+    );
+    for (name, password, _) in &entries {
+        keepassxc(
+            &["add".as_ref(), "-p".as_ref(), db_arg, name.as_ref()],
+            &format!("{master}\n{password}\n"),
+        );
+    }
+    let mut expected: Vec<String> = entries
+        .iter()
+        .filter(|e| e.2)
+        .map(|(name, _, _)| format!("Password for '{name}' has been leaked!"))
+        .collect();
+    expected.sort();
+    let link = dir.join("okon-cli");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(SEEKLESS, &link).unwrap();
+    #[cfg(not(unix))]
+    std::fs::copy(SEEKLESS, &link).unwrap();
+    for okon in [link.as_os_str(), SEEKLESS.as_ref()] {
+        let out = keepassxc(
+            &[
+                "analyze".as_ref(),
+                "--hibp".as_ref(),
+                index.as_os_str(),
+                "--okon".as_ref(),
+                okon,
+                db_arg,
+            ],
+            &format!("{master}\n"),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut reported: Vec<String> = stdout
+            .lines()
+            .filter(|l| l.starts_with("Password for"))
+            .map(str::to_string)
+            .collect();
+        reported.sort();
+        assert_eq!(reported, expected, "{okon:?}: {stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
