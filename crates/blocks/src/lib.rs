@@ -49,8 +49,8 @@ pub use header::{BlockHeader, HEADER_LEN, block_work, check_pow, header_hash, ta
 pub use linearize::{DEFAULT_MAX_FILE_SIZE, LinearizeReport, linearize};
 pub use network::Network;
 pub use record::{
-    BadKind, BadRecord, Event, FoundBlock, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordScanner,
-    scan_bytes,
+    BadKind, BadRecord, Event, FoundBlock, MAX_BLOCK_SIZE, MAX_KEEP, MIN_BLOCK_SIZE,
+    RECORD_PREFIX_LEN, RecordScanner, scan_bytes,
 };
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
 pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};

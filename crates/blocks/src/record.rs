@@ -228,9 +228,12 @@ impl RecordScanner {
                         || !complete
                         || !self.plausible_end(window, base, body_end, eof);
                     let inner = if search {
+                        // A magic starting in the body's last 3 bytes ends after it.
+                        let haystack_end = (body_end + 3).min(window.len());
                         self.finder
-                            .find_iter(&window[body_start..body_end])
+                            .find_iter(&window[body_start..haystack_end])
                             .map(|at| body_start + at)
+                            .take_while(|&at| at < body_end)
                             .find(|&at| {
                                 matches!(self.check_start(window, at, eof), Start::Valid { .. })
                             })

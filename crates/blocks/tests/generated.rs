@@ -260,15 +260,25 @@ fn several_damages_at_once_lose_exactly_the_damaged_records() {
         }
         // Apply from the back so earlier offsets stay put.
         let mut bytes = file.clone();
+        let mut applied = Vec::new();
         for &k in targets.iter().rev() {
             let kind = kinds[rng.below(kinds.len() as u64) as usize];
-            bytes = damage(&bytes, &records, k, kind, &mut rng).0;
+            let (damaged, offset, skipped) = damage(&bytes, &records, k, kind, &mut rng);
+            bytes = damaged;
+            applied.push((k, kind, offset, skipped));
         }
         let found = scan_whole(REGTEST, &bytes);
+        let expected = hashes_except(&builder, &targets);
+        let got = found_hashes(&found);
+        let missing: Vec<usize> = (0..builder.blocks.len())
+            .filter(|&i| {
+                expected.contains(&builder.blocks[i].hash) && !got.contains(&builder.blocks[i].hash)
+            })
+            .collect();
         assert_eq!(
-            found_hashes(&found),
-            hashes_except(&builder, &targets),
-            "case {case}"
+            got, expected,
+            "case {case}: missing {missing:?} after {applied:?}; bad {:?}",
+            found.bad
         );
         assert!(
             !found.bad.is_empty() && found.bad.len() <= targets.len(),
@@ -669,6 +679,37 @@ fn generated_blocks_verify_and_transactions_round_trip() {
         // Every truncation fails cleanly.
         for cut in 0..tx.len() {
             assert!(seekless_blocks::Transaction::parse(&tx[..cut], 0).is_err());
+        }
+    }
+}
+
+#[test]
+fn a_record_short_by_a_few_bytes_loses_only_itself() {
+    // The next record's magic then starts in the last bytes of the claimed
+    // body and must still be found.
+    let (builder, file, records) = simple_file(6, 10);
+    for k in [2, 5] {
+        let (at, len) = records[k];
+        for short in 1..=12 {
+            let mut bytes = file.clone();
+            bytes.drain(at + len - short..at + len);
+            let found = scan_whole(REGTEST, &bytes);
+            assert_eq!(
+                found_hashes(&found),
+                hashes_except(&builder, &[k].into()),
+                "record {k} short by {short}"
+            );
+            assert_eq!(found.bad.len(), 1);
+            assert_eq!(
+                (found.bad[0].offset, found.bad[0].skipped),
+                (at as u64, (len - short) as u64)
+            );
+            // The header-only scan sees an implausible end and searches too.
+            assert_eq!(
+                scan_headers_only(REGTEST, &bytes),
+                found,
+                "record {k} short by {short} (lazy)"
+            );
         }
     }
 }
