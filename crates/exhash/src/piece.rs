@@ -334,6 +334,121 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
     true
 }
 
+/// Size and bytes of one tagged entry.
+#[derive(Clone, Copy, Debug)]
+struct Tagged {
+    tag: u8,
+    key: u64,
+    klen: usize,
+    value: u64,
+    vlen: usize,
+}
+
+impl Tagged {
+    /// Entry with key delta `delta` and value `v`, after a predecessor of
+    /// value `prev_v` (None for the first entry).
+    fn new(delta: u64, v: u64, prev_v: Option<u64>) -> Tagged {
+        let klen = byte_len(delta);
+        let raw = byte_len(v);
+        let (kind, value, vlen) = match prev_v {
+            Some(p) => {
+                let d = zigzag(v.wrapping_sub(p));
+                if byte_len(d) < raw {
+                    (1, d, byte_len(d))
+                } else {
+                    (0, v, raw)
+                }
+            }
+            None => (0, v, raw),
+        };
+        Tagged {
+            tag: (kind * 81 + klen * 9 + vlen) as u8,
+            key: delta,
+            klen,
+            value,
+            vlen,
+        }
+    }
+
+    fn len(&self) -> usize {
+        1 + self.klen + self.vlen
+    }
+
+    fn write(&self, piece: &mut [u8], at: usize) {
+        piece[at] = self.tag;
+        piece[at + 1..at + 1 + self.klen].copy_from_slice(&self.key.to_le_bytes()[..self.klen]);
+        let v = at + 1 + self.klen;
+        piece[v..v + self.vlen].copy_from_slice(&self.value.to_le_bytes()[..self.vlen]);
+    }
+}
+
+/// Insert distance `r` (not present) with value `v` into a tagged piece in
+/// place: one scan to the insertion point, the new entry and its re-coded
+/// successor written over a byte shift. Returns false (piece untouched)
+/// when it does not fit or the piece is not tagged.
+#[inline]
+pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
+    let used = used(piece);
+    if piece[1] != TAGGED || used == 0 || used > PIECE_DATA {
+        return false;
+    }
+    let end = 2 + used;
+    let mut pos = 2;
+    let mut prev: Option<(u64, u64)> = None;
+    // The successor: (start, old length, key, value).
+    let mut next: Option<(usize, usize, u64, u64)> = None;
+    while pos < end {
+        let tag = piece[pos];
+        if tag >= TAG_LIMIT {
+            return false;
+        }
+        let klen = (tag % 81 / 9) as usize;
+        let vlen = (tag % 9) as usize;
+        if pos + 1 + klen + vlen > end {
+            return false;
+        }
+        let delta = read_le(piece, pos + 1, klen);
+        let cur = match prev {
+            None => delta,
+            Some((p, _)) => p.wrapping_add(1).wrapping_add(delta),
+        };
+        let raw = read_le(piece, pos + 1 + klen, vlen);
+        let cv = match (tag < 81, prev) {
+            (true, _) | (false, None) => raw,
+            (false, Some((_, pv))) => pv.wrapping_add(unzigzag(raw)),
+        };
+        if cur >= r {
+            if cur == r {
+                return false;
+            }
+            next = Some((pos, 1 + klen + vlen, cur, cv));
+            break;
+        }
+        prev = Some((cur, cv));
+        pos += 1 + klen + vlen;
+    }
+    let new = match prev {
+        None => Tagged::new(r, v, None),
+        Some((p, pv)) => Tagged::new(r - p - 1, v, Some(pv)),
+    };
+    let (succ, old_len) = match next {
+        Some((_, old_len, key, value)) => (Some(Tagged::new(key - r - 1, value, Some(v))), old_len),
+        None => (None, 0),
+    };
+    let new_len = new.len() + succ.map_or(0, |s| s.len());
+    if used + new_len - old_len > PIECE_DATA {
+        return false;
+    }
+    // `pos` is where the successor started (or the end): keep what follows it.
+    piece.copy_within(pos + old_len..end, pos + new_len);
+    new.write(piece, pos);
+    if let Some(s) = succ {
+        s.write(piece, pos + new.len());
+    }
+    piece[0] = (piece[0] & OVERFLOW) | (used + new_len - old_len) as u8;
+    true
+}
+
 /// Decode every entry of a piece into `out` (cleared first).
 pub fn decode(piece: &[u8], out: &mut Vec<Entry>) -> Result<(), DecodeError> {
     out.clear();
@@ -618,6 +733,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn insert_tagged_matches_the_encoder() {
+        let mut x = 13u64;
+        let mut fast = 0;
+        for _ in 0..3000 {
+            let mut entries: Vec<Entry> = Vec::new();
+            let mut piece = [0u8; PIECE_SIZE];
+            clear(&mut piece);
+            for _ in 0..40 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let e = Entry {
+                    z: (x >> 40) % 5000,
+                    v: if x % 3 == 0 { x } else { (x >> 50) + 1000 },
+                };
+                if entries.iter().any(|o| o.z == e.z) {
+                    continue;
+                }
+                let mut want = entries.clone();
+                want.push(e);
+                want.sort_by_key(|e| e.z);
+                if insert_tagged(&mut piece, e.z, e.v) {
+                    fast += 1;
+                    let mut got = Vec::new();
+                    decode(&piece, &mut got).unwrap();
+                    assert_eq!(got, want);
+                    assert!(used(&piece) <= PIECE_DATA);
+                    entries = want;
+                } else if encode(&mut piece, &want) {
+                    entries = want;
+                }
+            }
+        }
+        assert!(fast > 1000, "fast path taken {fast} times");
     }
 
     #[test]

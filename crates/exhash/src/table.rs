@@ -468,7 +468,8 @@ impl<S: PageStore> ExHash<S> {
             let old_used = piece::used(pc) as u32;
             // Fast path: room and widths already right, insert in place.
             let page = self.store.page_mut(loc.page);
-            if piece::insert_fixed(page.piece_mut(p), r, value) {
+            let pc = page.piece_mut(p);
+            if piece::insert_fixed(pc, r, value) || piece::insert_tagged(pc, r, value) {
                 let new_used = piece::used(page.piece(p)) as u32;
                 for j in 0..i {
                     piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
