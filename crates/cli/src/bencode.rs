@@ -70,7 +70,21 @@ fn check(strict: bool, files: &[PathBuf]) -> ExitCode {
             }
         };
         let line = match parser.parse(&data) {
-            Ok(_) => format!("{}\tok", path.display()),
+            Ok(root) => {
+                // Default mode accepts what libtorrent accepts; say on stderr
+                // what BEP 3 would reject (--strict turns it into an error).
+                let warnings = if strict { Vec::new() } else { root.warnings() };
+                if let Some(first) = warnings.first() {
+                    let _ = out.flush();
+                    eprintln!(
+                        "seekless: {}: warning: {} BEP 3 violation{}, first: {first}",
+                        path.display(),
+                        warnings.len(),
+                        if warnings.len() == 1 { "" } else { "s" }
+                    );
+                }
+                format!("{}\tok", path.display())
+            }
             Err(e) => {
                 any_bad = true;
                 format!(

@@ -78,6 +78,12 @@ fn check_prints_one_line_per_file() {
     let (code, stdout, stderr) = run(&["bencode", "check", g, u], None);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, format!("{g}\tok\n{u}\tok\n"));
+    assert_eq!(
+        stderr,
+        format!(
+            "seekless: {u}: warning: 1 BEP 3 violation, first: unsorted dictionary key at byte 7\n"
+        )
+    );
 
     let (code, stdout, _) = run(&["bencode", "check", g, b, u], None);
     assert_eq!(code, 1);
