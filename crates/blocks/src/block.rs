@@ -102,3 +102,64 @@ pub fn merkle_root(mut hashes: Vec<[u8; 32]>) -> ([u8; 32], bool) {
     }
     (hashes[0], mutated)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::{self, ChainBuilder, SizeMix};
+    use crate::tx::write_compact_size;
+
+    #[test]
+    fn duplicated_last_transaction_is_a_mutation() {
+        let hashes: Vec<[u8; 32]> = (1..=3u8).map(|i| [i; 32]).collect();
+        let (root, mutated) = merkle_root(hashes.clone());
+        assert!(!mutated);
+        let mut doubled = hashes;
+        doubled.push([3; 32]);
+        assert_eq!(merkle_root(doubled), (root, true));
+        assert_eq!(merkle_root(vec![[7; 32]]), ([7; 32], false));
+    }
+
+    #[test]
+    fn hostile_counts_and_structure_are_rejected() {
+        let mut builder = ChainBuilder::new(1, SizeMix::Small);
+        let tip = builder.extend(0);
+        let block = builder.blocks[tip].bytes.clone();
+        let limit = crate::Network::Regtest.pow_limit();
+        check_block(&block, limit).unwrap();
+        // A transaction count far beyond the bytes left.
+        let mut huge = block[..HEADER_LEN].to_vec();
+        write_compact_size(&mut huge, 0x01ff_ffff);
+        huge.extend_from_slice(&block[HEADER_LEN + 1..]);
+        assert!(matches!(
+            check_block(&huge, limit).unwrap_err().kind(),
+            ErrorKind::SizeTooLarge { offset: 80, .. }
+        ));
+        // No transactions at all.
+        let mut empty = block[..HEADER_LEN].to_vec();
+        empty.push(0);
+        assert!(matches!(
+            check_block(&empty, limit).unwrap_err().kind(),
+            ErrorKind::BadCoinbase { .. }
+        ));
+        // A coinbase that is not first.
+        let tx = generate::random_tx(&mut generate::Rng::new(2), false, 1, 1, 30);
+        let txs = vec![tx, builder.blocks[tip].bytes[HEADER_LEN + 1..].to_vec()];
+        let mut header = crate::BlockHeader::parse(block[..HEADER_LEN].try_into().unwrap());
+        header.merkle_root = merkle_root(
+            txs.iter()
+                .map(|t| crate::Transaction::parse(t, 0).unwrap().0.txid())
+                .collect(),
+        )
+        .0;
+        while !check_pow(&header_hash(&header.serialize()), header.bits, limit) {
+            header.nonce += 1;
+        }
+        let swapped = generate::assemble(&header, &txs);
+        let err = check_block(&swapped, limit).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::BadCoinbase { offset: 81 }),
+            "{err}"
+        );
+    }
+}
