@@ -455,7 +455,11 @@ pub(crate) fn parse_hex(kind: Kind, hex: &str) -> Result<Key> {
 }
 
 fn build_guide(firsts: &[u64], h: u32) -> (Vec<u32>, u32) {
-    let bits = (usize::BITS - firsts.len().leading_zeros()).min(h).min(28);
+    // At least one bit when there are bucket bits, so the shift stays below 64.
+    let bits = (usize::BITS - firsts.len().leading_zeros())
+        .min(h)
+        .min(28)
+        .max(h.min(1));
     let shift = h - bits;
     let slots = 1usize << bits;
     let mut guide = Vec::with_capacity(slots + 1);

@@ -231,11 +231,13 @@ fn build_into<W: Write + Seek>(
 
     // Partitions are independent groups of pages when a partition boundary
     // is also a bucket boundary; with fewer bucket bits, one group.
-    let groups: Vec<Vec<usize>> = if layout.h >= PART_BITS {
-        (0..PARTS).map(|p| vec![p]).collect()
-    } else {
-        vec![(0..PARTS).collect()]
-    };
+    let sizes: Vec<u64> = (0..PARTS)
+        .map(|p| {
+            let held: usize = collected.buffers[p].iter().map(Vec::len).sum();
+            held as u64 + spill.records[p].load(Ordering::Relaxed)
+        })
+        .collect();
+    let groups = group_partitions(&sizes, layout.h >= PART_BITS);
     progress.writing(groups.len() as u64);
     out.write_all(&[0u8; PAGE])
         .map_err(|e| Error::io(None, e))?;
@@ -320,6 +322,38 @@ fn build_into<W: Write + Seek>(
     summary.spilled = spill.bytes.load(Ordering::Relaxed);
     summary.seconds = started.elapsed().as_secs_f64();
     Ok((out, summary))
+}
+
+/// Smallest group of partitions, in records: the last page of a group is
+/// partly empty, so groups must span many pages (about 140 here).
+const MIN_GROUP: u64 = 32 << 10;
+
+/// Splits the partitions into consecutive groups that are packed
+/// independently (in parallel): each at least `MIN_GROUP` records, except
+/// the last. Partitions can only be split apart where a partition boundary
+/// is also a bucket boundary (`aligned`); otherwise all form one group.
+fn group_partitions(sizes: &[u64], aligned: bool) -> Vec<Vec<usize>> {
+    if !aligned {
+        return vec![(0..sizes.len()).collect()];
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current = Vec::new();
+    let mut held = 0;
+    for (p, &size) in sizes.iter().enumerate() {
+        current.push(p);
+        held += size;
+        if held >= MIN_GROUP {
+            groups.push(std::mem::take(&mut current));
+            held = 0;
+        }
+    }
+    if !current.is_empty() {
+        match groups.last_mut() {
+            Some(last) if held < MIN_GROUP / 2 => last.extend(current),
+            _ => groups.push(current),
+        }
+    }
+    groups
 }
 
 /// Pages packed from one group of partitions.
@@ -792,6 +826,8 @@ struct Spill {
     dir: Mutex<Option<RemoveOnDrop>>,
     files: Vec<Mutex<Option<File>>>,
     bytes: AtomicU64,
+    /// Records spilled, per partition.
+    records: Vec<AtomicU64>,
 }
 
 impl Spill {
@@ -801,6 +837,7 @@ impl Spill {
             dir: Mutex::new(None),
             files: (0..PARTS).map(|_| Mutex::new(None)).collect(),
             bytes: AtomicU64::new(0),
+            records: (0..PARTS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -825,6 +862,7 @@ impl Spill {
         f.write_all(&bytes)
             .map_err(|e| Error::io(self.root.clone(), e))?;
         self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.records[p].fetch_add(records.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -874,5 +912,27 @@ impl Spill {
         drop(reader);
         let _ = fs::remove_file(&path);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_large_and_cover_every_partition() {
+        let flat = |groups: &[Vec<usize>]| groups.concat();
+        let all: Vec<usize> = (0..PARTS).collect();
+        let small = vec![3u64; PARTS];
+        assert_eq!(group_partitions(&small, true), vec![all.clone()]);
+        let big = vec![MIN_GROUP * 2; PARTS];
+        let groups = group_partitions(&big, true);
+        assert_eq!(groups.len(), PARTS);
+        assert_eq!(flat(&groups), all);
+        let medium = vec![MIN_GROUP / 10; PARTS];
+        let groups = group_partitions(&medium, true);
+        assert_eq!(flat(&groups), all);
+        assert!(groups.iter().all(|g| g.len() >= 10));
+        assert_eq!(group_partitions(&big, false), vec![all]);
     }
 }

@@ -1,0 +1,18 @@
+//! Arbitrary corpus text: prepare must give an index or a clear error,
+//! never a panic, and an index built with --skip-invalid must verify.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use seekless_pwned::{BuildOptions, Index, Input, build_to_vec};
+
+fuzz_target!(|data: &[u8]| {
+    for skip_invalid in [false, true] {
+        let options = BuildOptions { threads: 2, memory: 1 << 16, tmp_dir: None, skip_invalid };
+        let input = Input::Bytes { name: "fuzz".into(), data: data.to_vec() };
+        if let Ok((bytes, summary)) = build_to_vec(vec![input], &options) {
+            let index = Index::from_bytes(bytes).expect("a fresh index opens");
+            index.verify().expect("a fresh index verifies");
+            assert_eq!(index.len(), summary.hashes);
+        }
+    }
+});
