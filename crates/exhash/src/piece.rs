@@ -276,25 +276,40 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     None
 }
 
+/// What an in-place insertion did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InPlace {
+    /// The entry is in the piece.
+    Inserted,
+    /// The piece has no room for it in its current layout (re-planning the
+    /// layout almost never helps, so callers move on to the next piece).
+    Full,
+    /// The piece needs the general decode and re-encode path.
+    Unsupported,
+}
+
 /// Insert distance `r` (not present) with value `v` into a fixed-width
 /// piece in place, if the widths already fit the new entry and the piece
-/// has room: one scan to the insertion point, one byte shift. Returns false
-/// (piece untouched) when the general path is needed.
+/// has room: one scan to the insertion point, one byte shift. The piece is
+/// untouched unless the result is [`InPlace::Inserted`].
 #[inline]
-pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
+pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     let used = used(piece);
     let format = piece[1];
     if format == TAGGED || used == 0 || used > PIECE_DATA {
-        return false;
+        return InPlace::Unsupported;
     }
     let wk = (format & 15) as usize;
     let wv = (format >> 4) as usize;
     let width = wk + wv;
-    if wk > 8 || wv > 8 || width == 0 || used % width != 0 || used + width > PIECE_DATA {
-        return false;
+    if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+        return InPlace::Unsupported;
+    }
+    if used + width > PIECE_DATA {
+        return InPlace::Full;
     }
     if byte_len(v) > wv {
-        return false;
+        return InPlace::Unsupported;
     }
     let end = 2 + used;
     let mut pos = 2;
@@ -308,7 +323,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
         };
         if cur >= r {
             if cur == r {
-                return false;
+                return InPlace::Unsupported;
             }
             next = Some(cur);
             break;
@@ -321,7 +336,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
         Some(p) => r - p - 1,
     };
     if byte_len(delta) > wk {
-        return false;
+        return InPlace::Unsupported;
     }
     piece.copy_within(pos..end, pos + width);
     piece[pos..pos + wk].copy_from_slice(&delta.to_le_bytes()[..wk]);
@@ -331,7 +346,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
         piece[at..at + wk].copy_from_slice(&(n - r - 1).to_le_bytes()[..wk]);
     }
     piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
-    true
+    InPlace::Inserted
 }
 
 /// Size and bytes of one tagged entry.
@@ -384,13 +399,13 @@ impl Tagged {
 
 /// Insert distance `r` (not present) with value `v` into a tagged piece in
 /// place: one scan to the insertion point, the new entry and its re-coded
-/// successor written over a byte shift. Returns false (piece untouched)
-/// when it does not fit or the piece is not tagged.
+/// successor written over a byte shift. The piece is untouched unless the
+/// result is [`InPlace::Inserted`].
 #[inline]
-pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
+pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     let used = used(piece);
     if piece[1] != TAGGED || used == 0 || used > PIECE_DATA {
-        return false;
+        return InPlace::Unsupported;
     }
     let end = 2 + used;
     let mut pos = 2;
@@ -400,12 +415,12 @@ pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
     while pos < end {
         let tag = piece[pos];
         if tag >= TAG_LIMIT {
-            return false;
+            return InPlace::Unsupported;
         }
         let klen = (tag % 81 / 9) as usize;
         let vlen = (tag % 9) as usize;
         if pos + 1 + klen + vlen > end {
-            return false;
+            return InPlace::Unsupported;
         }
         let delta = read_le(piece, pos + 1, klen);
         let cur = match prev {
@@ -419,7 +434,7 @@ pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
         };
         if cur >= r {
             if cur == r {
-                return false;
+                return InPlace::Unsupported;
             }
             next = Some((pos, 1 + klen + vlen, cur, cv));
             break;
@@ -437,7 +452,7 @@ pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
     };
     let new_len = new.len() + succ.map_or(0, |s| s.len());
     if used + new_len - old_len > PIECE_DATA {
-        return false;
+        return InPlace::Full;
     }
     // `pos` is where the successor started (or the end): keep what follows it.
     piece.copy_within(pos + old_len..end, pos + new_len);
@@ -446,7 +461,7 @@ pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> bool {
         s.write(piece, pos + new.len());
     }
     piece[0] = (piece[0] & OVERFLOW) | (used + new_len - old_len) as u8;
-    true
+    InPlace::Inserted
 }
 
 /// Decode every entry of a piece into `out` (cleared first).
@@ -723,7 +738,7 @@ mod tests {
                 let mut want = entries.clone();
                 want.push(e);
                 want.sort_by_key(|e| e.z);
-                if insert_fixed(&mut piece, e.z, e.v) {
+                if insert_fixed(&mut piece, e.z, e.v) == InPlace::Inserted {
                     let mut got = Vec::new();
                     decode(&piece, &mut got).unwrap();
                     assert_eq!(got, want);
@@ -757,7 +772,7 @@ mod tests {
                 let mut want = entries.clone();
                 want.push(e);
                 want.sort_by_key(|e| e.z);
-                if insert_tagged(&mut piece, e.z, e.v) {
+                if insert_tagged(&mut piece, e.z, e.v) == InPlace::Inserted {
                     fast += 1;
                     let mut got = Vec::new();
                     decode(&piece, &mut got).unwrap();

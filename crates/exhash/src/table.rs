@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::mix::{hash_of_position, mix, position_high, unmix};
-use crate::piece::{self, Entry, PIECE_DATA};
+use crate::piece::{self, Entry, InPlace, PIECE_DATA};
 use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
 
 /// How many pieces an entry may live in: its home piece and the ones after
@@ -469,7 +469,14 @@ impl<S: PageStore> ExHash<S> {
             // Fast path: room and widths already right, insert in place.
             let page = self.store.page_mut(loc.page);
             let pc = page.piece_mut(p);
-            if piece::insert_fixed(pc, r, value) || piece::insert_tagged(pc, r, value) {
+            let mut done = piece::insert_fixed(pc, r, value);
+            if done == InPlace::Unsupported {
+                done = piece::insert_tagged(pc, r, value);
+            }
+            if done == InPlace::Full {
+                continue;
+            }
+            if done == InPlace::Inserted {
                 let new_used = piece::used(page.piece(p)) as u32;
                 for j in 0..i {
                     piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
