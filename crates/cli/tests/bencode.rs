@@ -207,7 +207,7 @@ fn torrent_create_then_verify() {
                 out.to_str().unwrap(),
                 version,
                 "--piece-length",
-                "16384",
+                "16K",
                 "--tracker",
                 "http://tracker.example/announce",
             ],
@@ -256,4 +256,15 @@ fn torrent_create_then_verify() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("not a power of two"), "{stderr}");
+    // Sizes take K/M suffixes; anything else is a usage error.
+    let out = tmp.0.join("suffix.torrent");
+    let share = share.to_str().unwrap();
+    let args = ["torrent", "create", share, "-o", out.to_str().unwrap()];
+    let (code, _, stderr) = run(&[&args[..], &["--piece-length", "1M"]].concat(), None);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, stdout, _) = run(&["torrent", "info", out.to_str().unwrap()], None);
+    assert!(stdout.contains("piece length:  1048576\n"), "{stdout}");
+    let (code, _, stderr) = run(&[&args[..], &["--piece-length", "3X"]].concat(), None);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown unit"), "{stderr}");
 }
