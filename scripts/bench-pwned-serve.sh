@@ -10,6 +10,10 @@
 #
 # Needs: wrk and nginx (Debian: apt-get install wrk nginx-light), python3.
 # Usage: scripts/bench-pwned-serve.sh [RANGES] [PER_RANGE] [SECONDS]
+# Servers: seekless (no cache), seekless+cache (--cache-mib CACHE_MIB,
+# default 256: holds every range of the default data) and nginx; the
+# cached run shows the ceiling when ranges repeat, the uncached one the
+# cost of answering every range from the index.
 # Environment: CONNECTIONS (default 64), WRK_THREADS (default 2),
 # SERVER_THREADS (default 2), KEEP=1 keeps the work directory.
 set -euo pipefail
@@ -23,6 +27,8 @@ WRK_THREADS=${WRK_THREADS:-2}
 SERVER_THREADS=${SERVER_THREADS:-2}
 SEEKLESS_PORT=${SEEKLESS_PORT:-18080}
 NGINX_PORT=${NGINX_PORT:-18081}
+CACHED_PORT=${CACHED_PORT:-18082}
+CACHE_MIB=${CACHE_MIB:-256}
 
 for tool in wrk nginx python3; do
     command -v "$tool" >/dev/null || { echo "bench: $tool is not installed" >&2; exit 2; }
@@ -94,16 +100,24 @@ nginx -c "$work/nginx.conf" -p "$work"
     --threads "$SERVER_THREADS" >"$work/serve.out" 2>"$work/serve.err" &
 seekless_pid=$!
 pids+=("$seekless_pid")
-for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$SEEKLESS_PORT/health" >/dev/null && break
-    sleep 0.1
+"$seekless" pwned serve -i "$work/pwned.idx" --listen "127.0.0.1:$CACHED_PORT" \
+    --threads "$SERVER_THREADS" --cache-mib "$CACHE_MIB" >"$work/cached.out" 2>"$work/cached.err" &
+cached_pid=$!
+pids+=("$cached_pid")
+for port in "$SEEKLESS_PORT" "$CACHED_PORT"; do
+    for _ in $(seq 1 100); do
+        curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+        sleep 0.1
+    done
 done
 
 echo "== check: both answer the same bytes"
 for prefix in $(shuf -n 20 --random-source=<(yes) "$work/prefixes.txt"); do
-    cmp -s <(curl -sf "http://127.0.0.1:$SEEKLESS_PORT/range/$prefix") \
-        <(curl -sf "http://127.0.0.1:$NGINX_PORT/range/$prefix") \
-        || { echo "bench: range $prefix differs" >&2; exit 1; }
+    for port in "$SEEKLESS_PORT" "$CACHED_PORT"; do
+        cmp -s <(curl -sf "http://127.0.0.1:$port/range/$prefix") \
+            <(curl -sf "http://127.0.0.1:$NGINX_PORT/range/$prefix") \
+            || { echo "bench: range $prefix differs" >&2; exit 1; }
+    done
 done
 
 cat >"$work/ranges.lua" <<EOF
@@ -137,28 +151,33 @@ rss_kib() { # private (anonymous) resident memory of processes, in KiB:
 nginx_pids() { pgrep -P "$(cat "$work/nginx.pid")"; cat "$work/nginx.pid"; }
 
 echo "== load: wrk -t$WRK_THREADS -c$CONNECTIONS -d${SECONDS_EACH}s, keep-alive, random ranges of the $RANGES"
-echo "   private memory before: seekless $(rss_kib "$seekless_pid") KiB, nginx $(rss_kib $(nginx_pids)) KiB"
-printf "%-9s %-12s %10s %9s %9s %7s %12s %10s\n" server encoding "req/s" "p50 ms" "p99 ms" errors "MB/s" "anon MiB"
+echo "   private memory before: seekless $(rss_kib "$seekless_pid") KiB, seekless+cache $(rss_kib "$cached_pid") KiB, nginx $(rss_kib $(nginx_pids)) KiB"
+printf "%-15s %-9s %10s %9s %9s %7s %12s %10s\n" server encoding "req/s" "p50 ms" "p99 ms" errors "MB/s" "anon MiB"
 declare -A rps
 for encoding in identity gzip br; do
-    for server in seekless nginx; do
+    for server in seekless seekless+cache nginx; do
         if [ "$server" = nginx ] && [ "$encoding" = br ]; then
             continue # Debian's nginx has no brotli module
         fi
-        port=$SEEKLESS_PORT
-        [ "$server" = nginx ] && port=$NGINX_PORT
+        case $server in
+            seekless) port=$SEEKLESS_PORT pid=$seekless_pid ;;
+            seekless+cache) port=$CACHED_PORT pid=$cached_pid ;;
+            nginx) port=$NGINX_PORT ;;
+        esac
         line=$(BENCH_ENCODING=$encoding wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${SECONDS_EACH}s" \
             --timeout 5s -s "$work/ranges.lua" "http://127.0.0.1:$port/" | grep '^RESULT')
         read -r _ req p50 p99 errors status bytes <<<"$line"
-        if [ "$server" = seekless ]; then rss=$(rss_kib "$seekless_pid"); else rss=$(rss_kib $(nginx_pids)); fi
+        if [ "$server" = nginx ]; then rss=$(rss_kib $(nginx_pids)); else rss=$(rss_kib "$pid"); fi
         rps[$server-$encoding]=$req
-        printf "%-9s %-12s %10s %9s %9s %7s %12.1f %10.1f\n" "$server" "$encoding" "$req" "$p50" "$p99" \
+        printf "%-15s %-9s %10s %9s %9s %7s %12.1f %10.1f\n" "$server" "$encoding" "$req" "$p50" "$p99" \
             "$((errors + status))" "$(echo "$bytes / $SECONDS_EACH / 1048576" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done
 done
-echo "== ratios (seekless / nginx req/s)"
+echo "== ratios (req/s over nginx's)"
 for encoding in identity gzip; do
-    printf "%-12s %.2f\n" "$encoding" "$(echo "${rps[seekless-$encoding]} / ${rps[nginx-$encoding]}" | bc -l)"
+    printf "%-9s seekless %.2f, seekless+cache %.2f\n" "$encoding" \
+        "$(echo "${rps[seekless-$encoding]} / ${rps[nginx-$encoding]}" | bc -l)" \
+        "$(echo "${rps[seekless+cache-$encoding]} / ${rps[nginx-$encoding]}" | bc -l)"
 done
 echo "== versions"
 "$seekless" --version

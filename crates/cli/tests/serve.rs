@@ -297,6 +297,14 @@ fn every_range_matches_export_to_the_byte() {
             assert!(!line.contains('\n'));
         }
     }
+    // With a small body cache (evicting as it goes): the same bytes, twice.
+    let cached = Server::start(&[&index], &["--cache-mib", "1"]);
+    for _ in 0..2 {
+        for (prefix, body) in &expected {
+            assert_eq!(cached.get(&format!("/range/{prefix}"), &[]).body, *body);
+        }
+    }
+    drop(cached);
     // Empty ranges: an empty 200 body.
     let mut state = 99;
     let mut empty = 0;
