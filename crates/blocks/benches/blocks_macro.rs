@@ -25,9 +25,45 @@ use seekless_blocks::{Chain, Network, ScanOptions, XorKey, list_block_files, sca
 const BLOCK_413567: &[u8] = include_bytes!("../tests/data/block413567.raw");
 const CORE_COPIES: usize = 134;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+/// Wall-clock time and CPU time (user + system, this process and the
+/// children it waited for): on a shared machine the CPU time is the steadier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Sample {
+    fn as_secs_f64(&self) -> f64 {
+        self.wall.as_secs_f64()
+    }
+}
+
+fn cpu_now() -> Duration {
+    let mut total = Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage writes one rusage struct into the zeroed one given.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        for tv in [usage.ru_utime, usage.ru_stime] {
+            total += Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+        }
+    }
+    total
+}
+
+fn median(samples: Vec<Sample>) -> Sample {
+    let mut wall: Vec<Duration> = samples.iter().map(|s| s.wall).collect();
+    let mut cpu: Vec<Duration> = samples.iter().map(|s| s.cpu).collect();
+    wall.sort();
+    cpu.sort();
+    Sample {
+        wall: wall[wall.len() / 2],
+        cpu: cpu[cpu.len() / 2],
+    }
 }
 
 fn drop_cache(path: &Path) {
@@ -44,10 +80,16 @@ fn drop_dir_cache(dir: &Path) {
     }
 }
 
-fn time<T>(f: impl FnOnce() -> T) -> (Duration, T) {
-    let start = Instant::now();
+fn time<T>(f: impl FnOnce() -> T) -> (Sample, T) {
+    let (start, cpu) = (Instant::now(), cpu_now());
     let out = f();
-    (start.elapsed(), out)
+    (
+        Sample {
+            wall: start.elapsed(),
+            cpu: cpu_now() - cpu,
+        },
+        out,
+    )
 }
 
 fn scan_paths(paths: &[PathBuf], options: &ScanOptions) -> (u64, usize) {
@@ -57,48 +99,61 @@ fn scan_paths(paths: &[PathBuf], options: &ScanOptions) -> (u64, usize) {
     (output.bytes, chain.len())
 }
 
-fn cat(paths: &[&Path]) -> Duration {
+fn cat(paths: &[&Path]) -> Sample {
     let args: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let script = format!("cat {} > /dev/null", args.join(" "));
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_now());
     let status = Command::new("sh")
         .arg("-c")
         .arg(&script)
         .status()
         .expect("run cat");
     assert!(status.success());
-    start.elapsed()
+    Sample {
+        wall: start.elapsed(),
+        cpu: cpu_now() - cpu,
+    }
 }
 
-fn sha256sum(paths: &[&Path]) -> Duration {
-    let start = Instant::now();
+fn sha256sum(paths: &[&Path]) -> Sample {
+    let (start, cpu) = (Instant::now(), cpu_now());
     let status = Command::new("sha256sum")
         .args(paths)
         .stdout(std::process::Stdio::null())
         .status()
         .expect("run sha256sum");
     assert!(status.success());
-    start.elapsed()
+    Sample {
+        wall: start.elapsed(),
+        cpu: cpu_now() - cpu,
+    }
 }
 
 /// `openssl dgst -sha256` (SHA-NI assembly): the machine's hashing limit, if installed.
-fn openssl_sha256(path: &Path) -> Option<Duration> {
-    let start = Instant::now();
+fn openssl_sha256(path: &Path) -> Option<Sample> {
+    let (start, cpu) = (Instant::now(), cpu_now());
     let status = Command::new("openssl")
         .args(["dgst", "-sha256"])
         .arg(path)
         .stdout(std::process::Stdio::null())
         .status()
         .ok()?;
-    status.success().then(|| start.elapsed())
+    status.success().then(|| Sample {
+        wall: start.elapsed(),
+        cpu: cpu_now() - cpu,
+    })
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+fn ms(d: Sample) -> f64 {
+    d.wall.as_secs_f64() * 1e3
 }
 
-fn mbps(bytes: u64, d: Duration) -> f64 {
-    bytes as f64 / d.as_secs_f64() / 1e6
+fn cpu_ms(d: Sample) -> f64 {
+    d.cpu.as_secs_f64() * 1e3
+}
+
+fn mbps(bytes: u64, d: Sample) -> f64 {
+    bytes as f64 / d.wall.as_secs_f64() / 1e6
 }
 
 fn status_kb(field: &str) -> u64 {
@@ -226,34 +281,38 @@ fn load_external(dir: &Path, runs: usize) {
         drop_cache(&path);
         cat_cold.push(cat(&[&path]));
     }
-    let warm: Vec<Duration> = warm.into_iter().map(median).collect();
-    let cold: Vec<Duration> = cold.into_iter().map(median).collect();
+    let warm: Vec<Sample> = warm.into_iter().map(median).collect();
+    let cold: Vec<Sample> = cold.into_iter().map(median).collect();
     let (cw, cc) = (median(cat_warm), median(cat_cold));
     for (i, (name, _)) in modes.iter().enumerate() {
         println!(
-            "scan warm, {name:32} {:8.2} ms  {:8.0} MB/s",
+            "scan warm, {name:32} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
             ms(warm[i]),
-            mbps(expected, warm[i])
+            mbps(expected, warm[i]),
+            cpu_ms(warm[i])
         );
     }
     println!(
-        "cat warm {:40} {:8.2} ms  {:8.0} MB/s",
+        "cat warm {:40} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
         "",
         ms(cw),
-        mbps(expected, cw)
+        mbps(expected, cw),
+        cpu_ms(cw)
     );
     for (i, (name, _)) in modes.iter().enumerate() {
         println!(
-            "scan cold, {name:32} {:8.2} ms  {:8.0} MB/s",
+            "scan cold, {name:32} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
             ms(cold[i]),
-            mbps(expected, cold[i])
+            mbps(expected, cold[i]),
+            cpu_ms(cold[i])
         );
     }
     println!(
-        "cat cold {:40} {:8.2} ms  {:8.0} MB/s",
+        "cat cold {:40} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
         "",
         ms(cc),
-        mbps(expected, cc)
+        mbps(expected, cc),
+        cpu_ms(cc)
     );
     println!("Core LoadExternalBlockFile (published, warm): 10.4-29 ms per pass");
     let core = [Duration::from_micros(10_400), Duration::from_micros(29_000)];
@@ -279,7 +338,7 @@ fn load_external(dir: &Path, runs: usize) {
         v.push(time(|| scan_paths(&paths, &verify)).0);
         s.push(sha256sum(&[&path]));
     }
-    let openssl: Vec<Duration> = (0..runs).filter_map(|_| openssl_sha256(&path)).collect();
+    let openssl: Vec<Sample> = (0..runs).filter_map(|_| openssl_sha256(&path)).collect();
     let (v, s) = (median(v), median(s));
     // The hashing limit of this machine: one SHA-256 pass in memory (sha2, SHA-NI).
     let bytes = std::fs::read(&path).expect("read");
@@ -290,27 +349,31 @@ fn load_external(dir: &Path, runs: usize) {
     let h = median(h);
     println!("== --verify (warm): every transaction parsed, txids and merkle roots");
     println!(
-        "scan --verify               {:8.2} ms  {:8.0} MB/s",
+        "scan --verify               {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
         ms(v),
-        mbps(expected, v)
+        mbps(expected, v),
+        cpu_ms(v)
     );
     println!(
-        "sha256sum                   {:8.2} ms  {:8.0} MB/s",
+        "sha256sum                   {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
         ms(s),
-        mbps(expected, s)
+        mbps(expected, s),
+        cpu_ms(s)
     );
     if !openssl.is_empty() {
         let o = median(openssl);
         println!(
-            "openssl dgst -sha256        {:8.2} ms  {:8.0} MB/s",
+            "openssl dgst -sha256        {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
             ms(o),
-            mbps(expected, o)
+            mbps(expected, o),
+            cpu_ms(o)
         );
     }
     println!(
-        "sha2 in memory (one pass)   {:8.2} ms  {:8.0} MB/s",
+        "sha2 in memory (one pass)   {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
         ms(h),
-        mbps(expected, h)
+        mbps(expected, h),
+        cpu_ms(h)
     );
     println!(
         "ratios: verify time / sha256sum time {:.2}; verify time / in-memory SHA-256 {:.2}",
@@ -395,11 +458,14 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
         let (w, c) = (median(warm), median(cold));
         for (label, d, cat_d) in [("warm", w, cw), ("cold", c, cc)] {
             println!(
-                "scan+chain {label}, {name:24} {:8.1} ms {:10.0} blocks/s {:7.0} MB/s | cat {label} {:8.1} ms, ratio {:.2}",
+                "scan+chain {label}, {name:24} {:8.1} ms (cpu {:8.1}) {:10.0} blocks/s {:7.0} MB/s \
+                 | cat {label} {:8.1} ms (cpu {:8.1}), ratio {:.2}",
                 ms(d),
+                cpu_ms(d),
                 blocks as f64 / d.as_secs_f64(),
                 mbps(bytes, d),
                 ms(cat_d),
+                cpu_ms(cat_d),
                 d.as_secs_f64() / cat_d.as_secs_f64()
             );
         }
