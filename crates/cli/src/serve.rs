@@ -137,7 +137,9 @@ impl Cache {
     }
 
     fn shard(&self, key: u32) -> std::sync::MutexGuard<'_, Shard> {
-        let shard = &self.shards[key as usize % Self::SHARDS];
+        // Mixed, so that prefixes with common low bits spread out.
+        let mixed = key.wrapping_mul(0x9e37_79b9) >> 28;
+        let shard = &self.shards[mixed as usize % Self::SHARDS];
         shard.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -865,8 +867,19 @@ mod tests {
         // The oldest went first; the newest stayed.
         assert!(cache.get(0).is_none());
         assert!(cache.get(999).is_some());
+        // Prefixes 256 apart (common low bits) still use every shard.
+        let cache = Cache::new(Cache::SHARDS * 1000);
+        for key in 0..64u32 {
+            cache.insert(key << 8, Bytes::from_static(b"body"));
+        }
+        assert!(
+            cache
+                .shards
+                .iter()
+                .all(|s| !s.lock().unwrap().bodies.is_empty())
+        );
         // A body larger than a shard's budget is not kept.
-        cache.insert(5000, Bytes::from(vec![b'x'; 101]));
+        cache.insert(5000, Bytes::from(vec![b'x'; 1001]));
         assert!(cache.get(5000).is_none());
     }
 
