@@ -40,6 +40,14 @@ impl MappedFile {
 }
 
 impl MappedFile {
+    /// Asks the kernel to start reading the whole file in the background
+    /// (the next file, while this one is scanned).
+    pub(crate) fn prefetch(&self) {
+        if let Some(map) = &self.map {
+            let _ = map.advise(Advice::WillNeed);
+        }
+    }
+
     /// Lets the kernel drop this mapping's pages before `upto` (rounded down
     /// to a page), so a long scan does not keep a whole file resident.
     pub(crate) fn release(&self, upto: usize) {

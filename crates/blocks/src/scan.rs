@@ -186,8 +186,18 @@ pub fn scan(
         }
     };
     if options.map_files && !thorough && files.iter().all(|f| f.xor.is_zero()) {
+        let mut next_map = None;
         for (file, block_file) in files.iter().enumerate() {
-            let map = MappedFile::open(&block_file.path)?;
+            let map = match next_map.take() {
+                Some(map) => map,
+                None => MappedFile::open(&block_file.path)?,
+            };
+            // Overlap the next file's disk reads with this file's scan.
+            if let Some(next) = files.get(file + 1) {
+                let next = MappedFile::open(&next.path)?;
+                next.prefetch();
+                next_map = Some(next);
+            }
             if map.len() as u64 > Entry::MAX_OFFSET {
                 return Err(ErrorKind::TooManyFiles {
                     value: map.len() as u64,
