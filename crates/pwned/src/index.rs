@@ -29,7 +29,6 @@ impl Data {
 /// page) into memory; each lookup then reads one 4 KiB page.
 ///
 /// An `Index` is `Sync`: share one between threads.
-#[derive(Debug)]
 pub struct Index {
     data: Data,
     header: Header,
@@ -45,6 +44,16 @@ pub struct Index {
     /// entries.
     guide: Vec<u32>,
     guide_shift: u32,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("kind", &self.kind())
+            .field("hashes", &self.header.hashes)
+            .field("pages", &self.header.pages)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Figures about an index, as `seekless pwned stats` prints them.
