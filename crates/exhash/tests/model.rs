@@ -245,3 +245,25 @@ fn batch_calls_match_single_calls() {
         assert_eq!(*got, single.get(k));
     }
 }
+
+#[test]
+fn with_capacity_lays_out_pages_and_stats_describe_them() {
+    let mut table = ExHash::with_capacity(200_000);
+    let before = table.stats();
+    assert!(before.pages >= 256, "{before:?}");
+    assert_eq!(before.len, 0);
+    for i in 0..50_000u64 {
+        table.insert(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i);
+    }
+    table.check_invariants().unwrap();
+    let s = table.stats();
+    assert_eq!(s.len, 50_000);
+    assert!(s.fill > 0.0 && s.fill < 1.0, "{s:?}");
+    assert!(
+        s.longest_chain >= 1 && s.longest_chain <= seekless_exhash::CHAIN,
+        "{s:?}"
+    );
+    assert!(s.max_local_depth <= s.global_depth, "{s:?}");
+    assert_eq!(s.memory_bytes, table.memory_bytes());
+    assert!(table.contains_key(0x9E37_79B9_7F4A_7C15) && !table.contains_key(1));
+}
