@@ -7,11 +7,13 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use crate::device::Device;
+use crate::directory::{dir_slot, slot_page};
 use crate::error::{Error, ErrorKind};
 use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
+use crate::layout::{Geom, decode_z};
 use crate::piece;
 use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
-use crate::table::{CHAIN, ExHash, Geom, MAX_DEPTH, MIN_DEPTH, PageMeta, decode_z};
+use crate::table::{CHAIN, ExHash, MAX_DEPTH, MIN_DEPTH, PageMeta};
 
 /// Pages in memory over a [`Device`], written out atomically by
 /// [`ExHash::commit`].
@@ -276,7 +278,7 @@ impl<D: Device> ExHash<FileStore<D>> {
             b.extend_from_slice(&(if live { s.crcs[id] } else { 0 }).to_le_bytes());
         }
         for &slot in &self.dir {
-            b.extend_from_slice(&crate::table::slot_page(slot).to_le_bytes());
+            b.extend_from_slice(&slot_page(slot).to_le_bytes());
         }
         for (&k, &v) in &self.spill {
             b.extend_from_slice(&k.to_le_bytes());
@@ -552,7 +554,7 @@ impl<D: Device> ExHash<FileStore<D>> {
         store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
         let dir = dir
             .into_iter()
-            .map(|id| crate::table::dir_slot(id, metas[id as usize].depth))
+            .map(|id| dir_slot(id, metas[id as usize].depth))
             .collect();
         Ok(ExHash::from_parts(store, dir, gd, metas, len, spill))
     }

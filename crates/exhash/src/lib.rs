@@ -5,8 +5,9 @@
 //!   skewed so pages split evenly over time instead of in waves.
 //! - [`piece`]: a page is 64 pieces of 128 bytes; an entry lives in its home
 //!   piece or one of the next [`CHAIN`]` - 1`, delta-encoded.
-//! - [`ExHash`] (`table.rs`): directory, splits, merges, directory doubling
-//!   and shrinking.
+//! - [`ExHash`] (`table.rs`): get, insert, remove, placing entries in
+//!   their chain; `directory.rs`: splits, merges, directory doubling and
+//!   halving; `layout.rs`: page geometry and laying out a page.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
 //!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
@@ -14,17 +15,23 @@
 
 pub mod bench;
 mod device;
+mod directory;
 mod error;
 mod file;
 pub(crate) mod format;
+mod iter;
+mod layout;
 pub mod mix;
 pub mod piece;
 mod prefetch;
+mod stats;
 mod store;
 mod table;
 
 pub use device::Device;
 pub use error::{Error, ErrorKind};
 pub use file::FileStore;
+pub use iter::Iter;
+pub use stats::Stats;
 pub use store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
-pub use table::{CHAIN, ExHash, Iter, MAX_DEPTH, Stats};
+pub use table::{CHAIN, ExHash, MAX_DEPTH};

@@ -1,11 +1,14 @@
-//! The extendible hash table: directory, page splits and merges, and the
-//! operations that place entries into pieces.
+//! The table: lookups, inserts and removals, and placing entries into the
+//! pieces of their chain. The directory and its page splits and merges are
+//! in `directory.rs`, the page layout in `layout.rs`.
 
 use std::collections::BTreeMap;
 
+use crate::directory::{DirSlot, dir_slot, slot_page};
+use crate::layout::{Geom, decode_z, encode_z, encoded_len_z, nth};
 use crate::mix::{hash_of_position, mix, position_high, unmix};
 use crate::piece::{self, Entry, InPlace, PIECE_DATA};
-use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+use crate::store::{MemoryStore, PIECES, PageId, PageStore};
 
 /// How many pieces an entry may live in: its home piece and the ones after
 /// it, wrapping from the last piece to the first. Chosen by measurement:
@@ -21,12 +24,6 @@ pub const MAX_DEPTH: u8 = 26;
 /// positions fit in 64 bits.
 pub(crate) const MIN_DEPTH: u8 = 1;
 
-/// A page is considered for merging when it holds less than this many bytes
-/// of entries...
-const MERGE_TRIGGER: u32 = (PIECES * PIECE_DATA / 4) as u32;
-/// ...and merges when it and its buddy together hold at most this many.
-const MERGE_LIMIT: u32 = (PIECES * PIECE_DATA / 2) as u32;
-
 /// What the table knows about each page besides its bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PageMeta {
@@ -40,139 +37,17 @@ pub(crate) struct PageMeta {
     pub bytes: u32,
 }
 
-/// Counters describing the shape of a table.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Stats {
-    /// Entries.
-    pub len: u64,
-    /// Live pages.
-    pub pages: usize,
-    /// Directory depth: the directory has 2^global_depth slots.
-    pub global_depth: u8,
-    /// Deepest page.
-    pub max_local_depth: u8,
-    /// Fraction of piece data bytes in use.
-    pub fill: f64,
-    /// Longest distance, in pieces, between an entry's home and where it lives, plus one.
-    pub longest_chain: usize,
-    /// Entries kept in the spill map.
-    pub spilled: usize,
-    /// Bytes of pages, directory and page table.
-    pub memory_bytes: u64,
-}
-
 /// How many keys ahead the batch operations prefetch.
 const PREFETCH_AHEAD: usize = 8;
 
-/// A directory slot: page id in the high 26 bits, the page's depth in the
-/// low 6, so a lookup needs no second table to learn the depth.
-pub(crate) type DirSlot = u32;
-
-#[inline]
-pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
-    debug_assert!(id < 1 << 26);
-    (id << 6) | depth as u32
-}
-
-#[inline]
-pub(crate) fn slot_page(slot: DirSlot) -> PageId {
-    slot >> 6
-}
-
 /// Where a key goes.
 #[derive(Clone, Copy, Debug)]
-struct Loc {
-    page: PageId,
+pub(crate) struct Loc {
+    pub page: PageId,
     depth: u8,
     z: u64,
     home: usize,
     geom: Geom,
-}
-
-/// How page-local positions of a page at some depth map to pieces.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Geom {
-    /// Position bits below the home piece number.
-    pub shift: u32,
-    /// Page-local positions are `65 - depth` bits wide.
-    pub mask: u64,
-}
-
-impl Geom {
-    #[inline]
-    pub fn of(depth: u8) -> Geom {
-        Geom {
-            shift: 59 - depth as u32,
-            mask: u64::MAX >> (depth - 1),
-        }
-    }
-
-    /// The last position whose home is piece `p`.
-    #[inline]
-    fn end(self, p: usize) -> u64 {
-        ((p as u64) << self.shift) | ((1u64 << self.shift) - 1)
-    }
-
-    /// Distance of position `z` back from the end of piece `p` (wrapping).
-    #[inline]
-    pub fn r(self, p: usize, z: u64) -> u64 {
-        self.end(p).wrapping_sub(z) & self.mask
-    }
-
-    /// The position at distance `r` back from the end of piece `p`.
-    #[inline]
-    pub fn z(self, p: usize, r: u64) -> u64 {
-        self.end(p).wrapping_sub(r) & self.mask
-    }
-
-    #[inline]
-    pub fn home(self, z: u64) -> usize {
-        (z >> self.shift) as usize
-    }
-}
-
-/// The `i`-th piece of the chain starting at `home`.
-#[inline]
-fn nth(home: usize, i: usize) -> usize {
-    (home + i) % PIECES
-}
-
-/// Decode piece `p` as page-local positions, in stored (ascending distance) order.
-pub(crate) fn decode_z(
-    pc: &[u8],
-    p: usize,
-    g: Geom,
-    out: &mut Vec<Entry>,
-) -> Result<(), piece::DecodeError> {
-    piece::decode(pc, out)?;
-    for e in out.iter_mut() {
-        if e.z >> g.shift >= CHAIN as u64 {
-            return Err("entry lives farther from its home than the chain allows");
-        }
-        e.z = g.z(p, e.z);
-    }
-    Ok(())
-}
-
-/// Encode positions (in ascending distance order from piece `p`'s end).
-fn encode_z(pc: &mut [u8], p: usize, g: Geom, entries: &mut [Entry]) -> bool {
-    for e in entries.iter_mut() {
-        e.z = g.r(p, e.z);
-    }
-    let ok = piece::encode(pc, entries);
-    for e in entries.iter_mut() {
-        e.z = g.z(p, e.z);
-    }
-    ok
-}
-
-fn encoded_len_z(p: usize, g: Geom, entries: &[Entry], buf: &mut Vec<Entry>) -> usize {
-    buf.clear();
-    buf.extend(entries.iter().map(|e| Entry {
-        z: g.r(p, e.z),
-        v: e.v,
-    }));
-    piece::encoded_len(buf)
 }
 
 /// An extendible hash table from u64 keys to u64 values in 8 KiB pages.
@@ -280,7 +155,7 @@ impl<S: PageStore> ExHash<S> {
         self.store
     }
 
-    fn set_meta(&mut self, id: PageId, m: PageMeta) {
+    pub(crate) fn set_meta(&mut self, id: PageId, m: PageMeta) {
         let i = id as usize;
         if self.meta.len() <= i {
             self.meta.resize(i + 1, PageMeta::default());
@@ -289,7 +164,7 @@ impl<S: PageStore> ExHash<S> {
     }
 
     #[inline]
-    fn locate(&self, h: u64) -> Loc {
+    pub(crate) fn locate(&self, h: u64) -> Loc {
         let g = position_high(h);
         let slot = self.dir[(g >> (33 - self.global_depth)) as usize];
         let page = slot_page(slot);
@@ -533,84 +408,6 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
-    /// All entries of a page, by ascending position.
-    fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
-        out.clear();
-        let g = Geom::of(self.meta[id as usize].depth);
-        let page = self.store.page(id);
-        let mut buf = Vec::with_capacity(PIECE_DATA);
-        for p in 0..PIECES {
-            decode_z(page.piece(p), p, g, &mut buf).expect("valid piece");
-            out.extend_from_slice(&buf);
-        }
-        out.sort_unstable_by_key(|e| e.z);
-    }
-
-    fn double_directory(&mut self) {
-        let mut dir = Vec::with_capacity(self.dir.len() * 2);
-        for &id in &self.dir {
-            dir.push(id);
-            dir.push(id);
-        }
-        self.dir = dir;
-        self.global_depth += 1;
-        self.at_global = 0;
-    }
-
-    /// Split page `id` by the next position bit. Entries the two halves
-    /// cannot hold are appended to `pending` as (hash, value).
-    fn split(&mut self, id: PageId, pending: &mut Vec<(u64, u64)>) {
-        let old = self.meta[id as usize];
-        if old.depth == self.global_depth {
-            self.double_directory();
-        }
-        let mut all = Vec::with_capacity(old.count as usize);
-        self.page_entries(id, &mut all);
-        let bit = 64 - old.depth as u32;
-        let mask = (1u64 << bit) - 1;
-        let (mut low, mut high) = (Vec::with_capacity(all.len()), Vec::with_capacity(all.len()));
-        for e in all {
-            let child = Entry {
-                z: e.z & mask,
-                v: e.v,
-            };
-            if e.z >> bit == 0 {
-                low.push(child);
-            } else {
-                high.push(child);
-            }
-        }
-        let depth = old.depth + 1;
-        let other = self.store.allocate();
-        let mut left = Vec::new();
-        for (page, prefix, entries) in [
-            (id, old.prefix * 2, &low),
-            (other, old.prefix * 2 + 1, &high),
-        ] {
-            let (count, bytes) = build(
-                self.store.page_mut(page),
-                entries,
-                Geom::of(depth),
-                &mut left,
-            );
-            let m = PageMeta {
-                depth,
-                prefix,
-                count,
-                bytes,
-            };
-            self.set_meta(page, m);
-            pending.extend(left.drain(..).map(|e| (Self::hash_at(&m, e.z), e.v)));
-        }
-        let span = 1usize << (self.global_depth - old.depth);
-        let start = (old.prefix as usize) * span;
-        self.dir[start..start + span / 2].fill(dir_slot(id, depth));
-        self.dir[start + span / 2..start + span].fill(dir_slot(other, depth));
-        if depth == self.global_depth {
-            self.at_global += 2;
-        }
-    }
-
     /// Remove `key`; returns its value.
     pub fn remove(&mut self, key: u64) -> Option<u64> {
         let h = mix(key);
@@ -710,312 +507,6 @@ impl<S: PageStore> ExHash<S> {
             let x = (p + PIECES * 2 + d - (CHAIN - 1).min(PIECES)) % PIECES;
             let on = (1..CHAIN).any(|k| max_age[nth(x, k)] >= k);
             piece::set_overflowed(pg.piece_mut(x), on);
-        }
-    }
-
-    /// Merge the page holding hash `h` with its buddy while both are small,
-    /// then shrink the directory while no page needs its full depth.
-    fn maybe_merge(&mut self, h: u64) {
-        loop {
-            let loc = self.locate(h);
-            let m = self.meta[loc.page as usize];
-            if m.depth <= MIN_DEPTH || m.bytes >= MERGE_TRIGGER {
-                break;
-            }
-            let span = 1usize << (self.global_depth - m.depth);
-            let buddy = slot_page(self.dir[(m.prefix ^ 1) as usize * span]);
-            let b = self.meta[buddy as usize];
-            if b.depth != m.depth || m.bytes + b.bytes > MERGE_LIMIT {
-                break;
-            }
-            let bit = 65 - m.depth as u32;
-            let mut all = Vec::with_capacity((m.count + b.count) as usize);
-            let mut part = Vec::new();
-            for (id, meta) in [(loc.page, m), (buddy, b)] {
-                self.page_entries(id, &mut part);
-                let top = ((meta.prefix & 1) as u64) << bit;
-                all.extend(part.iter().map(|e| Entry {
-                    z: e.z | top,
-                    v: e.v,
-                }));
-            }
-            all.sort_unstable_by_key(|e| e.z);
-            let depth = m.depth - 1;
-            let mut scratch = Page::empty();
-            let mut left = Vec::new();
-            let (count, bytes) = build(&mut scratch, &all, Geom::of(depth), &mut left);
-            if !left.is_empty() {
-                break;
-            }
-            let (keep, drop) = if m.prefix & 1 == 0 {
-                (loc.page, buddy)
-            } else {
-                (buddy, loc.page)
-            };
-            self.store.page_mut(keep).0.copy_from_slice(&scratch.0);
-            self.store.release(drop);
-            self.meta[drop as usize] = PageMeta::default();
-            self.meta[keep as usize] = PageMeta {
-                depth,
-                prefix: m.prefix >> 1,
-                count,
-                bytes,
-            };
-            let start = (m.prefix >> 1) as usize * span * 2;
-            self.dir[start..start + span * 2].fill(dir_slot(keep, depth));
-            if m.depth == self.global_depth {
-                self.at_global -= 2;
-            }
-            while self.at_global == 0 && self.global_depth > MIN_DEPTH {
-                self.halve_directory();
-            }
-        }
-    }
-
-    fn halve_directory(&mut self) {
-        self.dir = self.dir.iter().step_by(2).copied().collect();
-        self.global_depth -= 1;
-        let g = self.global_depth;
-        self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
-    }
-
-    /// Every (key, value) pair, in no particular order.
-    pub fn iter(&self) -> Iter<'_, S> {
-        Iter {
-            table: self,
-            next_page: 0,
-            buf: Vec::new(),
-            spill: self.spill.iter(),
-        }
-    }
-
-    /// Shape counters; walks every page (O(pages)).
-    pub fn stats(&self) -> Stats {
-        let mut used = 0u64;
-        let mut longest = 0usize;
-        let mut pages = 0usize;
-        let mut max_depth = 0u8;
-        let mut buf = Vec::new();
-        for (id, m) in self.meta.iter().enumerate() {
-            if m.depth == 0 {
-                continue;
-            }
-            pages += 1;
-            used += m.bytes as u64;
-            max_depth = max_depth.max(m.depth);
-            let shift = Geom::of(m.depth).shift;
-            let page = self.store.page(id as PageId);
-            for p in 0..PIECES {
-                piece::decode(page.piece(p), &mut buf).expect("valid piece");
-                if let Some(last) = buf.last() {
-                    longest = longest.max((last.z >> shift) as usize + 1);
-                }
-            }
-        }
-        Stats {
-            len: self.len,
-            pages,
-            global_depth: self.global_depth,
-            max_local_depth: max_depth,
-            fill: used as f64 / (pages * PIECES * PIECE_DATA).max(1) as f64,
-            longest_chain: longest,
-            spilled: self.spill.len(),
-            memory_bytes: self.memory_bytes(),
-        }
-    }
-
-    /// Bytes held by pages, directory and page table (the figure the
-    /// benchmarks divide by the entry count).
-    pub fn memory_bytes(&self) -> u64 {
-        let pages = self.meta.iter().filter(|m| m.depth != 0).count() as u64;
-        pages * PAGE_SIZE as u64
-            + self.dir.len() as u64 * 4
-            + self.meta.len() as u64 * std::mem::size_of::<PageMeta>() as u64
-            + self.spill.len() as u64 * 16
-    }
-
-    /// Check every invariant (counts, flags, directory, homes); for tests.
-    #[doc(hidden)]
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut total = 0u64;
-        let mut buf = Vec::new();
-        let mut at_global = 0;
-        for (id, m) in self.meta.iter().enumerate() {
-            if m.depth == 0 {
-                continue;
-            }
-            if m.depth == self.global_depth {
-                at_global += 1;
-            }
-            let span = 1usize << (self.global_depth - m.depth);
-            let start = m.prefix as usize * span;
-            if self.dir[start..start + span]
-                .iter()
-                .any(|&d| d != dir_slot(id as PageId, m.depth))
-            {
-                return Err(format!("directory does not map page {id} over its range"));
-            }
-            let g = Geom::of(m.depth);
-            let page = self.store.page(id as PageId);
-            let (mut count, mut bytes) = (0u32, 0u32);
-            for p in 0..PIECES {
-                decode_z(page.piece(p), p, g, &mut buf)
-                    .map_err(|e| format!("page {id} piece {p}: {e}"))?;
-                count += buf.len() as u32;
-                bytes += piece::used(page.piece(p)) as u32;
-                for e in &buf {
-                    let home = g.home(e.z);
-                    let age = (p + PIECES - home) % PIECES;
-                    for k in 0..age {
-                        if !piece::overflowed(page.piece(nth(home, k))) {
-                            return Err(format!(
-                                "page {id}: piece {} should be flagged",
-                                nth(home, k)
-                            ));
-                        }
-                    }
-                }
-            }
-            if count != m.count || bytes != m.bytes {
-                return Err(format!(
-                    "page {id}: counters {}/{} but holds {count}/{bytes}",
-                    m.count, m.bytes
-                ));
-            }
-            total += count as u64;
-        }
-        total += self.spill.len() as u64;
-        if total != self.len {
-            return Err(format!("len {} but {total} entries found", self.len));
-        }
-        if at_global != self.at_global {
-            return Err(format!(
-                "{at_global} pages at global depth, counter says {}",
-                self.at_global
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Lay out `entries` (ascending position, all of one page with geometry
-/// `g`) into an empty `page`: each piece takes the oldest-home entries that
-/// fit, the rest carry to the next piece within their chain; what is still
-/// carried past the last piece wraps around into free room at the start.
-/// Entries that run out of chain go to `left`. Returns (count, bytes) placed.
-pub(crate) fn build(
-    page: &mut Page,
-    entries: &[Entry],
-    g: Geom,
-    left: &mut Vec<Entry>,
-) -> (u32, u32) {
-    page.clear();
-    let mut carry: Vec<Entry> = Vec::new();
-    let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
-    let (mut count, mut bytes) = (0u32, 0u32);
-    let mut i = 0;
-    for p in 0..PIECES {
-        while i < entries.len() && g.home(entries[i].z) == p {
-            carry.push(entries[i]);
-            i += 1;
-        }
-        if carry.is_empty() {
-            continue;
-        }
-        // Oldest homes (largest distances) first, while they fit.
-        let mut sizer = piece::Sizer::default();
-        let lo = carry
-            .iter()
-            .take_while(|e| {
-                sizer.try_add(Entry {
-                    z: g.r(p, e.z),
-                    v: e.v,
-                })
-            })
-            .count();
-        // Oldest first is ascending position, which is descending distance.
-        buf.clear();
-        buf.extend(carry[..lo].iter().rev());
-        let pc = page.piece_mut(p);
-        let ok = encode_z(pc, p, g, &mut buf);
-        debug_assert!(ok);
-        count += lo as u32;
-        bytes += piece::used(pc) as u32;
-        carry.drain(..lo);
-        if !carry.is_empty() {
-            piece::set_overflowed(pc, true);
-        }
-        carry.retain(|e| {
-            let keep = g.home(e.z) + CHAIN > p + 1;
-            if !keep {
-                left.push(*e);
-            }
-            keep
-        });
-    }
-    // Wrap: entries whose chain continues past the last piece.
-    'entry: for e in carry {
-        let home = g.home(e.z);
-        for k in 0..CHAIN {
-            let p = nth(home, k);
-            if p < home {
-                let pc = page.piece_mut(p);
-                piece::decode(pc, &mut buf).expect("valid piece");
-                let r = g.r(p, e.z);
-                let at = buf.partition_point(|x| x.z < r);
-                buf.insert(at, Entry { z: r, v: e.v });
-                let before = piece::used(pc) as u32;
-                if piece::encode(pc, &buf) {
-                    bytes = bytes - before + piece::used(pc) as u32;
-                    count += 1;
-                    continue 'entry;
-                }
-            }
-            piece::set_overflowed(page.piece_mut(p), true);
-        }
-        left.push(e);
-    }
-    (count, bytes)
-}
-
-/// Iterator over a table's pairs.
-#[derive(Debug)]
-pub struct Iter<'a, S: PageStore> {
-    table: &'a ExHash<S>,
-    next_page: usize,
-    buf: Vec<(u64, u64)>,
-    spill: std::collections::btree_map::Iter<'a, u64, u64>,
-}
-
-impl<S: PageStore> Iterator for Iter<'_, S> {
-    type Item = (u64, u64);
-
-    fn next(&mut self) -> Option<(u64, u64)> {
-        loop {
-            if let Some(kv) = self.buf.pop() {
-                return Some(kv);
-            }
-            let meta = &self.table.meta;
-            while self.next_page < meta.len() && meta[self.next_page].depth == 0 {
-                self.next_page += 1;
-            }
-            if self.next_page >= meta.len() {
-                return self.spill.next().map(|(&k, &v)| (k, v));
-            }
-            let id = self.next_page;
-            self.next_page += 1;
-            let m = meta[id];
-            let g = Geom::of(m.depth);
-            let page = self.table.store.page(id as PageId);
-            let mut entries = Vec::new();
-            for p in 0..PIECES {
-                decode_z(page.piece(p), p, g, &mut entries).expect("valid piece");
-                self.buf.extend(
-                    entries
-                        .iter()
-                        .map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)),
-                );
-            }
         }
     }
 }

@@ -1,0 +1,177 @@
+//! The directory: 2^global_depth slots indexed by the leading bits of a
+//! key's position, each naming a page and its local depth. Pages split by
+//! the next position bit (doubling the directory when a page at global
+//! depth splits), merge with their buddy when both are small, and the
+//! directory halves when no page needs its full depth.
+
+use crate::layout::{Geom, build, decode_z};
+use crate::piece::{Entry, PIECE_DATA};
+use crate::store::{PIECES, Page, PageId, PageStore};
+use crate::table::{ExHash, MIN_DEPTH, PageMeta};
+
+/// A page is considered for merging when it holds less than this many bytes
+/// of entries...
+const MERGE_TRIGGER: u32 = (PIECES * PIECE_DATA / 4) as u32;
+/// ...and merges when it and its buddy together hold at most this many.
+const MERGE_LIMIT: u32 = (PIECES * PIECE_DATA / 2) as u32;
+
+/// A directory slot: page id in the high 26 bits, the page's depth in the
+/// low 6, so a lookup needs no second table to learn the depth.
+pub(crate) type DirSlot = u32;
+
+#[inline]
+pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
+    debug_assert!(id < 1 << 26);
+    (id << 6) | depth as u32
+}
+
+#[inline]
+pub(crate) fn slot_page(slot: DirSlot) -> PageId {
+    slot >> 6
+}
+
+impl<S: PageStore> ExHash<S> {
+    /// All entries of a page, by ascending position.
+    pub(crate) fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
+        out.clear();
+        let g = Geom::of(self.meta[id as usize].depth);
+        let page = self.store.page(id);
+        let mut buf = Vec::with_capacity(PIECE_DATA);
+        for p in 0..PIECES {
+            decode_z(page.piece(p), p, g, &mut buf).expect("valid piece");
+            out.extend_from_slice(&buf);
+        }
+        out.sort_unstable_by_key(|e| e.z);
+    }
+
+    fn double_directory(&mut self) {
+        let mut dir = Vec::with_capacity(self.dir.len() * 2);
+        for &id in &self.dir {
+            dir.push(id);
+            dir.push(id);
+        }
+        self.dir = dir;
+        self.global_depth += 1;
+        self.at_global = 0;
+    }
+
+    /// Split page `id` by the next position bit. Entries the two halves
+    /// cannot hold are appended to `pending` as (hash, value).
+    pub(crate) fn split(&mut self, id: PageId, pending: &mut Vec<(u64, u64)>) {
+        let old = self.meta[id as usize];
+        if old.depth == self.global_depth {
+            self.double_directory();
+        }
+        let mut all = Vec::with_capacity(old.count as usize);
+        self.page_entries(id, &mut all);
+        let bit = 64 - old.depth as u32;
+        let mask = (1u64 << bit) - 1;
+        let (mut low, mut high) = (Vec::with_capacity(all.len()), Vec::with_capacity(all.len()));
+        for e in all {
+            let child = Entry {
+                z: e.z & mask,
+                v: e.v,
+            };
+            if e.z >> bit == 0 {
+                low.push(child);
+            } else {
+                high.push(child);
+            }
+        }
+        let depth = old.depth + 1;
+        let other = self.store.allocate();
+        let mut left = Vec::new();
+        for (page, prefix, entries) in [
+            (id, old.prefix * 2, &low),
+            (other, old.prefix * 2 + 1, &high),
+        ] {
+            let (count, bytes) = build(
+                self.store.page_mut(page),
+                entries,
+                Geom::of(depth),
+                &mut left,
+            );
+            let m = PageMeta {
+                depth,
+                prefix,
+                count,
+                bytes,
+            };
+            self.set_meta(page, m);
+            pending.extend(left.drain(..).map(|e| (Self::hash_at(&m, e.z), e.v)));
+        }
+        let span = 1usize << (self.global_depth - old.depth);
+        let start = (old.prefix as usize) * span;
+        self.dir[start..start + span / 2].fill(dir_slot(id, depth));
+        self.dir[start + span / 2..start + span].fill(dir_slot(other, depth));
+        if depth == self.global_depth {
+            self.at_global += 2;
+        }
+    }
+
+    /// Merge the page holding hash `h` with its buddy while both are small,
+    /// then shrink the directory while no page needs its full depth.
+    pub(crate) fn maybe_merge(&mut self, h: u64) {
+        loop {
+            let loc = self.locate(h);
+            let m = self.meta[loc.page as usize];
+            if m.depth <= MIN_DEPTH || m.bytes >= MERGE_TRIGGER {
+                break;
+            }
+            let span = 1usize << (self.global_depth - m.depth);
+            let buddy = slot_page(self.dir[(m.prefix ^ 1) as usize * span]);
+            let b = self.meta[buddy as usize];
+            if b.depth != m.depth || m.bytes + b.bytes > MERGE_LIMIT {
+                break;
+            }
+            let bit = 65 - m.depth as u32;
+            let mut all = Vec::with_capacity((m.count + b.count) as usize);
+            let mut part = Vec::new();
+            for (id, meta) in [(loc.page, m), (buddy, b)] {
+                self.page_entries(id, &mut part);
+                let top = ((meta.prefix & 1) as u64) << bit;
+                all.extend(part.iter().map(|e| Entry {
+                    z: e.z | top,
+                    v: e.v,
+                }));
+            }
+            all.sort_unstable_by_key(|e| e.z);
+            let depth = m.depth - 1;
+            let mut scratch = Page::empty();
+            let mut left = Vec::new();
+            let (count, bytes) = build(&mut scratch, &all, Geom::of(depth), &mut left);
+            if !left.is_empty() {
+                break;
+            }
+            let (keep, drop) = if m.prefix & 1 == 0 {
+                (loc.page, buddy)
+            } else {
+                (buddy, loc.page)
+            };
+            self.store.page_mut(keep).0.copy_from_slice(&scratch.0);
+            self.store.release(drop);
+            self.meta[drop as usize] = PageMeta::default();
+            self.meta[keep as usize] = PageMeta {
+                depth,
+                prefix: m.prefix >> 1,
+                count,
+                bytes,
+            };
+            let start = (m.prefix >> 1) as usize * span * 2;
+            self.dir[start..start + span * 2].fill(dir_slot(keep, depth));
+            if m.depth == self.global_depth {
+                self.at_global -= 2;
+            }
+            while self.at_global == 0 && self.global_depth > MIN_DEPTH {
+                self.halve_directory();
+            }
+        }
+    }
+
+    fn halve_directory(&mut self) {
+        self.dir = self.dir.iter().step_by(2).copied().collect();
+        self.global_depth -= 1;
+        let g = self.global_depth;
+        self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
+    }
+}

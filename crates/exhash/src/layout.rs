@@ -1,0 +1,173 @@
+//! Page layout: how page-local positions map to pieces (home piece,
+//! distance back from a piece's end, chains that wrap around the page), and
+//! laying a page out from a sorted list of entries.
+
+use crate::piece::{self, Entry, PIECE_DATA};
+use crate::store::{PIECES, Page};
+use crate::table::CHAIN;
+
+/// How page-local positions of a page at some depth map to pieces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geom {
+    /// Position bits below the home piece number.
+    pub shift: u32,
+    /// Page-local positions are `65 - depth` bits wide.
+    pub mask: u64,
+}
+
+impl Geom {
+    #[inline]
+    pub fn of(depth: u8) -> Geom {
+        Geom {
+            shift: 59 - depth as u32,
+            mask: u64::MAX >> (depth - 1),
+        }
+    }
+
+    /// The last position whose home is piece `p`.
+    #[inline]
+    pub fn end(self, p: usize) -> u64 {
+        ((p as u64) << self.shift) | ((1u64 << self.shift) - 1)
+    }
+
+    /// Distance of position `z` back from the end of piece `p` (wrapping).
+    #[inline]
+    pub fn r(self, p: usize, z: u64) -> u64 {
+        self.end(p).wrapping_sub(z) & self.mask
+    }
+
+    /// The position at distance `r` back from the end of piece `p`.
+    #[inline]
+    pub fn z(self, p: usize, r: u64) -> u64 {
+        self.end(p).wrapping_sub(r) & self.mask
+    }
+
+    #[inline]
+    pub fn home(self, z: u64) -> usize {
+        (z >> self.shift) as usize
+    }
+}
+
+/// The `i`-th piece of the chain starting at `home`.
+#[inline]
+pub(crate) fn nth(home: usize, i: usize) -> usize {
+    (home + i) % PIECES
+}
+
+/// Decode piece `p` as page-local positions, in stored (ascending distance) order.
+pub(crate) fn decode_z(
+    pc: &[u8],
+    p: usize,
+    g: Geom,
+    out: &mut Vec<Entry>,
+) -> Result<(), piece::DecodeError> {
+    piece::decode(pc, out)?;
+    for e in out.iter_mut() {
+        if e.z >> g.shift >= CHAIN as u64 {
+            return Err("entry lives farther from its home than the chain allows");
+        }
+        e.z = g.z(p, e.z);
+    }
+    Ok(())
+}
+
+/// Encode positions (in ascending distance order from piece `p`'s end).
+pub(crate) fn encode_z(pc: &mut [u8], p: usize, g: Geom, entries: &mut [Entry]) -> bool {
+    for e in entries.iter_mut() {
+        e.z = g.r(p, e.z);
+    }
+    let ok = piece::encode(pc, entries);
+    for e in entries.iter_mut() {
+        e.z = g.z(p, e.z);
+    }
+    ok
+}
+
+pub(crate) fn encoded_len_z(p: usize, g: Geom, entries: &[Entry], buf: &mut Vec<Entry>) -> usize {
+    buf.clear();
+    buf.extend(entries.iter().map(|e| Entry {
+        z: g.r(p, e.z),
+        v: e.v,
+    }));
+    piece::encoded_len(buf)
+}
+
+/// Lay out `entries` (ascending position, all of one page with geometry
+/// `g`) into an empty `page`: each piece takes the oldest-home entries that
+/// fit, the rest carry to the next piece within their chain; what is still
+/// carried past the last piece wraps around into free room at the start.
+/// Entries that run out of chain go to `left`. Returns (count, bytes) placed.
+pub(crate) fn build(
+    page: &mut Page,
+    entries: &[Entry],
+    g: Geom,
+    left: &mut Vec<Entry>,
+) -> (u32, u32) {
+    page.clear();
+    let mut carry: Vec<Entry> = Vec::new();
+    let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
+    let (mut count, mut bytes) = (0u32, 0u32);
+    let mut i = 0;
+    for p in 0..PIECES {
+        while i < entries.len() && g.home(entries[i].z) == p {
+            carry.push(entries[i]);
+            i += 1;
+        }
+        if carry.is_empty() {
+            continue;
+        }
+        // Oldest homes (largest distances) first, while they fit.
+        let mut sizer = piece::Sizer::default();
+        let lo = carry
+            .iter()
+            .take_while(|e| {
+                sizer.try_add(Entry {
+                    z: g.r(p, e.z),
+                    v: e.v,
+                })
+            })
+            .count();
+        // Oldest first is ascending position, which is descending distance.
+        buf.clear();
+        buf.extend(carry[..lo].iter().rev());
+        let pc = page.piece_mut(p);
+        let ok = encode_z(pc, p, g, &mut buf);
+        debug_assert!(ok);
+        count += lo as u32;
+        bytes += piece::used(pc) as u32;
+        carry.drain(..lo);
+        if !carry.is_empty() {
+            piece::set_overflowed(pc, true);
+        }
+        carry.retain(|e| {
+            let keep = g.home(e.z) + CHAIN > p + 1;
+            if !keep {
+                left.push(*e);
+            }
+            keep
+        });
+    }
+    // Wrap: entries whose chain continues past the last piece.
+    'entry: for e in carry {
+        let home = g.home(e.z);
+        for k in 0..CHAIN {
+            let p = nth(home, k);
+            if p < home {
+                let pc = page.piece_mut(p);
+                piece::decode(pc, &mut buf).expect("valid piece");
+                let r = g.r(p, e.z);
+                let at = buf.partition_point(|x| x.z < r);
+                buf.insert(at, Entry { z: r, v: e.v });
+                let before = piece::used(pc) as u32;
+                if piece::encode(pc, &buf) {
+                    bytes = bytes - before + piece::used(pc) as u32;
+                    count += 1;
+                    continue 'entry;
+                }
+            }
+            piece::set_overflowed(page.piece_mut(p), true);
+        }
+        left.push(e);
+    }
+    (count, bytes)
+}
