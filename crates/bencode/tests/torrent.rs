@@ -147,6 +147,15 @@ fn invalid_metainfo_gets_clear_errors() {
         reason(&v1_torrent(16384, &[0; 20], "a", -1)),
         "info.length: negative size -1"
     );
+    assert_eq!(
+        reason(&v1_torrent(1 << 31, &[0; 20], "a", 100)),
+        "info.piece length: 2147483648 is too large (at most 2^31 - 1)"
+    );
+    // A huge (but allowed) piece length over a small file: verifying needs
+    // buffers for the data, not for the claimed piece size.
+    let t = Torrent::from_bytes(&v1_torrent(1 << 30, &[0; 20], "a", 100)).unwrap();
+    let report = verify(&t, Path::new("/nonexistent-data-dir"), &mut |_| {}).unwrap();
+    assert_eq!(report.files[0].missing, 1);
     assert_eq!(reason(b"d4:infod4:name1:aee"), "info.piece length: missing");
     assert_eq!(reason(b"le"), "(top level): not a dictionary");
     assert_eq!(reason(b"d4:infoi1ee"), "info: not a dictionary");

@@ -104,6 +104,9 @@ fn collect(root: &Path) -> Result<Vec<InputFile>, Error> {
     Ok(out)
 }
 
+/// The largest piece length `create` accepts (mktorrent's limit too).
+const MAX_PIECE_LENGTH: u64 = 256 * 1024 * 1024;
+
 fn auto_piece_length(total: u64) -> u64 {
     (total / 1500)
         .next_power_of_two()
@@ -131,6 +134,12 @@ pub fn create(
             return Err(Error::torrent(
                 "piece length",
                 format!("{p} is not a power of two of at least 16 KiB"),
+            ));
+        }
+        Some(p) if p > MAX_PIECE_LENGTH => {
+            return Err(Error::torrent(
+                "piece length",
+                format!("{p} is larger than 256 MiB"),
             ));
         }
         Some(p) => p,

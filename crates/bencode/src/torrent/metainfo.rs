@@ -164,6 +164,13 @@ impl Torrent {
         if piece_length == 0 {
             return Err(Error::torrent("info.piece length", "must be positive"));
         }
+        // libtorrent keeps piece sizes in an int; so do readers' buffers.
+        if piece_length > i32::MAX as u64 {
+            return Err(Error::torrent(
+                "info.piece length",
+                format!("{piece_length} is too large (at most 2^31 - 1)"),
+            ));
+        }
 
         let meta_version = match info.get(b"meta version") {
             Some(n) => Some(int(n, "info.meta version")?),

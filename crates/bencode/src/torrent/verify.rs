@@ -236,7 +236,10 @@ fn verify_v1(
     let stream: u64 = files.iter().map(|f| f.length).sum();
     let threads = hash_threads();
     let batch = (batch_bytes / piece_length).max(threads).max(1);
-    let mut buf = vec![0u8; batch.min(torrent.pieces.len()).max(1) * piece_length];
+    // Never more than the data itself: the piece length comes from the
+    // torrent and may be far larger than the files.
+    let buf_len = (batch.min(torrent.pieces.len()) as u64 * piece_length as u64).min(stream);
+    let mut buf = vec![0u8; buf_len as usize];
     let mut reader = PieceStream {
         files,
         dir,
@@ -298,9 +301,11 @@ fn verify_v2(
     let blocks_per_piece = piece_length / BLOCK_SIZE as usize;
     let threads = hash_threads();
     let batch = (batch_bytes / piece_length).max(threads).max(1);
+    // Never more than the largest file: the piece length comes from the
+    // torrent and may be far larger than the files.
     let largest = torrent.files.iter().map(|f| f.length).max().unwrap_or(0);
-    let pieces_needed = largest.div_ceil(piece_length as u64).max(1) as usize;
-    let mut buf = vec![0u8; batch.min(pieces_needed) * piece_length];
+    let buf_len = (batch as u64 * piece_length as u64).min(largest);
+    let mut buf = vec![0u8; buf_len as usize];
     let mut sizes = vec![0usize; batch];
     let mut reports = Vec::new();
     for entry in torrent.files.iter().filter(|f| !f.pad) {
