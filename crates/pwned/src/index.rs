@@ -308,7 +308,7 @@ impl Index {
     /// fetch the pages of the next lookups ahead of time), which makes it
     /// several times faster than one lookup at a time on a large index.
     pub fn count_many(&self, keys: &[Key], counts: &mut Vec<u64>) -> Result<()> {
-        const AHEAD: usize = 6;
+        const AHEAD: usize = 8;
         counts.reserve(keys.len());
         for (i, &key) in keys.iter().enumerate() {
             if let Some(&next) = keys.get(i + AHEAD) {
