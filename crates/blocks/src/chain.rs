@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 
 use crate::hash::BlockHash;
-use crate::header::block_work;
+use crate::header::{BlockHeader, block_work};
 use crate::network::Network;
 use crate::record::FoundBlock;
 use crate::scan::ScanOutput;
@@ -48,15 +48,25 @@ impl Entry {
     pub(crate) const MAX_FILES: u64 = 1 << FILE_BITS;
     pub(crate) const MAX_OFFSET: u64 = 1 << OFFSET_BITS;
 
-    pub(crate) fn new(block: &FoundBlock<'_>, file: usize, flags: u32) -> Entry {
+    pub(crate) fn new(block: &FoundBlock<'_>, file: usize) -> Entry {
+        Entry::from_header(&block.hash, &block.header, block.size, file, block.offset)
+    }
+
+    pub(crate) fn from_header(
+        hash: &BlockHash,
+        header: &BlockHeader,
+        size: u32,
+        file: usize,
+        offset: u64,
+    ) -> Entry {
         Entry {
-            hash: block.hash.0,
-            link: block.header.prev.0,
-            bits: block.header.bits,
-            time: block.header.time,
-            version: block.header.version,
-            size_flags: block.size | flags,
-            pos: (file as u64) << OFFSET_BITS | block.offset,
+            hash: hash.0,
+            link: header.prev.0,
+            bits: header.bits,
+            time: header.time,
+            version: header.version,
+            size_flags: size,
+            pos: (file as u64) << OFFSET_BITS | offset,
         }
     }
 

@@ -157,6 +157,13 @@ impl RecordScanner {
         self
     }
 
+    /// Starts scanning at `offset` instead of 0 (after records already
+    /// accounted for by other means).
+    pub fn start_at(mut self, offset: u64) -> RecordScanner {
+        self.pos = offset;
+        self
+    }
+
     /// Where scanning resumes: the caller's next window must start at or
     /// before this offset (it is what [`RecordScanner::feed`] returned).
     pub fn position(&self) -> u64 {

@@ -9,12 +9,15 @@ use crate::chain::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
-use crate::header::HEADER_LEN;
+use crate::header::{BlockHeader, HEADER_LEN, check_pow, header_hash};
 use crate::mapped::MappedFile;
 use crate::network::Network;
 use crate::reader::{RESERVE, Reader};
-use crate::record::{BadKind, BadRecord, Event, RECORD_PREFIX_LEN, RecordScanner};
+use crate::record::{
+    BadKind, BadRecord, Event, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RECORD_PREFIX_LEN, RecordScanner,
+};
 use crate::u256::U256;
+use crate::xor::XorKey;
 
 /// How much of each file network detection looks at.
 const DETECT_LEN: u64 = 8 << 20;
@@ -185,7 +188,7 @@ pub fn scan(
             scanner
         }
     };
-    if options.map_files && !thorough && files.iter().all(|f| f.xor.is_zero()) {
+    if options.map_files && !thorough {
         let mut next_map = None;
         for (file, block_file) in files.iter().enumerate() {
             let map = match next_map.take() {
@@ -204,32 +207,8 @@ pub fn scan(
                 }
                 .into());
             }
-            // Windows over the mapping, so pages behind the scan can be released.
-            let mut scanner = new_scanner();
             let step = options.chunk_size.max(1 << 12);
-            let (mut keep, mut end, mut released) = (0usize, 0usize, 0usize);
-            loop {
-                let start = end;
-                end = (end + step).min(map.len());
-                let eof = end == map.len();
-                let mut ok = true;
-                let next = scanner.feed(&map[keep..end], keep as u64, eof, &mut |event| {
-                    ok &= record_event(&mut out, file, event)
-                });
-                if !ok {
-                    return Err(out_of_memory(&block_file.path));
-                }
-                keep = next as usize;
-                if keep - released >= 1 << 20 {
-                    map.release(keep);
-                    released = keep;
-                }
-                out.bytes += (end - start) as u64;
-                progress((end - start) as u64);
-                if eof {
-                    break;
-                }
-            }
+            scan_mapped(&mut out, file, block_file, &map, network, step, progress)?;
         }
         out.entries.shrink_to_fit();
         return Ok(out);
@@ -323,17 +302,23 @@ fn record_event(out: &mut ScanOutput, file: usize, event: Event<'_>) -> bool {
         Event::Bad(record) => out.bad_records.push(FileBadRecord { file, record }),
         Event::Block(block) => {
             out.records += 1;
-            if out.entries.len() == out.entries.capacity() {
-                // Grow by a sixteenth: large reallocations are remapped, not
-                // copied, and the spare capacity stays small.
-                let extra = (out.entries.len() / 16).max(1024);
-                if out.entries.try_reserve_exact(extra).is_err() {
-                    return false;
-                }
-            }
-            out.entries.push(Entry::new(&block, file, 0));
+            return push_entry(out, Entry::new(&block, file));
         }
     }
+    true
+}
+
+/// Appends an entry; false when memory ran out.
+fn push_entry(out: &mut ScanOutput, entry: Entry) -> bool {
+    if out.entries.len() == out.entries.capacity() {
+        // Grow by a sixteenth: large reallocations are remapped, not copied,
+        // and the spare capacity stays small.
+        let extra = (out.entries.len() / 16).max(1024);
+        if out.entries.try_reserve_exact(extra).is_err() {
+            return false;
+        }
+    }
+    out.entries.push(entry);
     true
 }
 
@@ -375,4 +360,147 @@ fn check_blocks(blocks: &[&[u8]], pow_limit: U256) -> Vec<Result<crate::block::B
             .flat_map(|h| h.join().expect("block checks do not panic"))
             .collect()
     })
+}
+
+/// Reads `at..at + HOP_LEN` of a mapped file, de-obfuscated, into `buf`;
+/// returns how many bytes there were.
+fn read_hop(map: &[u8], key: XorKey, at: usize, buf: &mut [u8; HOP_LEN]) -> usize {
+    let n = map.len().saturating_sub(at).min(HOP_LEN);
+    buf[..n].copy_from_slice(&map[at..at + n]);
+    key.apply(&mut buf[..n], at as u64);
+    n
+}
+
+const HOP_LEN: usize = RECORD_PREFIX_LEN + HEADER_LEN;
+
+/// A valid record start (magic, size, header meeting its nBits) in `bytes`.
+fn valid_start(
+    bytes: &[u8],
+    magic: [u8; 4],
+    pow_limit: U256,
+) -> Option<(u32, BlockHash, BlockHeader)> {
+    if bytes.len() < HOP_LEN || bytes[..4] != magic {
+        return None;
+    }
+    let size = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+    if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&size) {
+        return None;
+    }
+    let header: &[u8; HEADER_LEN] = bytes[8..HOP_LEN].try_into().expect("80 bytes");
+    let hash = header_hash(header);
+    let header = BlockHeader::parse(header);
+    check_pow(&hash, header.bits, pow_limit).then_some((size, hash, header))
+}
+
+/// One mapped file, plain or obfuscated. While records follow each other
+/// (the normal case) it hops from header to header, de-obfuscating only
+/// those 88 bytes: block bodies are never touched. At the first record whose
+/// end does not look like a record boundary it hands the rest of the file
+/// to the [`RecordScanner`], which then sees exactly what it would have
+/// seen from the start (its state is empty at a record boundary).
+fn scan_mapped(
+    out: &mut ScanOutput,
+    file: usize,
+    block_file: &BlockFile,
+    map: &MappedFile,
+    network: Network,
+    step: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let (key, magic, pow_limit) = (block_file.xor, network.magic(), network.pow_limit());
+    let len = map.len();
+    let mut buf = [0u8; HOP_LEN];
+    let mut pos = 0usize;
+    let mut next: Option<(usize, u32, BlockHash, BlockHeader)> = None;
+    let (mut released, mut reported) = (0usize, 0usize);
+    while pos < len {
+        let start = match next.take() {
+            Some((at, size, hash, header)) if at == pos => Some((size, hash, header)),
+            _ => {
+                let n = read_hop(map, key, pos, &mut buf);
+                valid_start(&buf[..n], magic, pow_limit)
+            }
+        };
+        let Some((size, hash, header)) = start else {
+            break;
+        };
+        let end = pos + RECORD_PREFIX_LEN + size as usize;
+        if end > len {
+            break;
+        }
+        // The record's end must look like a boundary, as the scanner requires.
+        let plausible = end == len || {
+            let n = read_hop(map, key, end, &mut buf);
+            let after = &buf[..n];
+            if after.iter().all(|&b| b == 0) {
+                true
+            } else if let Some((size, hash, header)) = valid_start(after, magic, pow_limit) {
+                next = Some((end, size, hash, header));
+                true
+            } else {
+                // A record torn by the end of the file also counts.
+                n < HOP_LEN
+                    && after.starts_with(&magic)
+                    && (n < RECORD_PREFIX_LEN
+                        || (MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&u32::from_le_bytes(
+                            after[4..8].try_into().expect("4 bytes"),
+                        )))
+            }
+        };
+        if !plausible {
+            break;
+        }
+        out.records += 1;
+        if !push_entry(
+            out,
+            Entry::from_header(&hash, &header, size, file, pos as u64),
+        ) {
+            return Err(out_of_memory(&block_file.path));
+        }
+        pos = end;
+        if pos - reported >= step {
+            progress((pos - reported) as u64);
+            out.bytes += (pos - reported) as u64;
+            reported = pos;
+        }
+        if pos - released >= 1 << 20 {
+            map.release(pos);
+            released = pos;
+        }
+    }
+    // The rest (corruption, padding, a torn tail) goes through the scanner,
+    // in windows, de-obfuscated into a buffer when the file is obfuscated.
+    let mut scanner = RecordScanner::new(network).start_at(pos as u64);
+    let (mut keep, mut end) = (pos, pos);
+    let mut plain = Vec::new();
+    while end < len || keep < len {
+        end = (end + step).min(len);
+        let eof = end == len;
+        let window: &[u8] = if key.is_zero() {
+            &map[keep..end]
+        } else {
+            plain.clear();
+            plain.extend_from_slice(&map[keep..end]);
+            key.apply(&mut plain, keep as u64);
+            &plain
+        };
+        let mut ok = true;
+        let next_keep = scanner.feed(window, keep as u64, eof, &mut |event| {
+            ok &= record_event(out, file, event)
+        });
+        if !ok {
+            return Err(out_of_memory(&block_file.path));
+        }
+        keep = next_keep as usize;
+        if keep - released >= 1 << 20 {
+            map.release(keep);
+            released = keep;
+        }
+        if eof {
+            break;
+        }
+    }
+    progress((len - reported) as u64);
+    out.bytes += (len - reported) as u64;
+    Ok(())
 }

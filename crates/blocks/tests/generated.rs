@@ -38,6 +38,30 @@ fn scan_headers_only(network: Network, bytes: &[u8]) -> Found {
     found
 }
 
+/// Writes `plain` XORed with `key` to a file and scans it with [`scan`].
+fn scan_file(plain: &[u8], key: XorKey, map_files: bool) -> Found {
+    let dir = tempdir("scan-file");
+    let path = dir.join("blk00000.dat");
+    let mut bytes = plain.to_vec();
+    key.apply(&mut bytes, 0);
+    std::fs::write(&path, &bytes).unwrap();
+    let files = list_block_files(std::slice::from_ref(&path), Some(key)).unwrap();
+    let options = ScanOptions {
+        network: Some(REGTEST),
+        map_files,
+        chunk_size: 4096,
+        ..ScanOptions::default()
+    };
+    let mut output = scan(files, &options, &mut |_| {}).unwrap();
+    assert_eq!(output.bytes, plain.len() as u64);
+    let bad = output.bad_records.iter().map(|b| b.record).collect();
+    let chain = Chain::build(&mut output);
+    let mut blocks: Vec<(u64, BlockHash)> = chain.blocks().map(|b| (b.offset, b.hash)).collect();
+    blocks.sort();
+    std::fs::remove_dir_all(&dir).unwrap();
+    Found { blocks, bad }
+}
+
 /// Feeds the scanner in random pieces, keeping what it asks for, as the
 /// reader loop does: the result must not depend on where reads end.
 fn scan_pieces(network: Network, bytes: &[u8], rng: &mut Rng, thorough: bool) -> Found {
@@ -233,6 +257,22 @@ fn every_damage_at_many_positions_loses_only_the_damaged_record() {
                 lazy,
                 "{context} (lazy, pieces)"
             );
+            // The file-level scan (header hopping over a mapping, plain and
+            // obfuscated, and the read path) reports the same.
+            if case % 4 == 0 {
+                for key in [
+                    XorKey::default(),
+                    XorKey([0x11, 0xfa, 0xbf, 0, 0xb5, 0xda, 0x42, 0x99]),
+                ] {
+                    for map_files in [true, false] {
+                        let got = scan_file(&bytes, key, map_files);
+                        assert_eq!(
+                            got, lazy,
+                            "{context} (file, key {key:?}, mapped {map_files})"
+                        );
+                    }
+                }
+            }
         }
     }
 }
