@@ -548,41 +548,30 @@ async fn range(
     let mut response = if !padding && not_modified(headers, served) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let cache_key = prefix as u32 | u32::from(kind == Kind::Ntlm) << 20;
-        let cached = match &shared.cache {
-            Some(cache) if !padding => cache.get(cache_key),
-            _ => None,
+        let encoding = match &shared.cache {
+            Some(_) if !padding => negotiate(headers),
+            _ => Encoding::Identity,
         };
-        let body = match cached {
-            Some(body) => body,
-            None => {
-                let items = match served.index.range(prefix, 20) {
-                    Ok(items) => items,
-                    Err(e) => {
-                        return text(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            &format!("index damaged: {e}"),
-                        );
-                    }
-                };
-                if padding {
-                    let seed = shared
-                        .seed
-                        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-                    Bytes::from(range_body(kind, &pad(&items, kind, prefix, seed)))
-                } else {
-                    let body = Bytes::from(range_body(kind, &items));
-                    if let Some(cache) = &shared.cache {
-                        cache.insert(cache_key, body.clone());
-                    }
-                    body
-                }
+        let body = match answer(&shared, served, kind, prefix, padding, encoding) {
+            Ok(body) => body,
+            Err(e) => {
+                return text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("index damaged: {e}"),
+                );
             }
         };
         let mut response = Response::new(Body::from(body));
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        if shared.cache.is_some() && !padding {
+            // Compressed here from the cache, so the compression layer
+            // leaves the answer alone; say what it varies on as it would.
+            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            if let Some(name) = encoding.name() {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
+            }
+        }
         response
     };
     let headers = response.headers_mut();
@@ -598,6 +587,128 @@ async fn range(
         }
     }
     response
+}
+
+/// A content coding of range answers kept in the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Identity = 0,
+    Gzip = 1,
+    Br = 2,
+}
+
+impl Encoding {
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some("gzip"),
+            Encoding::Br => Some("br"),
+        }
+    }
+}
+
+/// The coding to answer in, from `Accept-Encoding`: brotli, else gzip,
+/// else none; a coding with `q=0` is refused.
+fn negotiate(headers: &HeaderMap) -> Encoding {
+    let (mut br, mut gzip) = (false, false);
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            if refused {
+                continue;
+            }
+            if name.eq_ignore_ascii_case("br") {
+                br = true;
+            } else if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+                gzip = true;
+            }
+        }
+    }
+    if br {
+        Encoding::Br
+    } else if gzip {
+        Encoding::Gzip
+    } else {
+        Encoding::Identity
+    }
+}
+
+/// The body of a range answer in `encoding`: from the cache when there,
+/// else rendered from the index (and compressed, and kept, when a cache
+/// is on). Padded answers are fresh every time and never kept.
+fn answer(
+    shared: &Shared,
+    served: &Served,
+    kind: Kind,
+    prefix: u64,
+    padding: bool,
+    encoding: Encoding,
+) -> seekless_pwned::Result<Bytes> {
+    let render = || -> seekless_pwned::Result<Bytes> {
+        let items = served.index.range(prefix, 20)?;
+        Ok(Bytes::from(if padding {
+            let seed = shared
+                .seed
+                .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+            range_body(kind, &pad(&items, kind, prefix, seed))
+        } else {
+            range_body(kind, &items)
+        }))
+    };
+    let Some(cache) = shared.cache.as_ref().filter(|_| !padding) else {
+        return render();
+    };
+    let key = |encoding: Encoding| {
+        prefix as u32 | u32::from(kind == Kind::Ntlm) << 20 | (encoding as u32) << 21
+    };
+    if let Some(body) = cache.get(key(encoding)) {
+        return Ok(body);
+    }
+    let plain = match cache.get(key(Encoding::Identity)) {
+        Some(body) => body,
+        None => {
+            let body = render()?;
+            cache.insert(key(Encoding::Identity), body.clone());
+            body
+        }
+    };
+    if encoding == Encoding::Identity {
+        return Ok(plain);
+    }
+    let packed = Bytes::from(compress(&plain, encoding));
+    cache.insert(key(encoding), packed.clone());
+    Ok(packed)
+}
+
+/// Compresses a body once for the cache: gzip level 6, brotli quality 5
+/// (the cost is paid once per range, not per request).
+fn compress(body: &[u8], encoding: Encoding) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(body.len() / 2 + 64);
+    match encoding {
+        Encoding::Identity => out.extend_from_slice(body),
+        Encoding::Gzip => {
+            let mut encoder = flate2::write::GzEncoder::new(&mut out, flate2::Compression::new(6));
+            // Writing to a Vec cannot fail.
+            let _ = encoder.write_all(body);
+            let _ = encoder.finish();
+        }
+        Encoding::Br => {
+            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+            let _ = encoder.write_all(body);
+            let _ = encoder.flush();
+            drop(encoder);
+        }
+    }
+    out
 }
 
 /// Whether the client's cached copy is still good (`If-None-Match` wins

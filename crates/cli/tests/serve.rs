@@ -301,7 +301,37 @@ fn every_range_matches_export_to_the_byte() {
     let cached = Server::start(&[&index], &["--cache-mib", "1"]);
     for _ in 0..2 {
         for (prefix, body) in &expected {
-            assert_eq!(cached.get(&format!("/range/{prefix}"), &[]).body, *body);
+            let path = format!("/range/{prefix}");
+            assert_eq!(cached.get(&path, &[]).body, *body);
+            // Compressed once into the cache, served from it after.
+            for (accept, coding) in [
+                ("gzip", Some("gzip")),
+                ("gzip, deflate, br", Some("br")),
+                ("br;q=0, gzip", Some("gzip")),
+                ("identity", None),
+            ] {
+                let r = cached.get(&path, &[("Accept-Encoding", accept)]);
+                assert_eq!(r.header("content-encoding"), coding, "{accept}");
+                assert!(
+                    r.header("vary")
+                        .is_some_and(|v| v.to_ascii_lowercase().contains("accept-encoding"))
+                );
+                let mut plain = Vec::new();
+                match coding {
+                    Some("gzip") => {
+                        flate2::read::GzDecoder::new(&r.body[..])
+                            .read_to_end(&mut plain)
+                            .unwrap();
+                    }
+                    Some(_) => {
+                        brotli_decompressor::Decompressor::new(&r.body[..], 4096)
+                            .read_to_end(&mut plain)
+                            .unwrap();
+                    }
+                    None => plain = r.body.clone(),
+                }
+                assert_eq!(plain, *body, "{path} {accept}");
+            }
         }
     }
     drop(cached);
