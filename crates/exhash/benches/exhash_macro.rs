@@ -114,12 +114,14 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
         std.extend(part.iter().copied());
         let std_b = swiss_table_bytes(std.capacity(), 16) as f64 / n as f64;
         println!(
-            "| {n} | {:.2} | {:.3} | {} | {} | {} | {put:.0} | {get:.0} | {std_b:.2} |",
+            "| {n} | {:.2} | {:.3} | {} | {} | {} | {:.2} | {:.2} | {put:.0} | {get:.0} | {std_b:.2} |",
             s.memory_bytes as f64 / n as f64,
             s.fill,
             s.pages,
             s.global_depth,
-            s.longest_chain
+            s.longest_chain,
+            s.pieces_per_hit,
+            s.pieces_per_miss
         );
     }
 }

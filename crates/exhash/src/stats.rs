@@ -4,7 +4,7 @@ use crate::directory::dir_slot;
 use crate::layout::{Geom, decode_z, nth};
 use crate::piece::{self, PIECE_DATA};
 use crate::store::{PAGE_SIZE, PIECES, PageId, PageStore};
-use crate::table::{ExHash, PageMeta};
+use crate::table::{CHAIN, ExHash, PageMeta};
 
 /// Counters describing the shape of a table.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -21,6 +21,11 @@ pub struct Stats {
     pub fill: f64,
     /// Longest distance, in pieces, between an entry's home and where it lives, plus one.
     pub longest_chain: usize,
+    /// Pieces a lookup of a present key reads, on average.
+    pub pieces_per_hit: f64,
+    /// Pieces a lookup of an absent key reads, on average over home pieces
+    /// (what an insert of a new key walks before placing it).
+    pub pieces_per_miss: f64,
     /// Entries kept in the spill map.
     pub spilled: usize,
     /// Bytes of pages, directory and page table.
@@ -35,6 +40,8 @@ impl<S: PageStore> ExHash<S> {
         let mut pages = 0usize;
         let mut max_depth = 0u8;
         let mut buf = Vec::new();
+        let (mut hit_pieces, mut entries) = (0u64, 0u64);
+        let (mut miss_pieces, mut homes) = (0u64, 0u64);
         for (id, m) in self.meta.iter().enumerate() {
             if m.depth == 0 {
                 continue;
@@ -49,6 +56,13 @@ impl<S: PageStore> ExHash<S> {
                 if let Some(last) = buf.last() {
                     longest = longest.max((last.z >> shift) as usize + 1);
                 }
+                hit_pieces += buf.iter().map(|e| (e.z >> shift) + 1).sum::<u64>();
+                entries += buf.len() as u64;
+                let walk = (0..CHAIN)
+                    .position(|k| !piece::overflowed(page.piece(nth(p, k))))
+                    .map_or(CHAIN, |k| k + 1);
+                miss_pieces += walk as u64;
+                homes += 1;
             }
         }
         Stats {
@@ -58,6 +72,8 @@ impl<S: PageStore> ExHash<S> {
             max_local_depth: max_depth,
             fill: used as f64 / (pages * PIECES * PIECE_DATA).max(1) as f64,
             longest_chain: longest,
+            pieces_per_hit: hit_pieces as f64 / entries.max(1) as f64,
+            pieces_per_miss: miss_pieces as f64 / homes.max(1) as f64,
             spilled: self.spill.len(),
             memory_bytes: self.memory_bytes(),
         }
