@@ -261,10 +261,10 @@ impl<S: PageStore> ExHash<S> {
             self.replace(&loc, p, value);
             return Some(old);
         }
-        if !self.spill.is_empty()
-            && let Some(slot) = self.spill.get_mut(&key)
-        {
-            return Some(std::mem::replace(slot, value));
+        if !self.spill.is_empty() {
+            if let Some(slot) = self.spill.get_mut(&key) {
+                return Some(std::mem::replace(slot, value));
+            }
         }
         self.len += 1;
         if !self.try_place(&loc, value) {
