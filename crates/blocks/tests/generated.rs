@@ -753,3 +753,58 @@ fn a_record_short_by_a_few_bytes_loses_only_itself() {
         }
     }
 }
+
+#[test]
+fn linearize_streams_the_best_chain_in_height_order() {
+    let (builder, order) = forked_tree(60);
+    let key = XorKey([3, 1, 4, 1, 5, 9, 2, 6]);
+    let (files, _) = generate::layout_files(
+        REGTEST,
+        order.iter().map(|&i| builder.blocks[i].bytes.as_slice()),
+        4_000,
+        key,
+    );
+    let dir = tempdir("linearize-in");
+    write_dir(&dir, &files, Some(key));
+    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
+    let best: Vec<BlockHash> = chain.best_chain().map(|b| b.hash).collect();
+    for max in [1u64, 2_500, 1 << 30] {
+        let out = tempdir("linearize-out");
+        let report =
+            seekless_blocks::linearize(&chain, &output.files, &out, max, &mut |_| {}).unwrap();
+        assert_eq!(report.blocks as usize, best.len());
+        if max == 1 {
+            // A block larger than the limit gets a file of its own.
+            assert_eq!(report.files.len(), best.len());
+        }
+        if max == 1 << 30 {
+            assert_eq!(report.files.len(), 1);
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let expected: Vec<String> = (0..report.files.len())
+            .map(|n| format!("blk{n:05}.dat"))
+            .collect();
+        assert_eq!(names, expected, "no temporary files left");
+        // Reading the output back in file order gives the best chain, in order.
+        let mut seen = Vec::new();
+        for name in &names {
+            let bytes = std::fs::read(out.join(name)).unwrap();
+            let found = scan_whole(REGTEST, &bytes);
+            assert!(found.bad.is_empty());
+            if max != 1 << 30 {
+                assert!(
+                    bytes.len() as u64
+                        <= max.max(bytes.len() as u64 * (found.blocks.len() == 1) as u64)
+                );
+            }
+            seen.extend(found.blocks.iter().map(|(_, h)| *h));
+        }
+        assert_eq!(seen, best);
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
