@@ -14,7 +14,8 @@
 //! after a bad record is lost. Anything else is skipped byte by byte up to the
 //! next magic: garbage (non-zero bytes that start no record), a bad size, a
 //! header failing proof of work, or a record cut short by the end of the file.
-//! Zero bytes between records (Core's preallocation) are not reported.
+//! Zero bytes between records (Core's preallocation; for obfuscated files,
+//! zero bytes on disk) are not reported.
 
 use memchr::memmem;
 
@@ -22,6 +23,7 @@ use crate::hash::BlockHash;
 use crate::header::{BlockHeader, HEADER_LEN, check_pow, header_hash};
 use crate::network::Network;
 use crate::u256::U256;
+use crate::xor::XorKey;
 
 /// Smallest block Core accepts in a block file (an 80-byte header).
 pub const MIN_BLOCK_SIZE: u32 = 80;
@@ -122,6 +124,9 @@ enum Start {
 #[derive(Debug)]
 pub struct RecordScanner {
     search_bodies: bool,
+    /// What padding looks like at each offset mod 8 (the XOR key: raw zero
+    /// bytes of an obfuscated file de-obfuscate to the key).
+    padding: [u8; 8],
     magic: [u8; 4],
     pow_limit: U256,
     finder: memmem::Finder<'static>,
@@ -136,6 +141,7 @@ impl RecordScanner {
         let magic = network.magic();
         RecordScanner {
             search_bodies: false,
+            padding: [0; 8],
             magic,
             pow_limit: network.pow_limit(),
             finder: memmem::Finder::new(&magic).into_owned(),
@@ -155,6 +161,21 @@ impl RecordScanner {
     pub fn thorough(mut self) -> RecordScanner {
         self.search_bodies = true;
         self
+    }
+
+    /// Declares the file's XOR key, so that its preallocated, never written
+    /// space (zero bytes on disk, which de-obfuscate to the key) counts as
+    /// padding rather than garbage.
+    pub fn padding(mut self, key: XorKey) -> RecordScanner {
+        self.padding = key.0;
+        self
+    }
+
+    fn is_padding(&self, bytes: &[u8], offset: u64) -> bool {
+        bytes
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == self.padding[(offset as usize + i) % 8])
     }
 
     /// Starts scanning at `offset` instead of 0 (after records already
@@ -296,7 +317,7 @@ impl RecordScanner {
     /// hashed twice.
     fn plausible_end(&mut self, window: &[u8], base: u64, at: usize, eof: bool) -> bool {
         let next = &window[at..window.len().min(at + RECORD_PREFIX_LEN + HEADER_LEN)];
-        if next.is_empty() || next.iter().all(|&b| b == 0) {
+        if next.is_empty() || self.is_padding(next, base + at as u64) {
             return true;
         }
         if !next.starts_with(&self.magic) {
@@ -348,7 +369,13 @@ impl RecordScanner {
         }
         if self.pending.is_none() {
             let range = &window[(self.pos - base) as usize..(to - base) as usize];
-            if let Some(nonzero) = range.iter().position(|&b| b != 0) {
+            let pad = self.padding;
+            let start = self.pos as usize;
+            if let Some(nonzero) = range
+                .iter()
+                .enumerate()
+                .position(|(i, &b)| b != pad[(start + i) % 8])
+            {
                 self.pending = Some((self.pos + nonzero as u64, BadKind::Garbage));
             }
         }

@@ -180,8 +180,8 @@ pub fn scan(
     };
     let verify = options.verify;
     let thorough = options.thorough || verify;
-    let new_scanner = || {
-        let scanner = RecordScanner::new(network);
+    let new_scanner = |key: XorKey| {
+        let scanner = RecordScanner::new(network).padding(key);
         if thorough {
             scanner.thorough()
         } else {
@@ -219,7 +219,7 @@ pub fn scan(
         options.buffers,
         options.read_ahead,
     );
-    let mut scanner = new_scanner();
+    let mut scanner = RecordScanner::new(network);
     let mut current_file = usize::MAX;
     // The previous buffer and the range of it the scanner still needs.
     let mut previous: Option<(Vec<u8>, usize, usize)> = None;
@@ -228,7 +228,7 @@ pub fn scan(
         let file = chunk.file;
         if file != current_file {
             current_file = file;
-            scanner = new_scanner();
+            scanner = new_scanner(out.files[file].xor);
             if let Some((buf, _, _)) = previous.take() {
                 reader.recycle(buf);
             }
@@ -432,7 +432,8 @@ fn scan_mapped(
         let plausible = end == len || {
             let n = read_hop(map, key, end, &mut buf);
             let after = &buf[..n];
-            if after.iter().all(|&b| b == 0) {
+            // Padding: zero bytes on disk, obfuscated or not.
+            if map[end..end + n].iter().all(|&b| b == 0) {
                 true
             } else if let Some((size, hash, header)) = valid_start(after, magic, pow_limit) {
                 next = Some((end, size, hash, header));
@@ -470,7 +471,9 @@ fn scan_mapped(
     }
     // The rest (corruption, padding, a torn tail) goes through the scanner,
     // in windows, de-obfuscated into a buffer when the file is obfuscated.
-    let mut scanner = RecordScanner::new(network).start_at(pos as u64);
+    let mut scanner = RecordScanner::new(network)
+        .padding(key)
+        .start_at(pos as u64);
     let (mut keep, mut end) = (pos, pos);
     let mut plain = Vec::new();
     while end < len || keep < len {

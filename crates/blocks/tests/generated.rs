@@ -265,9 +265,26 @@ fn every_damage_at_many_positions_loses_only_the_damaged_record() {
                     XorKey([0x11, 0xfa, 0xbf, 0, 0xb5, 0xda, 0x42, 0x99]),
                 ] {
                     for map_files in [true, false] {
+                        // Bytes that are zero on disk are padding, so with a
+                        // key the plain bytes equal to the key are.
+                        let mut expected = Found::default();
+                        RecordScanner::new(REGTEST).padding(key).feed(
+                            &bytes,
+                            0,
+                            true,
+                            &mut |event| match event {
+                                Event::Block(block) => {
+                                    expected.blocks.push((block.offset, block.hash))
+                                }
+                                Event::Bad(bad) => expected.bad.push(bad),
+                            },
+                        );
+                        if key.is_zero() {
+                            assert_eq!(expected, lazy);
+                        }
                         let got = scan_file(&bytes, key, map_files);
                         assert_eq!(
-                            got, lazy,
+                            got, expected,
                             "{context} (file, key {key:?}, mapped {map_files})"
                         );
                     }
@@ -803,6 +820,59 @@ fn linearize_streams_the_best_chain_in_height_order() {
         }
         assert_eq!(seen, best);
         std::fs::remove_dir_all(&out).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn obfuscated_files_end_in_raw_zero_padding() {
+    // Core preallocates block files; the unwritten space is zeros on disk,
+    // which de-obfuscate to the key: still padding, not garbage.
+    let (builder, file, records) = simple_file(8, 10);
+    let key = XorKey([0x5e, 0x77, 0x01, 0xc3, 0x9a, 0x11, 0x2b, 0xf0]);
+    let mut bytes = file.clone();
+    key.apply(&mut bytes, 0);
+    bytes.resize(bytes.len() + 50_001, 0);
+    let dir = tempdir("raw-zeros");
+    write_dir(&dir, &[bytes.clone()], Some(key));
+    for map_files in [true, false] {
+        let options = ScanOptions {
+            map_files,
+            chunk_size: 4096,
+            ..ScanOptions::default()
+        };
+        let (output, chain) = scan_dir(&dir, None, &options);
+        assert!(
+            output.bad_records.is_empty(),
+            "mapped {map_files}: {:?}",
+            output.bad_records
+        );
+        assert_eq!(chain.len(), builder.blocks.len());
+    }
+    // Zeros in the de-obfuscated data (raw key bytes on disk) are garbage.
+    let mut bytes = file[..records[4].0].to_vec();
+    bytes.extend_from_slice(&[0; 16]);
+    bytes.extend_from_slice(&file[records[4].0..]);
+    key.apply(&mut bytes, 0);
+    write_dir(&dir, &[bytes], Some(key));
+    for map_files in [true, false] {
+        let options = ScanOptions {
+            map_files,
+            chunk_size: 4096,
+            ..ScanOptions::default()
+        };
+        let (output, chain) = scan_dir(&dir, None, &options);
+        let bad: Vec<_> = output
+            .bad_records
+            .iter()
+            .map(|b| (b.record.offset, b.record.kind, b.record.skipped))
+            .collect();
+        assert_eq!(
+            bad,
+            vec![(records[4].0 as u64, BadKind::Garbage, 16)],
+            "mapped {map_files}"
+        );
+        assert_eq!(chain.len(), builder.blocks.len());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
