@@ -193,7 +193,11 @@ pub fn scan(
         for (file, block_file) in files.iter().enumerate() {
             let map = match next_map.take() {
                 Some(map) => map,
-                None => MappedFile::open(&block_file.path)?,
+                None => {
+                    let map = MappedFile::open(&block_file.path)?;
+                    map.prefetch();
+                    map
+                }
             };
             // Overlap the next file's disk reads with this file's scan.
             if let Some(next) = files.get(file + 1) {
