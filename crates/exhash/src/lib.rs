@@ -11,6 +11,28 @@
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
 //!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
+//!
+//! ```
+//! use seekless_exhash::ExHash;
+//!
+//! let mut table = ExHash::new();
+//! assert_eq!(table.insert(42, 7), None);
+//! assert_eq!(table.insert(42, 8), Some(7));
+//! assert_eq!(table.get(42), Some(8));
+//! assert_eq!(table.remove(42), Some(8));
+//! assert!(table.is_empty());
+//! ```
+//!
+//! A file-backed table commits atomically:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), seekless_exhash::Error> {
+//! let mut table = seekless_exhash::ExHash::open_or_create("t.exh".as_ref())?;
+//! table.insert(1, 2);
+//! table.commit()?; // durable from here on, whatever happens next
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 
 pub mod bench;
