@@ -89,9 +89,9 @@ fn headline(n: usize, pattern: Pattern, runs: usize) {
 fn curve(pattern: Pattern, sizes: &[usize]) {
     println!("\n{pattern:?} pairs: bytes per entry as N grows (one run per N)");
     println!(
-        "| N | exhash B/entry | fill | pages | global depth | longest chain | put ns | get ns | std B/entry |"
+        "| N | exhash B/entry | fill | pages | global depth | longest chain | pieces/hit | pieces/miss | put ns | get ns | std B/entry |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let max = *sizes.iter().max().unwrap();
     let all = pairs(max, pattern);
     for &n in sizes {
