@@ -1,27 +1,36 @@
-//! Profiling driver (not a benchmark): N random pairs, then timed lookups,
-//! repeated; prints the fastest round to see through machine noise.
+//! Profiling driver (not a benchmark): N random pairs, then timed lookups
+//! one by one and through `get_many`, repeated; prints the fastest round of
+//! each to see through machine noise.
+use std::hint::black_box;
+
 use seekless_exhash::ExHash;
 use seekless_exhash::bench::{Pattern, pairs};
-use std::hint::black_box;
+
 fn main() {
     let n: usize = std::env::var("N")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let all = pairs(n, Pattern::Random);
+    let keys: Vec<u64> = all.iter().map(|p| p.0).collect();
     let mut t = ExHash::new();
     for &(k, v) in &all {
         t.insert(k, v);
     }
-    let mut best = f64::MAX;
-    for _ in 0..15 {
+    let (mut single, mut batched) = (f64::MAX, f64::MAX);
+    let mut out = Vec::new();
+    for _ in 0..9 {
         let start = std::time::Instant::now();
         let mut sum = 0u64;
-        for &(k, _) in &all {
+        for &k in &keys {
             sum = sum.wrapping_add(t.get(black_box(k)).unwrap_or(1));
         }
         black_box(sum);
-        best = best.min(start.elapsed().as_nanos() as f64 / n as f64);
+        single = single.min(start.elapsed().as_nanos() as f64 / n as f64);
+        let start = std::time::Instant::now();
+        t.get_many(black_box(&keys), &mut out);
+        black_box(&out);
+        batched = batched.min(start.elapsed().as_nanos() as f64 / n as f64);
     }
-    println!("best get {best:.1} ns");
+    println!("best get {single:.1} ns single, {batched:.1} ns batched");
 }
