@@ -1,4 +1,6 @@
 //! Progress bars shared by every command: drawn on a terminal, hidden otherwise.
+// Each engine uses some of these; a build with only some engines uses fewer.
+#![allow(dead_code)]
 
 use std::io::IsTerminal;
 
@@ -22,7 +24,6 @@ pub fn bytes(total: u64, what: &str) -> ProgressBar {
 }
 
 /// A spinner counting items (when the total is unknown), drawn only on a terminal.
-#[allow(dead_code)]
 pub fn items(what: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();

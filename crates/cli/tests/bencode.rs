@@ -1,4 +1,5 @@
 //! `seekless bencode …` and `seekless torrent …` end to end.
+#![cfg(feature = "bencode")]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -172,7 +172,7 @@ impl Key {
 
     /// The key with `len` bits starting at `start` (from the top) set to
     /// `value`; those bits must be zero before.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn with_bits(self, start: u32, len: u32, value: u64) -> Key {
         debug_assert!((1..=57).contains(&len) && start + len <= 160);
         let mut words = [self.hi, self.mid, u64::from(self.lo) << 32];

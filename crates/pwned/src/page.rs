@@ -3,7 +3,7 @@
 
 use crate::bits;
 use crate::format::{CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
-use crate::hash::Key;
+use crate::hash::{Key, Kind};
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -236,6 +236,7 @@ impl<'a> Page<'a> {
         let l = layout.l() as usize;
         let mut unary = 0;
         let mut mantissa = self.mantissa;
+        let chunks: Vec<(u32, u32)> = layout.chunks().collect();
         for j in 0..self.keys {
             // Bucket: zeros then a one.
             let zeros = bits::word(self.stream, pos).trailing_zeros() as usize;
@@ -251,19 +252,27 @@ impl<'a> Page<'a> {
             if pos > self.low {
                 return None;
             }
-            let mut key = if layout.h == 0 {
-                Key::default()
-            } else {
-                Key::default().with_bits(0, layout.h.min(57), bucket >> layout.h.saturating_sub(57))
-            };
-            if layout.h > 57 {
-                key = key.with_bits(57, layout.h - 57, bucket & ((1 << (layout.h - 57)) - 1));
-            }
+            // The hash as an integer: the bucket, then the remainder's
+            // chunks shifted in, in a 192-bit accumulator (top, low).
+            let (mut top, mut acc) = (0u64, u128::from(bucket));
             let mut low = self.low + j * l;
-            for (s, len) in layout.chunks() {
-                key = key.with_bits(s, len, bits::read(self.stream, low, len));
+            for &(_, len) in &chunks {
+                top = (top << len) | (acc >> (128 - len)) as u64;
+                acc = (acc << len) | u128::from(bits::read(self.stream, low, len));
                 low += len as usize;
             }
+            let key = match layout.kind {
+                Kind::Sha1 => Key {
+                    hi: (top << 32) | (acc >> 96) as u64,
+                    mid: (acc >> 32) as u64,
+                    lo: acc as u32,
+                },
+                Kind::Ntlm => Key {
+                    hi: (acc >> 64) as u64,
+                    mid: acc as u64,
+                    lo: 0,
+                },
+            };
             let e = bits::word(self.stream, unary).trailing_zeros();
             if e == 64 || unary + e as usize >= self.upper {
                 return None;
