@@ -29,6 +29,19 @@ fn tempdir(what: &str) -> PathBuf {
     dir
 }
 
+/// `seekless pwned prepare INPUT -o OUTPUT EXTRA…`.
+fn prepare(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "pwned",
+        "prepare",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    seekless(&args, b"")
+}
+
 fn files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -155,16 +168,7 @@ fn prepare_check_stats_verify_export() {
     );
     assert!(out.status.success());
     let again = dir.join("again.idx");
-    let out = seekless(
-        &[
-            "pwned",
-            "prepare",
-            exported.to_str().unwrap(),
-            "-o",
-            again.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let out = prepare(&exported, &again, &[]);
     assert!(out.status.success());
     let reexported = seekless(&["pwned", "export", again.to_str().unwrap(), "--crlf"], b"");
     assert_eq!(
@@ -196,18 +200,7 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
     )
     .unwrap();
     let index = dir.join("pwned.idx");
-    let out = seekless(
-        &[
-            "pwned",
-            "prepare",
-            corpus.to_str().unwrap(),
-            "-o",
-            index.to_str().unwrap(),
-            "--memory",
-            "1",
-        ],
-        b"",
-    );
+    let out = prepare(&corpus, &index, &["--memory", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
@@ -218,17 +211,7 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
     );
     assert_eq!(files(&dir), ["corpus.txt"], "nothing may be left behind");
 
-    let out = seekless(
-        &[
-            "pwned",
-            "prepare",
-            corpus.to_str().unwrap(),
-            "-o",
-            index.to_str().unwrap(),
-            "--skip-invalid",
-        ],
-        b"",
-    );
+    let out = prepare(&corpus, &index, &["--skip-invalid"]);
     assert!(out.status.success());
     assert!(
         text(&out.stdout).contains("1 invalid lines skipped"),
