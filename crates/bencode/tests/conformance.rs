@@ -5,6 +5,9 @@
 //! libtorrent 2.0.8's `bdecode` (Debian `libtorrent-rasterbar-dev`, via
 //! `benches/libtorrent/bdecode_harness.cpp check`).
 
+mod common;
+
+use common::torrents;
 use seekless_bencode::{Error, Kind, Limits, Parser, decode, decode_strict};
 
 type Verdict = Option<(&'static str, usize)>;
@@ -228,26 +231,6 @@ fn huge_strings() {
         verdict(&input[..input.len() - 1]),
         Some(("unexpected_eof", 9))
     );
-}
-
-fn torrents() -> Vec<(&'static str, &'static [u8])> {
-    vec![
-        ("sample", include_bytes!("data/sample.torrent").as_slice()),
-        ("base-v1", include_bytes!("data/base-v1.torrent").as_slice()),
-        ("base-v2", include_bytes!("data/base-v2.torrent").as_slice()),
-        (
-            "many-pad-files",
-            include_bytes!("data/many-pad-files.torrent").as_slice(),
-        ),
-        (
-            "v2_hybrid",
-            include_bytes!("data/v2_hybrid.torrent").as_slice(),
-        ),
-        (
-            "v2_multiple_files",
-            include_bytes!("data/v2_multiple_files.torrent").as_slice(),
-        ),
-    ]
 }
 
 #[test]

@@ -1,29 +1,12 @@
 //! The JSON we print (`bencode dump`, `torrent info --json`) is valid JSON
 //! with the documented shapes.
 
+mod common;
+
+use common::torrents;
 use seekless_bencode::torrent::{Torrent, summary_json};
 use seekless_bencode::{decode, to_json};
 use serde_json::Value;
-
-fn torrents() -> Vec<(&'static str, &'static [u8])> {
-    vec![
-        ("sample", include_bytes!("data/sample.torrent").as_slice()),
-        ("base-v1", include_bytes!("data/base-v1.torrent").as_slice()),
-        ("base-v2", include_bytes!("data/base-v2.torrent").as_slice()),
-        (
-            "many-pad-files",
-            include_bytes!("data/many-pad-files.torrent").as_slice(),
-        ),
-        (
-            "v2_hybrid",
-            include_bytes!("data/v2_hybrid.torrent").as_slice(),
-        ),
-        (
-            "v2_multiple_files",
-            include_bytes!("data/v2_multiple_files.torrent").as_slice(),
-        ),
-    ]
-}
 
 #[test]
 fn dump_is_valid_json_mirroring_the_document() {

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
+mod common;
+
+use common::{SEEKLESS, prepare_index};
 
 /// SHA-1 of "password" and of "123456" (in the index), and of
 /// "correct horse battery staple" (not in it).
@@ -23,26 +25,8 @@ fn tempdir(what: &str) -> PathBuf {
 
 /// Builds `DIR/pwned.okon` holding PASSWORD and DIGITS.
 fn index(dir: &Path) -> PathBuf {
-    let corpus = dir.join("corpus.txt");
-    std::fs::write(
-        &corpus,
-        format!("{PASSWORD}:9545824\r\n{DIGITS}:37359195\r\n"),
-    )
-    .unwrap();
-    let path = dir.join("pwned.okon");
-    let out = Command::new(SEEKLESS)
-        .args(["pwned", "prepare"])
-        .arg(&corpus)
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
+    let text = format!("{PASSWORD}:9545824\r\n{DIGITS}:37359195\r\n");
+    prepare_index(&text, &dir.join("corpus.txt"), &dir.join("pwned.okon"))
 }
 
 /// The ways to reach the okon-compatible command line.

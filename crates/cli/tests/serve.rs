@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
+mod common;
+
+use common::{SEEKLESS, prepare_index};
 
 fn tempdir(what: &str) -> PathBuf {
     let dir =
@@ -72,21 +74,7 @@ fn corpus(hex_len: usize, seed: u64) -> String {
 
 fn prepare(dir: &Path, name: &str, text: &str) -> PathBuf {
     let input = dir.join(format!("{name}.txt"));
-    std::fs::write(&input, text).unwrap();
-    let index = dir.join(format!("{name}.idx"));
-    let out = Command::new(SEEKLESS)
-        .args(["pwned", "prepare"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&index)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
+    prepare_index(text, &input, &dir.join(format!("{name}.idx")))
 }
 
 /// The expected body of every non-empty range, from `export`.

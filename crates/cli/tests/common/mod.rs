@@ -1,0 +1,27 @@
+//! Helpers shared by the command-line tests (each test file uses some).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The binary under test.
+pub const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
+
+/// Writes `text` to `input`, runs `seekless pwned prepare INPUT -o OUTPUT`
+/// and asserts it succeeded; returns `output`.
+pub fn prepare_index(text: &str, input: &Path, output: &Path) -> PathBuf {
+    std::fs::write(input, text).unwrap();
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "prepare"])
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    output.to_path_buf()
+}
