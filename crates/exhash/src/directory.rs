@@ -31,17 +31,43 @@ pub(crate) fn slot_page(slot: DirSlot) -> PageId {
 }
 
 impl<S: PageStore> ExHash<S> {
-    /// All entries of a page, by ascending position.
+    /// All entries of a page, by ascending position: bucketed by home
+    /// piece (every piece stores its entries by descending position, so a
+    /// bucket needs only a short insertion sort).
     pub(crate) fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
-        out.clear();
         let g = Geom::of(self.meta[id as usize].depth);
         let page = self.store.page(id);
+        let mut all = Vec::with_capacity(self.meta[id as usize].count as usize);
         let mut buf = Vec::with_capacity(PIECE_DATA);
+        let mut starts = [0usize; PIECES + 1];
         for p in 0..PIECES {
             decode_z(page.piece(p), p, g, &mut buf).expect("valid piece");
-            out.extend_from_slice(&buf);
+            for e in &buf {
+                starts[g.home(e.z) + 1] += 1;
+            }
+            all.extend_from_slice(&buf);
         }
-        out.sort_unstable_by_key(|e| e.z);
+        for p in 0..PIECES {
+            starts[p + 1] += starts[p];
+        }
+        out.clear();
+        out.resize(all.len(), Entry::default());
+        let mut next = starts;
+        for e in all {
+            let h = g.home(e.z);
+            out[next[h]] = e;
+            next[h] += 1;
+        }
+        for p in 0..PIECES {
+            let bucket = &mut out[starts[p]..starts[p + 1]];
+            for j in 1..bucket.len() {
+                let mut k = j;
+                while k > 0 && bucket[k - 1].z > bucket[k].z {
+                    bucket.swap(k - 1, k);
+                    k -= 1;
+                }
+            }
+        }
     }
 
     fn double_directory(&mut self) {

@@ -104,21 +104,22 @@ pub(crate) fn build(
     left: &mut Vec<Entry>,
 ) -> (u32, u32) {
     page.clear();
-    let mut carry: Vec<Entry> = Vec::new();
     let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
     let (mut count, mut bytes) = (0u32, 0u32);
-    let mut i = 0;
+    // The entries carried into piece `p` are always `entries[a..i]`: every
+    // piece takes the oldest ones first, and those that run out of chain
+    // are the oldest too.
+    let (mut a, mut i) = (0, 0);
     for p in 0..PIECES {
         while i < entries.len() && g.home(entries[i].z) == p {
-            carry.push(entries[i]);
             i += 1;
         }
-        if carry.is_empty() {
+        if a == i {
             continue;
         }
         // Oldest homes (largest distances) first, while they fit.
         let mut sizer = piece::Sizer::default();
-        let lo = carry
+        let taken = entries[a..i]
             .iter()
             .take_while(|e| {
                 sizer.try_add(Entry {
@@ -129,26 +130,27 @@ pub(crate) fn build(
             .count();
         // Oldest first is ascending position, which is descending distance.
         buf.clear();
-        buf.extend(carry[..lo].iter().rev());
+        buf.extend(entries[a..a + taken].iter().rev().map(|e| Entry {
+            z: g.r(p, e.z),
+            v: e.v,
+        }));
         let pc = page.piece_mut(p);
-        let ok = encode_z(pc, p, g, &mut buf);
+        let ok = piece::encode(pc, &buf);
         debug_assert!(ok);
-        count += lo as u32;
+        count += taken as u32;
         bytes += piece::used(pc) as u32;
-        carry.drain(..lo);
-        if !carry.is_empty() {
+        a += taken;
+        if a < i {
             piece::set_overflowed(pc, true);
         }
-        carry.retain(|e| {
-            let keep = g.home(e.z) + CHAIN > p + 1;
-            if !keep {
-                left.push(*e);
-            }
-            keep
-        });
+        while a < i && g.home(entries[a].z) + CHAIN <= p + 1 {
+            left.push(entries[a]);
+            a += 1;
+        }
     }
+    let carry = &entries[a..];
     // Wrap: entries whose chain continues past the last piece.
-    'entry: for e in carry {
+    'entry: for &e in carry {
         let home = g.home(e.z);
         for k in 0..CHAIN {
             let p = nth(home, k);

@@ -156,6 +156,44 @@ fn write_le(piece: &mut [u8], at: usize, len: usize, x: u64) {
     }
 }
 
+/// For each entry width 0..=16, bit `n` is set when `n` bytes hold a
+/// whole number of entries (so the check needs no division).
+const WHOLE_ENTRIES: [u128; 17] = {
+    let mut t = [0u128; 17];
+    let mut w = 1;
+    while w < 17 {
+        let mut n = 0;
+        while n <= PIECE_DATA {
+            t[w] |= 1 << n;
+            n += w;
+        }
+        w += 1;
+    }
+    t
+};
+
+/// Whether fixed widths `wk` and `wv` are valid and `used` data bytes are
+/// a whole number of entries of that width.
+#[inline(always)]
+fn fixed_format_fits(wk: usize, wv: usize, used: usize) -> bool {
+    wk <= 8 && wv <= 8 && used <= PIECE_DATA && (WHOLE_ENTRIES[wk + wv] >> used) & 1 == 1
+}
+
+/// Write the low `len` bytes of `x` at `at`, leaving the bytes after them
+/// alone: a read-modify-write of one word where a whole word fits.
+#[inline(always)]
+fn put_le(piece: &mut [u8], at: usize, len: usize, x: u64) {
+    if let Some(word) = piece.get_mut(at..at + 8) {
+        let old = u64::from_le_bytes((&*word).try_into().expect("8 bytes"));
+        let mask = MASKS[len];
+        word.copy_from_slice(&((old & !mask) | (x & mask)).to_le_bytes());
+    } else {
+        for (i, b) in piece[at..at + len].iter_mut().enumerate() {
+            *b = (x >> (8 * i)) as u8;
+        }
+    }
+}
+
 /// Walk the entries of a piece in stored (ascending distance) order,
 /// calling `f` until it returns false. Checks every bound, so a hostile piece
 /// yields an error, never a panic.
@@ -204,7 +242,7 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
         let wk = (format & 15) as usize;
         let wv = (format >> 4) as usize;
         let width = wk + wv;
-        if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+        if !fixed_format_fits(wk, wv, used) {
             return Err("bad fixed-width piece format");
         }
         while pos < end {
@@ -244,7 +282,7 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
         let wk = (format & 15) as usize;
         let wv = (format >> 4) as usize;
         let width = wk + wv;
-        if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+        if !fixed_format_fits(wk, wv, used) {
             return None;
         }
         let mut cur = read_le(piece, pos, wk);
@@ -315,7 +353,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     let wk = (format & 15) as usize;
     let wv = (format >> 4) as usize;
     let width = wk + wv;
-    if wk > 8 || wv > 8 || width == 0 || used % width != 0 {
+    if !fixed_format_fits(wk, wv, used) {
         return InPlace::Unsupported;
     }
     if used + width > PIECE_DATA {
@@ -352,11 +390,10 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
         return InPlace::Unsupported;
     }
     piece.copy_within(pos..end, pos + width);
-    piece[pos..pos + wk].copy_from_slice(&delta.to_le_bytes()[..wk]);
-    piece[pos + wk..pos + width].copy_from_slice(&v.to_le_bytes()[..wv]);
+    put_le(piece, pos, wk, delta);
+    put_le(piece, pos + wk, wv, v);
     if let Some(n) = next {
-        let at = pos + width;
-        piece[at..at + wk].copy_from_slice(&(n - r - 1).to_le_bytes()[..wk]);
+        put_le(piece, pos + width, wk, n - r - 1);
     }
     piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
     InPlace::Inserted
@@ -404,9 +441,8 @@ impl Tagged {
 
     fn write(&self, piece: &mut [u8], at: usize) {
         piece[at] = self.tag;
-        piece[at + 1..at + 1 + self.klen].copy_from_slice(&self.key.to_le_bytes()[..self.klen]);
-        let v = at + 1 + self.klen;
-        piece[v..v + self.vlen].copy_from_slice(&self.value.to_le_bytes()[..self.vlen]);
+        put_le(piece, at + 1, self.klen, self.key);
+        put_le(piece, at + 1 + self.klen, self.vlen, self.value);
     }
 }
 
@@ -529,38 +565,36 @@ fn plan(entries: &[Entry]) -> Plan {
 
 /// The encoded size of a growing set of entries, for filling a piece
 /// greedily: entries are added by descending key, each becoming the first
-/// in encoding order, and the size is updated in constant time.
+/// in encoding order, and the size is updated in constant time. (Adding an
+/// entry in front only changes the stored key and value of the entry that
+/// was first; every later gap is fixed once both its ends are in.)
 #[derive(Clone, Debug, Default)]
 pub struct Sizer {
     n: usize,
     tagged: usize,
-    /// How many key deltas take 0..=8 bytes.
-    key_lens: [u16; 9],
+    /// Widest key gap of the entries after the first.
+    gap_width: usize,
     value_width: usize,
     first: Option<Entry>,
 }
 
 impl Sizer {
     /// Add `e` (key below every key added so far) if the piece still fits.
+    #[inline]
     pub fn try_add(&mut self, e: Entry) -> bool {
         let kl = byte_len(e.z);
         let vl = byte_len(e.v);
         let mut tagged = self.tagged + 1 + kl + vl;
-        let mut key_lens = self.key_lens;
-        key_lens[kl] += 1;
+        let mut gap_width = self.gap_width;
         if let Some(f) = self.first {
-            let old_kl = byte_len(f.z);
-            let new_kl = byte_len(f.z - e.z - 1);
+            let gap = byte_len(f.z - e.z - 1);
             let raw = byte_len(f.v);
             let new_vl = raw.min(byte_len(zigzag(f.v.wrapping_sub(e.v))));
-            tagged = tagged + new_kl + new_vl - old_kl - raw;
-            key_lens[old_kl] -= 1;
-            key_lens[new_kl] += 1;
+            tagged = tagged + gap + new_vl - byte_len(f.z) - raw;
+            gap_width = gap_width.max(gap);
         }
         let n = self.n + 1;
-        let wk = key_lens.iter().rposition(|&c| c > 0).unwrap_or(0);
-        let wv = self.value_width.max(vl);
-        let width = wk + wv;
+        let width = gap_width.max(kl) + self.value_width.max(vl);
         let len = if width > 0 && n * width <= tagged {
             n * width
         } else {
@@ -572,8 +606,8 @@ impl Sizer {
         *self = Sizer {
             n,
             tagged,
-            key_lens,
-            value_width: wv,
+            gap_width,
+            value_width: self.value_width.max(vl),
             first: Some(e),
         };
         true

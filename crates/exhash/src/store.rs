@@ -65,11 +65,17 @@ pub trait PageStore {
     fn live_pages(&self) -> usize;
 }
 
-/// Pages held in memory only, in one contiguous arena so that a page is
-/// found by arithmetic on its id.
+/// Pages per chunk of the memory store: 2 MiB.
+const CHUNK_PAGES: usize = 256;
+
+/// Pages held in memory only, in chunks of 256 that never move once
+/// allocated: a page is found by arithmetic on its id, and growing the
+/// store never copies the pages already in it.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    pages: Vec<Page>,
+    chunks: Vec<Box<[Page]>>,
+    /// Page ids handed out so far (live or free).
+    ids: usize,
     live: Vec<bool>,
     free: Vec<PageId>,
 }
@@ -82,7 +88,7 @@ impl MemoryStore {
 
     /// Number of page ids ever handed out (live or free).
     pub fn id_limit(&self) -> usize {
-        self.pages.len()
+        self.ids
     }
 
     /// Whether `id` is live.
@@ -90,21 +96,54 @@ impl MemoryStore {
         self.live.get(id as usize).copied().unwrap_or(false)
     }
 
+    /// A fresh id past every one handed out, its page cleared.
+    fn grow(&mut self) -> PageId {
+        let id = self.ids;
+        if id == self.chunks.len() * CHUNK_PAGES {
+            // Zeroed memory comes from the kernel untouched, so a chunk
+            // costs resident memory only as its pages are used.
+            let layout = std::alloc::Layout::array::<Page>(CHUNK_PAGES).expect("2 MiB");
+            // SAFETY: the layout is not empty; a page is plain bytes, for
+            // which all zeros is valid; the box frees the allocation with
+            // the same global allocator and layout it came from.
+            let chunk = unsafe {
+                let ptr = std::alloc::alloc_zeroed(layout).cast::<Page>();
+                if ptr.is_null() {
+                    std::alloc::handle_alloc_error(layout);
+                }
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, CHUNK_PAGES))
+            };
+            self.chunks.push(chunk);
+        }
+        self.ids += 1;
+        self.live.push(false);
+        self.slot_mut(id as PageId).clear();
+        id as PageId
+    }
+
+    #[inline]
+    fn slot(&self, id: PageId) -> &Page {
+        &self.chunks[id as usize / CHUNK_PAGES][id as usize % CHUNK_PAGES]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, id: PageId) -> &mut Page {
+        &mut self.chunks[id as usize / CHUNK_PAGES][id as usize % CHUNK_PAGES]
+    }
+
     /// Put `page` under `id`, growing the id space as needed (used when
     /// loading a file).
     pub(crate) fn install(&mut self, id: PageId, page: &Page) {
-        let i = id as usize;
-        while self.pages.len() <= i {
-            self.pages.push(Page([0; PAGE_SIZE]));
-            self.live.push(false);
+        while self.ids <= id as usize {
+            self.grow();
         }
-        self.pages[i].0.copy_from_slice(&page.0);
-        self.live[i] = true;
+        self.slot_mut(id).0.copy_from_slice(&page.0);
+        self.live[id as usize] = true;
     }
 
     /// Rebuild the free list after installing pages.
     pub(crate) fn rebuild_free_list(&mut self) {
-        self.free = (0..self.pages.len() as PageId)
+        self.free = (0..self.ids as PageId)
             .rev()
             .filter(|&id| !self.live[id as usize])
             .collect();
@@ -115,30 +154,25 @@ impl PageStore for MemoryStore {
     #[inline]
     fn page(&self, id: PageId) -> &Page {
         debug_assert!(self.live[id as usize]);
-        &self.pages[id as usize]
+        self.slot(id)
     }
 
     #[inline]
     fn page_mut(&mut self, id: PageId) -> &mut Page {
         debug_assert!(self.live[id as usize]);
-        &mut self.pages[id as usize]
+        self.slot_mut(id)
     }
 
     fn allocate(&mut self) -> PageId {
-        match self.free.pop() {
+        let id = match self.free.pop() {
             Some(id) => {
-                self.pages[id as usize].clear();
-                self.live[id as usize] = true;
+                self.slot_mut(id).clear();
                 id
             }
-            None => {
-                let mut page = Page([0; PAGE_SIZE]);
-                page.clear();
-                self.pages.push(page);
-                self.live.push(true);
-                (self.pages.len() - 1) as PageId
-            }
-        }
+            None => self.grow(),
+        };
+        self.live[id as usize] = true;
+        id
     }
 
     fn release(&mut self, id: PageId) {
@@ -147,6 +181,6 @@ impl PageStore for MemoryStore {
     }
 
     fn live_pages(&self) -> usize {
-        self.pages.len() - self.free.len()
+        self.ids - self.free.len()
     }
 }
