@@ -187,6 +187,8 @@ fn bench(keys: usize, pattern: PatternArg, as_json: bool) -> ExitCode {
             "put_ns": r.put_ns,
             "get_ns": r.get_ns,
             "bytes_per_entry": r.bytes_per_entry,
+            "put_many_ns": r.put_many_ns,
+            "get_many_ns": r.get_many_ns,
             "std_put_ns": r.std_put_ns,
             "std_get_ns": r.std_get_ns,
             "std_bytes_per_entry": r.std_bytes_per_entry,
@@ -204,6 +206,10 @@ fn bench(keys: usize, pattern: PatternArg, as_json: bool) -> ExitCode {
         println!(
             "{:<12} {:>10.1} {:>10.1} {:>12.2}",
             "exhash", r.put_ns, r.get_ns, r.bytes_per_entry
+        );
+        println!(
+            "{:<12} {:>10.1} {:>10.1} {:>12}",
+            "exhash many", r.put_many_ns, r.get_many_ns, "(same)"
         );
         println!(
             "{:<12} {:>10.1} {:>10.1} {:>12.2}",

@@ -205,6 +205,8 @@ fn bench_prints_json_with_every_key() {
         "put_ns",
         "get_ns",
         "bytes_per_entry",
+        "put_many_ns",
+        "get_many_ns",
         "std_put_ns",
         "std_get_ns",
         "std_bytes_per_entry",
@@ -220,6 +222,7 @@ fn bench_prints_json_with_every_key() {
         .unwrap();
     assert!(out.status.success());
     assert!(stdout(&out).contains("HashMap"));
+    assert!(stdout(&out).contains("exhash many"));
     let out = bin()
         .args(["exhash", "bench", "--keys", "0"])
         .output()

@@ -52,6 +52,11 @@ pub struct Report {
     pub get_ns: f64,
     /// [`ExHash::memory_bytes`] divided by the number of pairs.
     pub bytes_per_entry: f64,
+    /// Nanoseconds per pair through [`ExHash::insert_many`], which
+    /// prefetches a few keys ahead.
+    pub put_many_ns: f64,
+    /// Nanoseconds per key through [`ExHash::get_many`].
+    pub get_many_ns: f64,
     /// Nanoseconds per insert into `HashMap`.
     pub std_put_ns: f64,
     /// Nanoseconds per lookup in `HashMap`.
@@ -136,12 +141,15 @@ pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
 pub fn run(n: usize, pattern: Pattern) -> Report {
     let pairs = pairs(n, pattern);
     let (put_ns, get_ns, bytes_per_entry) = measure_exhash(&pairs);
+    let (put_many_ns, get_many_ns, _) = measure_exhash_batched(&pairs);
     let (std_put_ns, std_get_ns, std_bytes_per_entry) = measure_std(&pairs);
     Report {
         keys: n,
         put_ns,
         get_ns,
         bytes_per_entry,
+        put_many_ns,
+        get_many_ns,
         std_put_ns,
         std_get_ns,
         std_bytes_per_entry,
@@ -179,6 +187,8 @@ mod tests {
             r.put_ns,
             r.get_ns,
             r.bytes_per_entry,
+            r.put_many_ns,
+            r.get_many_ns,
             r.std_put_ns,
             r.std_get_ns,
             r.std_bytes_per_entry,

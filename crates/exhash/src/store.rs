@@ -67,13 +67,68 @@ pub trait PageStore {
 
 /// Pages per chunk of the memory store: 2 MiB.
 const CHUNK_PAGES: usize = 256;
+const CHUNK_BYTES: usize = CHUNK_PAGES * PAGE_SIZE;
 
-/// Pages held in memory only, in chunks of 256 that never move once
+/// 2 MiB of zeroed pages, aligned to 2 MiB and marked for transparent
+/// huge pages where the kernel offers them: a random lookup then needs one
+/// TLB entry per chunk instead of one per 4 KiB.
+struct Chunk {
+    map: memmap2::MmapMut,
+    /// Where the aligned 2 MiB start inside `map`.
+    offset: usize,
+}
+
+impl Chunk {
+    fn new() -> Chunk {
+        // Twice the size, so an aligned 2 MiB lies inside; the unused part
+        // is address space only, never touched.
+        let mut map = memmap2::MmapOptions::new()
+            .len(2 * CHUNK_BYTES)
+            .map_anon()
+            .unwrap_or_else(|_| {
+                std::alloc::handle_alloc_error(
+                    std::alloc::Layout::from_size_align(2 * CHUNK_BYTES, 4096).expect("4 MiB"),
+                )
+            });
+        let offset = map.as_mut_ptr().align_offset(CHUNK_BYTES);
+        #[cfg(target_os = "linux")]
+        {
+            // Only a hint: without huge pages the chunk works the same.
+            let _ = map.advise_range(memmap2::Advice::HugePage, offset, CHUNK_BYTES);
+        }
+        Chunk { map, offset }
+    }
+
+    #[inline]
+    fn pages(&self) -> &[Page] {
+        let bytes = &self.map[self.offset..self.offset + CHUNK_BYTES];
+        // SAFETY: the range is CHUNK_BYTES long, inside the mapping, and
+        // aligned to 2 MiB (more than a page's alignment); a page is plain
+        // bytes, so any contents are a valid page; the borrow of `self`
+        // keeps the mapping alive.
+        unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<Page>(), CHUNK_PAGES) }
+    }
+
+    #[inline]
+    fn pages_mut(&mut self) -> &mut [Page] {
+        let bytes = &mut self.map[self.offset..self.offset + CHUNK_BYTES];
+        // SAFETY: as in `pages`, with the unique borrow of `self`.
+        unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<Page>(), CHUNK_PAGES) }
+    }
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunk").finish_non_exhaustive()
+    }
+}
+
+/// Pages held in memory only, in 2 MiB chunks that never move once
 /// allocated: a page is found by arithmetic on its id, and growing the
 /// store never copies the pages already in it.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    chunks: Vec<Box<[Page]>>,
+    chunks: Vec<Chunk>,
     /// Page ids handed out so far (live or free).
     ids: usize,
     live: Vec<bool>,
@@ -100,19 +155,9 @@ impl MemoryStore {
     fn grow(&mut self) -> PageId {
         let id = self.ids;
         if id == self.chunks.len() * CHUNK_PAGES {
-            // Zeroed memory comes from the kernel untouched, so a chunk
-            // costs resident memory only as its pages are used.
-            let layout = std::alloc::Layout::array::<Page>(CHUNK_PAGES).expect("2 MiB");
-            // SAFETY: the layout is not empty; a page is plain bytes, for
-            // which all zeros is valid; the box frees the allocation with
-            // the same global allocator and layout it came from.
-            let chunk = unsafe {
-                let ptr = std::alloc::alloc_zeroed(layout).cast::<Page>();
-                if ptr.is_null() {
-                    std::alloc::handle_alloc_error(layout);
-                }
-                Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, CHUNK_PAGES))
-            };
+            // Fresh anonymous memory is zero, and costs resident memory
+            // only as its pages are used.
+            let chunk = Chunk::new();
             self.chunks.push(chunk);
         }
         self.ids += 1;
@@ -123,12 +168,12 @@ impl MemoryStore {
 
     #[inline]
     fn slot(&self, id: PageId) -> &Page {
-        &self.chunks[id as usize / CHUNK_PAGES][id as usize % CHUNK_PAGES]
+        &self.chunks[id as usize / CHUNK_PAGES].pages()[id as usize % CHUNK_PAGES]
     }
 
     #[inline]
     fn slot_mut(&mut self, id: PageId) -> &mut Page {
-        &mut self.chunks[id as usize / CHUNK_PAGES][id as usize % CHUNK_PAGES]
+        &mut self.chunks[id as usize / CHUNK_PAGES].pages_mut()[id as usize % CHUNK_PAGES]
     }
 
     /// Put `page` under `id`, growing the id space as needed (used when

@@ -208,7 +208,7 @@ impl<S: PageStore> ExHash<S> {
         out.reserve(keys.len());
         for (i, &key) in keys.iter().enumerate() {
             if let Some(&ahead) = keys.get(i + PREFETCH_AHEAD) {
-                self.prefetch(ahead);
+                self.prefetch(ahead, 1);
             }
             out.push(self.get(key));
         }
@@ -219,17 +219,19 @@ impl<S: PageStore> ExHash<S> {
     pub fn insert_many(&mut self, pairs: &[(u64, u64)]) {
         for (i, &(key, value)) in pairs.iter().enumerate() {
             if let Some(&(ahead, _)) = pairs.get(i + PREFETCH_AHEAD) {
-                self.prefetch(ahead);
+                self.prefetch(ahead, 3);
             }
             self.insert(key, value);
         }
     }
 
     #[inline]
-    fn prefetch(&self, key: u64) {
+    fn prefetch(&self, key: u64, pieces: usize) {
         let loc = self.locate(mix(key));
-        let piece = self.store.page(loc.page).piece(loc.home);
-        crate::prefetch::read(piece);
+        let page = self.store.page(loc.page);
+        for i in 0..pieces {
+            crate::prefetch::read(page.piece(nth(loc.home, i)));
+        }
     }
 
     /// Whether `key` is present.
