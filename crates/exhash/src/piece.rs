@@ -267,8 +267,10 @@ fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
 }
 
 /// The value stored for distance `r`, if this piece holds it. The hot
-/// path of every lookup: no allocation, stops at the first entry at or past
-/// `r`; a malformed piece reads as "absent", never a panic.
+/// path of every lookup: no allocation; a malformed piece reads as
+/// "absent", never a panic. Tagged pieces are scanned up to the first
+/// entry at or past `r`; fixed-width pieces are searched without
+/// data-dependent branches (below).
 #[inline]
 pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     let used = used(piece).min(PIECE_DATA);
@@ -279,23 +281,7 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     let format = piece[1];
     let mut pos = 2;
     if format != TAGGED {
-        let wk = (format & 15) as usize;
-        let wv = (format >> 4) as usize;
-        let width = wk + wv;
-        if !fixed_format_fits(wk, wv, used) {
-            return None;
-        }
-        let mut cur = read_le(piece, pos, wk);
-        loop {
-            if cur >= r {
-                return (cur == r).then(|| read_le(piece, pos + wk, wv));
-            }
-            pos += width;
-            if pos >= end {
-                return None;
-            }
-            cur = cur.wrapping_add(1).wrapping_add(read_le(piece, pos, wk));
-        }
+        return lookup_fixed(piece, format, used, r);
     }
     let mut cur = 0u64;
     let mut v = 0u64;
@@ -325,6 +311,80 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
         pos += 1 + klen + vlen;
     }
     None
+}
+
+/// Slots a fixed-width piece can hold, by entry width in bytes (0..=16).
+const FIXED_CAPACITY: [u8; 17] = {
+    let mut t = [0u8; 17];
+    let mut w = 1;
+    while w < 17 {
+        t[w] = (PIECE_DATA / w) as u8;
+        w += 1;
+    }
+    t
+};
+
+/// Search a fixed-width piece without data-dependent branches: every slot
+/// the width allows is decoded and compared, so where the search ends is
+/// never mispredicted. Measured against the early-exit scan (see
+/// `BENCHMARKS.md`): faster once the piece is in cache (inserts, batch
+/// lookups, small tables), a little slower for a lone lookup that misses
+/// the cache.
+#[inline(always)]
+fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
+    let wk = (format & 15) as usize;
+    let wv = (format >> 4) as usize;
+    if !fixed_format_fits(wk, wv, used) {
+        return None;
+    }
+    let width = wk + wv;
+    if width < 8 || piece.len() != PIECE_SIZE {
+        return lookup_scan(piece, wk, wv, used, r);
+    }
+    // With slots of at least eight bytes, a slot's key is the low bytes of
+    // the word at its start, and its value the high bytes of the word that
+    // ends with it; both words lie inside the piece.
+    let key_mask = MASKS[wk];
+    let slots = used / width;
+    let mut cur = u64::MAX;
+    let mut found = 0usize;
+    let mut at = 2;
+    for i in 0..FIXED_CAPACITY[width] as usize {
+        let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
+        // The first slot stores its distance, the others the gap minus one.
+        cur = cur.wrapping_add(1).wrapping_add(word & key_mask);
+        // Keys ascend, so at most one used slot matches.
+        found = if cur == r && i < slots {
+            at + width
+        } else {
+            found
+        };
+        at += width;
+    }
+    if found == 0 {
+        return None;
+    }
+    let word = u64::from_le_bytes(piece[found - 8..found].try_into().expect("8 bytes"));
+    Some(word.checked_shr(64 - 8 * wv as u32).unwrap_or(0))
+}
+
+/// The early-exit scan of a fixed-width piece with narrow slots.
+#[inline(never)]
+fn lookup_scan(piece: &[u8], wk: usize, wv: usize, used: usize, r: u64) -> Option<u64> {
+    let width = wk + wv;
+    let end = 2 + used;
+    let mut pos = 2;
+    let mut cur = read_le(piece, pos, wk);
+    loop {
+        if cur >= r {
+            return (cur == r).then(|| read_le(piece, pos + wk, wv));
+        }
+        pos += width;
+        if pos >= end {
+            return None;
+        }
+        cur = cur.wrapping_add(1).wrapping_add(read_le(piece, pos, wk));
+    }
 }
 
 /// What an in-place insertion did.
@@ -830,6 +890,45 @@ mod tests {
             }
         }
         assert!(fast > 1000, "fast path taken {fast} times");
+    }
+
+    #[test]
+    fn lookup_agrees_with_decode_at_every_width() {
+        let mut x = 17u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        let mut seen_widths = std::collections::HashSet::new();
+        for round in 0..20_000u64 {
+            let key_bits = 1 + round % 56;
+            let value_bits = round / 56 % 65;
+            let n = 1 + next() % 12;
+            let mut entries: Vec<Entry> = (0..n)
+                .map(|_| Entry {
+                    z: next() >> (64 - key_bits),
+                    v: next().checked_shr(64 - value_bits as u32).unwrap_or(0),
+                })
+                .collect();
+            entries.sort_by_key(|e| e.z);
+            entries.dedup_by_key(|e| e.z);
+            let mut piece = [0u8; PIECE_SIZE];
+            clear(&mut piece);
+            if !encode(&mut piece, &entries) {
+                continue;
+            }
+            seen_widths.insert(piece[1]);
+            for e in &entries {
+                assert_eq!(lookup(&piece, e.z), Some(e.v), "{entries:?}");
+                for probe in [e.z.wrapping_sub(1), e.z + 1, next() >> (64 - key_bits)] {
+                    let want = entries.iter().find(|o| o.z == probe).map(|o| o.v);
+                    assert_eq!(lookup(&piece, probe), want);
+                }
+            }
+        }
+        assert!(seen_widths.len() > 60, "{} formats", seen_widths.len());
     }
 
     #[test]
