@@ -4,10 +4,10 @@
 //! depth splits), merge with their buddy when both are small, and the
 //! directory halves when no page needs its full depth.
 
-use crate::layout::{Geom, build, decode_z};
-use crate::piece::{Entry, PIECE_DATA};
+use crate::layout::{Geom, build};
+use crate::piece::{self, Entry, PIECE_DATA};
 use crate::store::{PIECES, Page, PageId, PageStore};
-use crate::table::{ExHash, MIN_DEPTH, PageMeta};
+use crate::table::{CHAIN, ExHash, MIN_DEPTH, PageMeta};
 
 /// A page is considered for merging when it holds less than this many bytes
 /// of entries...
@@ -38,14 +38,18 @@ impl<S: PageStore> ExHash<S> {
         let g = Geom::of(self.meta[id as usize].depth);
         let page = self.store.page(id);
         let mut all = Vec::with_capacity(self.meta[id as usize].count as usize);
-        let mut buf = Vec::with_capacity(PIECE_DATA);
         let mut starts = [0usize; PIECES + 1];
         for p in 0..PIECES {
-            decode_z(page.piece(p), p, g, &mut buf).expect("valid piece");
-            for e in &buf {
-                starts[g.home(e.z) + 1] += 1;
-            }
-            all.extend_from_slice(&buf);
+            let mut in_reach = true;
+            piece::walk(page.piece(p), |e| {
+                in_reach = e.z >> g.shift < CHAIN as u64;
+                let z = g.z(p, e.z);
+                starts[g.home(z) + 1] += 1;
+                all.push(Entry { z, v: e.v });
+                in_reach
+            })
+            .expect("valid piece");
+            assert!(in_reach, "valid piece: entries lie within their chain");
         }
         for p in 0..PIECES {
             starts[p + 1] += starts[p];

@@ -135,8 +135,7 @@ pub(crate) fn build(
             v: e.v,
         }));
         let pc = page.piece_mut(p);
-        let ok = piece::encode(pc, &buf);
-        debug_assert!(ok);
+        piece::encode_planned(pc, &buf, sizer.plan());
         count += taken as u32;
         bytes += piece::used(pc) as u32;
         a += taken;

@@ -407,7 +407,20 @@ pub enum InPlace {
 pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     let used = used(piece);
     let format = piece[1];
-    if format == TAGGED || used == 0 || used > PIECE_DATA {
+    if used == 0 {
+        // An empty piece: one entry of exactly its widths, as the encoder
+        // lays it out (an entry of no bytes at all is left to the encoder).
+        let (wk, wv) = (byte_len(r), byte_len(v));
+        if wk + wv == 0 {
+            return InPlace::Unsupported;
+        }
+        piece[1] = (wv << 4 | wk) as u8;
+        put_le(piece, 2, wk, r);
+        put_le(piece, 2 + wk, wv, v);
+        piece[0] = (piece[0] & OVERFLOW) | (wk + wv) as u8;
+        return InPlace::Inserted;
+    }
+    if format == TAGGED || used > PIECE_DATA {
         return InPlace::Unsupported;
     }
     let wk = (format & 15) as usize;
@@ -449,11 +462,30 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     if byte_len(delta) > wk {
         return InPlace::Unsupported;
     }
-    piece.copy_within(pos..end, pos + width);
-    put_le(piece, pos, wk, delta);
-    put_le(piece, pos + wk, wv, v);
-    if let Some(n) = next {
-        put_le(piece, pos + width, wk, n - r - 1);
+    let gap = next.map(|n| n - r - 1);
+    if width >= 8 && pos + width + 8 <= PIECE_SIZE {
+        // Whole-word stores in ascending order, each one's spill past its
+        // field overwritten by the next (or lying past the used bytes), and
+        // nothing read back after a store that overlaps it: a load
+        // straddling an earlier, narrower store waits for it to retire.
+        // The successor's first word is read before the shift and stored
+        // with its new gap.
+        let successor = read_le(piece, pos, 8);
+        piece.copy_within(pos..end, pos + width);
+        write_le(piece, pos, wk, delta);
+        write_le(piece, pos + wk, wv, v);
+        if let Some(gap) = gap {
+            let mask = MASKS[wk];
+            let word = (successor & !mask) | (gap & mask);
+            write_le(piece, pos + width, 8, word);
+        }
+    } else {
+        piece.copy_within(pos..end, pos + width);
+        put_le(piece, pos, wk, delta);
+        put_le(piece, pos + wk, wv, v);
+        if let Some(gap) = gap {
+            put_le(piece, pos + width, wk, gap);
+        }
     }
     piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
     InPlace::Inserted
@@ -581,8 +613,8 @@ pub fn decode(piece: &[u8], out: &mut Vec<Entry>) -> Result<(), DecodeError> {
 }
 
 /// How the encoder lays out a set of entries.
-#[derive(Clone, Copy, Debug)]
-struct Plan {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
     len: usize,
     format: u8,
 }
@@ -672,6 +704,25 @@ impl Sizer {
         };
         true
     }
+
+    /// The encoding of the entries added so far: what [`encode`] would
+    /// choose for them.
+    pub fn plan(&self) -> Plan {
+        let wk = self.gap_width.max(self.first.map_or(0, |f| byte_len(f.z)));
+        let wv = self.value_width;
+        let width = wk + wv;
+        if width > 0 && self.n * width <= self.tagged {
+            Plan {
+                len: self.n * width,
+                format: (wv << 4 | wk) as u8,
+            }
+        } else {
+            Plan {
+                len: self.tagged,
+                format: TAGGED,
+            }
+        }
+    }
 }
 
 /// Encoded size of `entries` in bytes.
@@ -687,6 +738,14 @@ pub fn encode(piece: &mut [u8], entries: &[Entry]) -> bool {
     if plan.len > PIECE_DATA {
         return false;
     }
+    encode_planned(piece, entries, plan);
+    true
+}
+
+/// Encode `entries` (strictly ascending keys, which fit) into `piece` as
+/// `plan` says, which must be their plan (from a [`Sizer`] that saw them).
+pub fn encode_planned(piece: &mut [u8], entries: &[Entry], plan: Plan) {
+    debug_assert_eq!(plan, self::plan(entries));
     let flag = piece[0] & OVERFLOW;
     piece[0] = flag | plan.len as u8;
     piece[1] = plan.format;
@@ -730,7 +789,6 @@ pub fn encode(piece: &mut [u8], entries: &[Entry]) -> bool {
         }
     }
     debug_assert_eq!(pos, 2 + plan.len);
-    true
 }
 
 /// Empty a piece, clearing its overflow flag too.

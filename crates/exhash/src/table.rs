@@ -368,13 +368,11 @@ impl<S: PageStore> ExHash<S> {
             piece::decode(pc, &mut rs).expect("valid piece");
             let at = rs.partition_point(|e| e.z < r);
             rs.insert(at, Entry { z: r, v: new.v });
-            if piece::encoded_len(&rs) > PIECE_DATA {
-                continue;
-            }
             let page = self.store.page_mut(loc.page);
             let pc = page.piece_mut(p);
-            let ok = piece::encode(pc, &rs);
-            debug_assert!(ok);
+            if !piece::encode(pc, &rs) {
+                continue;
+            }
             let new_used = piece::used(pc) as u32;
             for j in 0..i {
                 piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
