@@ -56,20 +56,25 @@ impl<S: PageStore> ExHash<S> {
         }
         out.clear();
         out.resize(all.len(), Entry::default());
+        // Pieces store entries by ascending distance, which is descending
+        // position: filling each bucket from its end turns every piece's run
+        // ascending, so the insertion sort only merges a few runs.
         let mut next = starts;
         for e in all {
             let h = g.home(e.z);
-            out[next[h]] = e;
-            next[h] += 1;
+            next[h + 1] -= 1;
+            out[next[h + 1]] = e;
         }
         for p in 0..PIECES {
             let bucket = &mut out[starts[p]..starts[p + 1]];
             for j in 1..bucket.len() {
+                let e = bucket[j];
                 let mut k = j;
-                while k > 0 && bucket[k - 1].z > bucket[k].z {
-                    bucket.swap(k - 1, k);
+                while k > 0 && bucket[k - 1].z > e.z {
+                    bucket[k] = bucket[k - 1];
                     k -= 1;
                 }
+                bucket[k] = e;
             }
         }
     }
