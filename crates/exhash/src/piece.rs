@@ -345,16 +345,18 @@ fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
     // the word at its start, and its value the high bytes of the word that
     // ends with it; both words lie inside the piece.
     let key_mask = MASKS[wk];
-    let slots = used / width;
+    // `used` is a whole number of slots, so a slot is in use if it starts
+    // before the end of the data.
+    let end = 2 + used;
     let mut cur = u64::MAX;
     let mut found = 0usize;
     let mut at = 2;
-    for i in 0..FIXED_CAPACITY[width] as usize {
+    for _ in 0..FIXED_CAPACITY[width] {
         let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
         // The first slot stores its distance, the others the gap minus one.
         cur = cur.wrapping_add(1).wrapping_add(word & key_mask);
         // Keys ascend, so at most one used slot matches.
-        found = if cur == r && i < slots {
+        found = if cur == r && at < end {
             at + width
         } else {
             found
