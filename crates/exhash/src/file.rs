@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::device::Device;
 use crate::directory::{dir_slot, slot_page};
 use crate::error::{Error, ErrorKind};
-use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
+use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION, VERSION_TAGS_INLINE};
 use crate::layout::{Geom, decode_z};
 use crate::piece;
 use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
@@ -159,6 +159,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 /// A decoded header copy.
 #[derive(Clone, Copy, Debug)]
 struct Header {
+    version: u32,
     seq: u64,
     meta_slot: u64,
     meta_len: u64,
@@ -169,7 +170,7 @@ impl Header {
     fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut b = [0u8; HEADER_SIZE];
         b[0..8].copy_from_slice(&MAGIC);
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&(PAGE_SIZE as u32).to_le_bytes());
         b[16..24].copy_from_slice(&self.seq.to_le_bytes());
         b[24..32].copy_from_slice(&self.meta_slot.to_le_bytes());
@@ -200,6 +201,7 @@ impl Header {
             ));
         }
         Ok(Some(Header {
+            version,
             seq: u64_at(b, 16),
             meta_slot: u64_at(b, 24),
             meta_len: u64_at(b, 32),
@@ -367,6 +369,7 @@ impl<D: Device> ExHash<FileStore<D>> {
             .sync()
             .map_err(io("syncing pages and metadata"))?;
         let header = Header {
+            version: VERSION,
             seq: self.store.seq + 1,
             meta_slot: start,
             meta_len: meta.len() as u64,
@@ -540,6 +543,15 @@ impl<D: Device> ExHash<FileStore<D>> {
                 .map_err(io("reading a page"))?;
             if crc32c::crc32c(&page.0) != store.crcs[id] {
                 return Err(ErrorKind::BadChecksum { offset: off }.into());
+            }
+            if header.version == VERSION_TAGS_INLINE {
+                for p in 0..PIECES {
+                    piece::upgrade_v1(page.piece_mut(p), &mut buf).map_err(|what| {
+                        Error::corrupt(off + (p * crate::piece::PIECE_SIZE) as u64, what)
+                    })?;
+                }
+                // The next commit writes the page in the current layout.
+                store.dirty[id] = true;
             }
             let (count, bytes) = validate_page(&page, m, off, &mut buf, &mut zs)?;
             m.count = count;

@@ -5,10 +5,11 @@
 //!
 //! ```text
 //! byte 0      bit 7: overflowed (an entry whose home is this piece or an
-//!             earlier one lives in a later piece); bits 0-6: data bytes used
+//!             earlier one lives in a later piece); bits 0-6: bytes used
 //! byte 1      0xFF = tagged entries, else fixed widths: low nibble key
 //!             delta width, high nibble value width (bytes, 0..=8 each)
-//! bytes 2..   entries
+//! bytes 2..   entries: fixed-width slots, or the tagged entries' data
+//! ..byte 127  tagged pieces: one tag per entry, from byte 127 down
 //! ```
 //!
 //! Keys are stored as ascending *distances* `r`: the table maps a page-local
@@ -16,12 +17,15 @@
 //! whose home is this piece and `w` the width of page-local positions, so
 //! entries from this piece's home range come first and entries that
 //! overflowed from earlier pieces (wrapping around the page) after them. The
-//! first entry stores `r`, the next ones `r - previous r - 1`. Tagged entries start with a tag
-//! `kind * 81 + key_len * 9 + value_len`; kind 0 stores the value raw, kind 1
-//! stores the zig-zag difference to the previous entry's value. Either way an
-//! entry is never longer than its raw sixteen bytes plus its tag, and the
-//! encoder picks fixed widths whenever they are no larger, so pieces of
-//! random pairs carry no tag at all.
+//! first entry stores `r`, the next ones `r - previous r - 1`. A tagged
+//! entry's tag is `kind * 81 + key_len * 9 + value_len`; kind 0 stores the
+//! value raw, kind 1 the zig-zag difference to the previous entry's value.
+//! Tags sit apart from the data so that where an entry's data starts depends
+//! only on the tags before it, never on loads of the data itself: a scan's
+//! critical path is one addition an entry. Either way an entry is never
+//! longer than its raw sixteen bytes plus its tag, and the encoder picks
+//! fixed widths whenever they are no larger, so pieces of random pairs carry
+//! no tag at all.
 
 /// Bytes in one piece.
 pub const PIECE_SIZE: usize = 128;
@@ -211,22 +215,22 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
     let mut first = true;
     let mut v = 0u64;
     if format == TAGGED || used == 0 {
-        while pos < end {
-            let tag = piece[pos];
-            pos += 1;
+        // `data` is where the next entry's data starts, `i` its index (and
+        // so the number of tags before it).
+        let mut data = 2;
+        let mut i = 0;
+        while data - 2 + i < used {
+            let tag = piece[PIECE_SIZE - 1 - i];
             let Some((klen, vlen)) = tag_lens(tag) else {
                 return Err("bad entry tag");
             };
-            let kind = u8::from(tag >= 81);
-            if pos + klen + vlen > end {
+            if data - 2 + klen + vlen + i + 1 > used {
                 return Err("entry runs past the end of its piece");
             }
-            let delta = read_le(piece, pos, klen);
-            pos += klen;
+            let delta = read_le(piece, data, klen);
             z = step(z, delta, first)?;
-            let raw = read_le(piece, pos, vlen);
-            pos += vlen;
-            v = if kind == 0 {
+            let raw = read_le(piece, data + klen, vlen);
+            v = if tag < 81 {
                 raw
             } else if first {
                 return Err("first entry of a piece has a delta value");
@@ -234,6 +238,8 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
                 v.wrapping_add(unzigzag(raw))
             };
             first = false;
+            data += klen + vlen;
+            i += 1;
             if !f(Entry { z, v }) {
                 return Ok(());
             }
@@ -277,28 +283,28 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     if used == 0 {
         return None;
     }
-    let end = 2 + used;
     let format = piece[1];
-    let mut pos = 2;
     if format != TAGGED {
         return lookup_fixed(piece, format, used, r);
     }
-    let mut cur = 0u64;
+    if piece.len() != PIECE_SIZE {
+        return None;
+    }
+    // As in `walk`: `data` depends only on the tags, which are loaded
+    // independently of it, so the loop carries just additions.
+    let mut data = 2;
+    let mut i = 0;
+    let mut cur = u64::MAX;
     let mut v = 0u64;
-    let mut first = true;
-    while pos < end {
-        let tag = piece[pos];
+    while data - 2 + i < used {
+        let tag = piece[PIECE_SIZE - 1 - i];
         let (klen, vlen) = tag_lens(tag)?;
-        if pos + 1 + klen + vlen > end {
+        if data - 2 + klen + vlen + i + 1 > used {
             return None;
         }
-        let delta = read_le(piece, pos + 1, klen);
-        cur = if first {
-            delta
-        } else {
-            cur.wrapping_add(1).wrapping_add(delta)
-        };
-        let raw = read_le(piece, pos + 1 + klen, vlen);
+        // The first entry stores its distance, the others the gap minus one.
+        cur = cur.wrapping_add(1).wrapping_add(read_le(piece, data, klen));
+        let raw = read_le(piece, data + klen, vlen);
         v = if tag < 81 {
             raw
         } else {
@@ -307,8 +313,8 @@ pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
         if cur >= r {
             return (cur == r).then_some(v);
         }
-        first = false;
-        pos += 1 + klen + vlen;
+        data += klen + vlen;
+        i += 1;
     }
     None
 }
@@ -529,46 +535,48 @@ impl Tagged {
         }
     }
 
-    fn len(&self) -> usize {
-        1 + self.klen + self.vlen
+    /// Bytes of data (the tag is stored apart).
+    fn data_len(&self) -> usize {
+        self.klen + self.vlen
     }
 
-    fn write(&self, piece: &mut [u8], at: usize) {
-        piece[at] = self.tag;
-        put_le(piece, at + 1, self.klen, self.key);
-        put_le(piece, at + 1 + self.klen, self.vlen, self.value);
+    /// Write the entry's data at `at`, leaving the bytes after it alone.
+    fn write_data(&self, piece: &mut [u8], at: usize) {
+        put_le(piece, at, self.klen, self.key);
+        put_le(piece, at + self.klen, self.vlen, self.value);
     }
 }
 
 /// Insert distance `r` (not present) with value `v` into a tagged piece in
-/// place: one scan to the insertion point, the new entry and its re-coded
-/// successor written over a byte shift. The piece is untouched unless the
-/// result is [`InPlace::Inserted`].
+/// place: one scan to the insertion point, then the data after it and the
+/// tags after it each move over once, and the new entry and its re-coded
+/// successor are written. The piece is untouched unless the result is
+/// [`InPlace::Inserted`].
 #[inline]
 pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     let used = used(piece);
-    if piece[1] != TAGGED || used == 0 || used > PIECE_DATA {
+    if piece[1] != TAGGED || used == 0 || used > PIECE_DATA || piece.len() != PIECE_SIZE {
         return InPlace::Unsupported;
     }
-    let end = 2 + used;
-    let mut pos = 2;
+    let mut data = 2;
+    let mut i = 0;
     let mut prev: Option<(u64, u64)> = None;
-    // The successor: (start, old length, key, value).
-    let mut next: Option<(usize, usize, u64, u64)> = None;
-    while pos < end {
-        let tag = piece[pos];
+    // The successor: (old data length, key, value).
+    let mut next: Option<(usize, u64, u64)> = None;
+    while data - 2 + i < used {
+        let tag = piece[PIECE_SIZE - 1 - i];
         let Some((klen, vlen)) = tag_lens(tag) else {
             return InPlace::Unsupported;
         };
-        if pos + 1 + klen + vlen > end {
+        if data - 2 + klen + vlen + i + 1 > used {
             return InPlace::Unsupported;
         }
-        let delta = read_le(piece, pos + 1, klen);
+        let delta = read_le(piece, data, klen);
         let cur = match prev {
             None => delta,
             Some((p, _)) => p.wrapping_add(1).wrapping_add(delta),
         };
-        let raw = read_le(piece, pos + 1 + klen, vlen);
+        let raw = read_le(piece, data + klen, vlen);
         let cv = match (tag < 81, prev) {
             (true, _) | (false, None) => raw,
             (false, Some((_, pv))) => pv.wrapping_add(unzigzag(raw)),
@@ -577,32 +585,91 @@ pub fn insert_tagged(piece: &mut [u8], r: u64, v: u64) -> InPlace {
             if cur == r {
                 return InPlace::Unsupported;
             }
-            next = Some((pos, 1 + klen + vlen, cur, cv));
+            next = Some((klen + vlen, cur, cv));
             break;
         }
         prev = Some((cur, cv));
-        pos += 1 + klen + vlen;
+        data += klen + vlen;
+        i += 1;
+    }
+    // Count the entries (tags) after the insertion point.
+    let mut n = i;
+    let mut end = data;
+    while end - 2 + n < used {
+        let Some((klen, vlen)) = tag_lens(piece[PIECE_SIZE - 1 - n]) else {
+            return InPlace::Unsupported;
+        };
+        end += klen + vlen;
+        n += 1;
+    }
+    if end - 2 + n != used {
+        return InPlace::Unsupported;
     }
     let new = match prev {
         None => Tagged::new(r, v, None),
         Some((p, pv)) => Tagged::new(r - p - 1, v, Some(pv)),
     };
     let (succ, old_len) = match next {
-        Some((_, old_len, key, value)) => (Some(Tagged::new(key - r - 1, value, Some(v))), old_len),
+        Some((old_len, key, value)) => (Some(Tagged::new(key - r - 1, value, Some(v))), old_len),
         None => (None, 0),
     };
-    let new_len = new.len() + succ.map_or(0, |s| s.len());
-    if used + new_len - old_len > PIECE_DATA {
+    let new_len = new.data_len() + succ.map_or(0, |s| s.data_len());
+    // One more tag; the data from the insertion point on changes length.
+    let grown = used + 1 + new_len;
+    if grown - old_len > PIECE_DATA {
         return InPlace::Full;
     }
-    // `pos` is where the successor started (or the end): keep what follows it.
-    piece.copy_within(pos + old_len..end, pos + new_len);
-    new.write(piece, pos);
+    // The data after the successor, and the tags from the successor's on,
+    // move; neither lands on the other's final place because the piece fits.
+    piece.copy_within(data + old_len..end, data + new_len);
+    piece.copy_within(PIECE_SIZE - n..PIECE_SIZE - i, PIECE_SIZE - n - 1);
+    new.write_data(piece, data);
+    piece[PIECE_SIZE - 1 - i] = new.tag;
     if let Some(s) = succ {
-        s.write(piece, pos + new.len());
+        s.write_data(piece, data + new.data_len());
+        piece[PIECE_SIZE - 2 - i] = s.tag;
     }
-    piece[0] = (piece[0] & OVERFLOW) | (used + new_len - old_len) as u8;
+    piece[0] = (piece[0] & OVERFLOW) | (grown - old_len) as u8;
     InPlace::Inserted
+}
+
+/// Re-lay a tagged piece written by format version 1, where each tag sat
+/// right before its entry's data, in the current layout (fixed-width pieces
+/// are the same in both). `scratch` is working space.
+pub fn upgrade_v1(piece: &mut [u8], scratch: &mut Vec<Entry>) -> Result<(), DecodeError> {
+    let used = used(piece);
+    if piece[1] != TAGGED || used == 0 {
+        return Ok(());
+    }
+    if used > PIECE_DATA {
+        return Err("piece uses more bytes than it has");
+    }
+    scratch.clear();
+    let end = 2 + used;
+    let mut pos = 2;
+    let (mut z, mut v, mut first) = (0u64, 0u64, true);
+    while pos < end {
+        let tag = piece[pos];
+        let (klen, vlen) = tag_lens(tag).ok_or("bad entry tag")?;
+        if pos + 1 + klen + vlen > end {
+            return Err("entry runs past the end of its piece");
+        }
+        z = step(z, read_le(piece, pos + 1, klen), first)?;
+        let raw = read_le(piece, pos + 1 + klen, vlen);
+        v = match (tag < 81, first) {
+            (true, _) => raw,
+            (false, true) => return Err("first entry of a piece has a delta value"),
+            (false, false) => v.wrapping_add(unzigzag(raw)),
+        };
+        first = false;
+        scratch.push(Entry { z, v });
+        pos += 1 + klen + vlen;
+    }
+    if encode(piece, scratch) {
+        Ok(())
+    } else {
+        Err("piece does not fit")
+    }
 }
 
 /// Decode every entry of a piece into `out` (cleared first).
@@ -756,6 +823,9 @@ pub fn encode_planned(piece: &mut [u8], entries: &[Entry], plan: Plan) {
     let mut prev = 0;
     let mut prev_v = 0u64;
     if plan.format == TAGGED {
+        // Data first, front to back (each word store's spill lands on data
+        // written next or on free room), then the tags from the end down.
+        let mut tags = [0u8; PIECE_DATA];
         for (i, e) in entries.iter().enumerate() {
             let delta = if i == 0 { e.z } else { e.z - prev - 1 };
             let kl = byte_len(delta);
@@ -770,8 +840,7 @@ pub fn encode_planned(piece: &mut [u8], entries: &[Entry], plan: Plan) {
                     (0, raw_len, e.v)
                 }
             };
-            data[pos] = (kind * 81 + kl * 9 + vl) as u8;
-            pos += 1;
+            tags[i] = (kind * 81 + kl * 9 + vl) as u8;
             write_le(data, pos, kl, delta);
             pos += kl;
             write_le(data, pos, vl, stored);
@@ -779,6 +848,10 @@ pub fn encode_planned(piece: &mut [u8], entries: &[Entry], plan: Plan) {
             prev = e.z;
             prev_v = e.v;
         }
+        for (i, &tag) in tags[..entries.len()].iter().enumerate() {
+            data[PIECE_SIZE - 1 - i] = tag;
+        }
+        pos += entries.len();
     } else {
         let wk = (plan.format & 15) as usize;
         let wv = (plan.format >> 4) as usize;

@@ -268,14 +268,14 @@ fn clear_errors_for_foreign_and_future_files() {
         matches!(err.kind(), ErrorKind::Truncated { offset: 100, .. }),
         "{err}"
     );
-    // A valid file whose header copies claim version 2.
+    // A valid file whose header copies claim version 3.
     for copy in [0usize, 4096] {
-        image[copy + 8] = 2;
+        image[copy + 8] = 3;
         let crc = crc32c(&image[copy..copy + 60]);
         image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
     }
     let err = ExHash::open_on(VecDevice(image.clone())).unwrap_err();
-    assert_eq!(err.kind(), &ErrorKind::NewerVersion { found: 2 });
+    assert_eq!(err.kind(), &ErrorKind::NewerVersion { found: 3 });
     assert!(err.to_string().contains("newer seekless"), "{err}");
     // Both copies torn: no valid header.
     image[60] ^= 1;
@@ -329,4 +329,103 @@ fn file_roundtrip_on_disk() {
     assert_eq!(reopened.get(1), Some(2));
     reopened.check_invariants().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+/// Rewrite a committed image as format version 1 wrote it: every tagged
+/// piece with each tag right before its entry's data (version 2 keeps the
+/// tags at the piece's end), page and metadata checksums and the header
+/// fixed up to match. Returns how many tagged pieces were rewritten.
+fn downgrade_to_v1(image: &mut [u8]) -> usize {
+    let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
+        0
+    } else {
+        4096
+    };
+    let (meta_slot, meta_len) = (u64_at(image, newest + 24), u64_at(image, newest + 32));
+    let meta_at = meta_slot as usize * 8192;
+    let pages = u32_at(image, meta_at + 16) as usize;
+    let mut tagged = 0;
+    for id in 0..pages {
+        let record = meta_at + 24 + 16 * id;
+        let slot = u64_at(image, record) as usize;
+        if slot == 0 {
+            continue;
+        }
+        for p in 0..64 {
+            let piece = &mut image[slot * 8192 + p * 128..][..128];
+            let used = (piece[0] & 0x7F) as usize;
+            if piece[1] != 0xFF || used == 0 {
+                continue;
+            }
+            let mut inline = Vec::new();
+            let (mut data, mut i) = (2, 0);
+            while data - 2 + i < used {
+                let tag = piece[127 - i];
+                let len = (tag as usize % 81 / 9) + (tag as usize % 9);
+                inline.push(tag);
+                inline.extend_from_slice(&piece[data..data + len]);
+                data += len;
+                i += 1;
+            }
+            assert_eq!(inline.len(), used);
+            piece[2..].fill(0);
+            piece[2..2 + used].copy_from_slice(&inline);
+            tagged += 1;
+        }
+        let crc = crc32c(&image[slot * 8192..][..8192]);
+        image[record + 12..record + 16].copy_from_slice(&crc.to_le_bytes());
+    }
+    let meta_crc = crc32c(&image[meta_at..meta_at + meta_len as usize]);
+    let header = &mut image[newest..newest + 64];
+    header[8..12].copy_from_slice(&1u32.to_le_bytes());
+    header[40..44].copy_from_slice(&meta_crc.to_le_bytes());
+    let crc = crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    tagged
+}
+
+#[test]
+fn version_1_files_open_and_upgrade_at_the_next_commit() {
+    let mut table = ExHash::create_on(VecDevice(Vec::new())).unwrap();
+    // Runs of keys with nearby values are stored in tagged pieces.
+    for k in 0..20_000u64 {
+        table.insert(k, 1_000_000 + k * 3);
+    }
+    for k in (0..1u64 << 40).step_by(1 << 28) {
+        table.insert(k, k ^ 0x5555);
+    }
+    table.commit().unwrap();
+    let want = contents(&table);
+    let mut image = table.store().device().0.clone();
+    let rewritten = downgrade_to_v1(&mut image);
+    assert!(rewritten > 100, "only {rewritten} tagged pieces");
+
+    let mut old = ExHash::open_on(VecDevice(image)).unwrap();
+    assert_eq!(contents(&old), want);
+    for &(k, v) in want.iter().step_by(97) {
+        assert_eq!(old.get(k), Some(v));
+    }
+    // The first commit rewrites every re-laid page in the current layout.
+    old.insert(u64::MAX, 7);
+    old.commit().unwrap();
+    let image = old.store().device().0.clone();
+    let newest = if u64_at(&image, 16) >= u64_at(&image, 4096 + 16) {
+        0
+    } else {
+        4096
+    };
+    assert_eq!(u32_at(&image, newest + 8), 2);
+    let reopened = ExHash::open_on(VecDevice(image)).unwrap();
+    let mut want = want;
+    want.push((u64::MAX, 7));
+    want.sort_unstable();
+    assert_eq!(contents(&reopened), want);
 }
