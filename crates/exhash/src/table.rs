@@ -39,6 +39,13 @@ pub(crate) struct PageMeta {
 
 /// How many keys ahead the batch operations prefetch.
 const PREFETCH_AHEAD: usize = 8;
+/// Placing a new entry passes over an overflowed piece with less than this
+/// many bytes free without trying it: such a piece is full for all but the
+/// smallest entries, and trying means decoding it. Measured (1M pairs):
+/// sequential puts 460 -> 310 ns with bytes per entry unchanged for both
+/// random and sequential keys; 16 and more start to cost random tables
+/// memory (22.8 -> 23.1 bytes per entry).
+const SKIP_OVERFLOWED: usize = 8;
 
 /// Where a key goes.
 #[derive(Clone, Copy, Debug)]
@@ -339,6 +346,9 @@ impl<S: PageStore> ExHash<S> {
             let page = self.store.page(loc.page);
             let pc = page.piece(p);
             if piece::used(pc) + piece::min_growth(pc) > PIECE_DATA {
+                continue;
+            }
+            if piece::overflowed(pc) && piece::used(pc) + SKIP_OVERFLOWED > PIECE_DATA {
                 continue;
             }
             let r = g.r(p, loc.z);
