@@ -150,7 +150,15 @@ impl Index {
         if pages > u32::MAX as usize {
             return Err(ErrorKind::TooLarge.into());
         }
-        let dir = &bytes[PAGE * (1 + pages)..];
+        let dir_at = PAGE * (1 + pages);
+        #[cfg(unix)]
+        if let Data::Map(map, _) = &data {
+            // The mapping is advised random access (a lookup reads one
+            // page), which turns off read-ahead: without this, a cold open
+            // would fault the directory in one 4 KiB page at a time.
+            let _ = map.advise_range(memmap2::Advice::WillNeed, dir_at, bytes.len() - dir_at);
+        }
+        let dir = &bytes[dir_at..];
         if crc32c::crc32c(dir) != header.dir_crc {
             return Err(Error::corrupt("directory checksum mismatch"));
         }
