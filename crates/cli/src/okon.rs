@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use seekless_pwned::{Index, Key};
+use seekless_pwned::{ErrorKind, Index};
 
 /// Exit status for "present" (okon's CLI convention).
 const PRESENT: u8 = 1;
@@ -91,19 +91,17 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
+/// One lookup per process, as okon's CLI does: `Index::count_once` reads
+/// the header, one directory block and the hash's page, not the whole
+/// directory that `Index::open` reads for many lookups.
 fn lookup(path: &Path, hash: &str) -> Result<bool, String> {
-    let index = Index::open(path).map_err(|e| format!("cannot open index: {e}"))?;
-    let kind = index.kind();
-    let key = Key::from_hex(kind, hash.trim().as_bytes()).ok_or_else(|| {
-        format!(
-            "malformed hash {hash:?}: expected {} hex digits ({kind})",
-            kind.hex_len()
-        )
-    })?;
-    let count = index
-        .count(key)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(count > 0)
+    match Index::count_once_hex(path, hash.trim()) {
+        Ok(count) => Ok(count > 0),
+        Err(e) => match e.kind() {
+            ErrorKind::BadHash { what, .. } => Err(format!("malformed hash {hash:?}: {what}")),
+            _ => Err(format!("cannot open index: {e}")),
+        },
+    }
 }
 
 #[cfg(test)]

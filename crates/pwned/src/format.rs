@@ -5,8 +5,8 @@ use crate::hash::Kind;
 
 /// File magic.
 pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";
-/// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+/// The format version this build writes (it also reads version 1).
+pub const VERSION: u16 = 2;
 /// Page size: one random read per lookup.
 pub const PAGE: usize = 4096;
 /// Bytes of a page before its bit stream: hash count, count-lengths start,
@@ -16,6 +16,9 @@ pub(crate) const PAGE_HEADER: usize = 6;
 pub(crate) const PAGE_BITS: usize = (PAGE - PAGE_HEADER) * 8;
 /// Bytes of one directory entry.
 pub(crate) const DIR_ENTRY: usize = 12;
+/// Directory entries per checksummed directory block (4,092 bytes, so an
+/// entry never straddles two blocks). Version 2 and later.
+pub(crate) const BLOCK_ENTRIES: usize = 341;
 /// Flag in a directory entry's first bucket: the bucket continues from the
 /// previous page.
 pub(crate) const CONTINUED: u64 = 1 << 63;
@@ -78,6 +81,8 @@ impl Layout {
 /// The fixed-size file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Header {
+    /// Format version (1 or 2).
+    pub version: u16,
     pub layout: Layout,
     pub hashes: u64,
     pub pages: u64,
@@ -91,7 +96,7 @@ impl Header {
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(MAGIC);
-        b[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..10].copy_from_slice(&self.version.to_le_bytes());
         b[10] = self.layout.kind.code();
         b[11] = self.layout.h as u8;
         b[12..16].copy_from_slice(&(PAGE as u32).to_le_bytes());
@@ -134,6 +139,7 @@ impl Header {
             )));
         }
         Ok(Header {
+            version,
             layout: Layout { kind, h },
             hashes: u64_at(16),
             pages: u64_at(24),
@@ -142,11 +148,22 @@ impl Header {
         })
     }
 
+    /// Checksummed blocks of the directory (0 for version 1, which has one
+    /// checksum over the whole directory).
+    pub(crate) fn dir_blocks(&self) -> u64 {
+        if self.version < 2 {
+            0
+        } else {
+            self.pages.div_ceil(BLOCK_ENTRIES as u64)
+        }
+    }
+
     /// The exact file size an index with this header has.
     pub(crate) fn file_len(&self) -> Option<u64> {
         self.pages
             .checked_mul((PAGE + DIR_ENTRY) as u64)?
-            .checked_add(PAGE as u64)
+            .checked_add(PAGE as u64)?
+            .checked_add(4 * self.dir_blocks())
     }
 }
 
@@ -174,6 +191,7 @@ mod tests {
     #[test]
     fn header_round_trip_and_damage() {
         let h = Header {
+            version: VERSION,
             layout: Layout {
                 kind: Kind::Ntlm,
                 h: 17,
@@ -192,10 +210,10 @@ mod tests {
             ErrorKind::Corrupt { .. }
         ));
         let mut newer = bytes;
-        newer[8] = 2;
+        newer[8] = 3;
         assert!(matches!(
             Header::decode(&newer).unwrap_err().kind(),
-            ErrorKind::NewerVersion { version: 2 }
+            ErrorKind::NewerVersion { version: 3 }
         ));
         assert!(matches!(
             Header::decode(b"hello").unwrap_err().kind(),

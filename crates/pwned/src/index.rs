@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
+use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
 use crate::hash::{Key, Kind};
 use crate::page::Page;
 
@@ -158,9 +158,27 @@ impl Index {
             // would fault the directory in one 4 KiB page at a time.
             let _ = map.advise_range(memmap2::Advice::WillNeed, dir_at, bytes.len() - dir_at);
         }
-        let dir = &bytes[dir_at..];
-        if crc32c::crc32c(dir) != header.dir_crc {
-            return Err(Error::corrupt("directory checksum mismatch"));
+        let dir = &bytes[dir_at..dir_at + DIR_ENTRY * pages];
+        if header.version < 2 {
+            if crc32c::crc32c(dir) != header.dir_crc {
+                return Err(Error::corrupt("directory checksum mismatch"));
+            }
+        } else {
+            let table = &bytes[dir_at + dir.len()..];
+            if crc32c::crc32c(table) != header.dir_crc {
+                return Err(Error::corrupt("directory checksum table mismatch"));
+            }
+            for (j, (block, crc)) in dir
+                .chunks(BLOCK_ENTRIES * DIR_ENTRY)
+                .zip(table.chunks_exact(4))
+                .enumerate()
+            {
+                if crc32c::crc32c(block).to_le_bytes() != crc {
+                    return Err(Error::corrupt(format!(
+                        "directory block {j} checksum mismatch"
+                    )));
+                }
+            }
         }
         let mut firsts = Vec::with_capacity(pages);
         let mut crcs = Vec::with_capacity(pages);
@@ -223,7 +241,7 @@ impl Index {
     /// Figures about the index.
     pub fn stats(&self) -> Stats {
         Stats {
-            version: crate::format::VERSION,
+            version: self.header.version,
             kind: self.kind(),
             hashes: self.header.hashes,
             total_count: self.header.total,

@@ -26,6 +26,7 @@ mod format;
 mod hash;
 mod index;
 mod input;
+mod once;
 mod page;
 mod prepare;
 pub mod sample;

@@ -18,7 +18,7 @@ use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{DIR_ENTRY, Header, Layout, PAGE};
+use crate::format::{BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, PAGE, VERSION};
 use crate::hash::Kind;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::page::{DirEntry, Encoder};
@@ -306,15 +306,23 @@ fn build_into<W: Write + Seek>(
         dir_bytes.extend_from_slice(&entry.first.to_le_bytes());
         dir_bytes.extend_from_slice(&entry.crc.to_le_bytes());
     }
+    // One checksum per block of directory entries, so that a single lookup
+    // can check just the block it reads; the header checksums the table.
+    let table: Vec<u8> = dir_bytes
+        .chunks(BLOCK_ENTRIES * DIR_ENTRY)
+        .flat_map(|block| crc32c::crc32c(block).to_le_bytes())
+        .collect();
     let header = Header {
+        version: VERSION,
         layout,
         hashes: summary.hashes,
         pages: pages_written,
         total,
-        dir_crc: crc32c::crc32c(&dir_bytes),
+        dir_crc: crc32c::crc32c(&table),
     };
     let io_err = |e| Error::io(None, e);
     out.write_all(&dir_bytes).map_err(io_err)?;
+    out.write_all(&table).map_err(io_err)?;
     out.seek(SeekFrom::Start(0)).map_err(io_err)?;
     out.write_all(&header.encode()).map_err(io_err)?;
     out.flush().map_err(io_err)?;

@@ -473,44 +473,131 @@ proptest! {
         }
         let expect = expected(&entries);
         let (bytes, _) = build_to_vec(vec![Input::Bytes { name: "p".into(), data: corpus(kind, &entries, seed) }], &options(2)).unwrap();
+        check_once(&bytes, &expect, kind, &mut rng);
         check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut rng);
     }
 }
 
-#[test]
-fn ranges_list_exactly_the_hashes_with_a_prefix() {
-    for (kind, n) in [(Kind::Sha1, 20_000), (Kind::Ntlm, 3_000), (Kind::Sha1, 40)] {
-        let mut entries = random_entries(kind, n, 41);
-        // Crowd a few prefixes, as the real corpus does.
-        let mut rng = Rng(3);
-        for i in 0..2000u64 {
-            let mut key = rng.key(kind);
-            key.hi = (0x5BAA6u64 << 44) | (key.hi >> 20);
-            entries.push((key, 1 + i as u32));
+/// One-shot lookups (`Index::count_once_in`) give what the set holds.
+fn check_once(bytes: &[u8], expect: &BTreeMap<Key, u64>, kind: Kind, rng: &mut Rng) {
+    for (&key, &count) in expect {
+        assert_eq!(Index::count_once_in(bytes, key).unwrap(), count);
+    }
+    for _ in 0..500 {
+        let key = rng.key(kind);
+        let want = expect.get(&key).copied().unwrap_or(0);
+        assert_eq!(Index::count_once_in(bytes, key).unwrap(), want);
+    }
+}
+
+/// The index as format version 1 wrote it: no block checksums, one
+/// checksum over the whole directory.
+fn as_version_1(bytes: &[u8]) -> Vec<u8> {
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    let pages = u64_at(24) as usize;
+    let dir_end = 4096 * (1 + pages) + 12 * pages;
+    let mut old = bytes[..dir_end].to_vec();
+    let dir_crc = crc32c(&old[4096 * (1 + pages)..]);
+    old[8..10].copy_from_slice(&1u16.to_le_bytes());
+    old[40..44].copy_from_slice(&dir_crc.to_le_bytes());
+    let crc = crc32c(&old[..60]);
+    old[60..64].copy_from_slice(&crc.to_le_bytes());
+    old
+}
+
+/// CRC-32C (Castagnoli), bitwise: the tests' own check of the format.
+fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
         }
-        let expect = expected(&entries);
-        let (bytes, _) = build_to_vec(
-            vec![Input::Bytes {
-                name: "r".into(),
-                data: corpus(kind, &entries, 9),
-            }],
-            &options(2),
-        )
-        .unwrap();
-        let index = Index::from_bytes(bytes).unwrap();
-        let mut prefixes: Vec<u64> = vec![0x5BAA6, 0, 0xFFFFF];
-        prefixes.extend(expect.keys().step_by(97).map(|k| k.hi >> 44));
-        for bits in [20, 8, 0] {
-            for &p in &prefixes {
-                let p = if bits == 0 { 0 } else { p >> (20 - bits) };
-                let want: Vec<(Key, u64)> = expect
-                    .iter()
-                    .filter(|(k, _)| bits == 0 || k.hi >> (64 - bits) == p)
-                    .map(|(&k, &c)| (k, c))
-                    .collect();
-                assert_eq!(index.range(p, bits).unwrap(), want, "prefix {p:x}/{bits}");
+    }
+    !crc
+}
+
+#[test]
+fn one_shot_lookups_read_one_directory_block() {
+    // ~870 pages: three directory blocks of 341 entries.
+    let entries = random_entries(Kind::Sha1, 200_000, 41);
+    let expect = expected(&entries);
+    let (bytes, _) = build_to_vec(
+        vec![Input::Bytes {
+            name: "c".into(),
+            data: corpus(Kind::Sha1, &entries, 5),
+        }],
+        &options(2),
+    )
+    .unwrap();
+    let pages = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+    assert!(pages > 2 * 341, "{pages} pages");
+    let mut rng = Rng(43);
+    for (&key, &count) in expect.iter().step_by(11) {
+        assert_eq!(Index::count_once_in(&bytes, key).unwrap(), count);
+    }
+    for _ in 0..2000 {
+        let key = rng.key(Kind::Sha1);
+        let want = expect.get(&key).copied().unwrap_or(0);
+        assert_eq!(Index::count_once_in(&bytes, key).unwrap(), want);
+    }
+
+    // The same from a file.
+    let dir = tempdir("once");
+    let path = dir.join("i.idx");
+    std::fs::write(&path, &bytes).unwrap();
+    for (&key, &count) in expect.iter().step_by(997) {
+        assert_eq!(Index::count_once(&path, key).unwrap(), count);
+    }
+
+    // A damaged directory block: lookups routed through it fail, the
+    // others still answer right.
+    let dir_at = 4096 * (1 + pages);
+    let mut damaged = bytes.clone();
+    damaged[dir_at + 12 * 400 + 3] ^= 0x10; // page 400: block 1
+    let (mut failed, mut answered) = (0, 0);
+    for (&key, &count) in expect.iter().step_by(37) {
+        match Index::count_once_in(&damaged, key) {
+            Ok(got) => {
+                assert_eq!(got, count);
+                answered += 1;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("directory block 1"), "{e}");
+                failed += 1;
             }
         }
-        assert!(index.range(1 << 20, 20).unwrap().is_empty());
     }
+    assert!(
+        failed > 0 && answered > failed,
+        "{failed} failed, {answered} answered"
+    );
+    // A damaged checksum table, page or header; a truncated file.
+    let key = *expect.keys().next().unwrap();
+    let mut table = bytes.clone();
+    let last = table.len() - 1;
+    table[last] ^= 1;
+    let mut every_page = bytes.clone();
+    for p in 0..pages {
+        every_page[4096 * (1 + p) + 100] ^= 1;
+    }
+    for bad in [table, every_page, bytes[..bytes.len() - 4].to_vec()] {
+        let err = Index::count_once_in(&bad, key).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err}");
+    }
+
+    // Version 1 files (one directory checksum) still open and answer.
+    let old = as_version_1(&bytes);
+    let index = Index::from_bytes(old.clone()).unwrap();
+    assert_eq!(index.stats().version, 1);
+    for (&key, &count) in expect.iter().step_by(101) {
+        assert_eq!(index.count(key).unwrap(), count);
+        assert_eq!(Index::count_once_in(&old, key).unwrap(), count);
+    }
+    index.verify().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
 }
