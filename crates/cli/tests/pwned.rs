@@ -243,3 +243,64 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
     assert!(text(&out.stderr).contains("not a seekless pwned index"));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A build killed with SIGKILL while it spills and writes leaves nothing
+/// behind: its spill files and the half-written index have no names.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_prepare_leaves_no_files() {
+    let dir = tempdir("killed");
+    let input = dir.join("corpus.txt");
+    let mut text = String::with_capacity(400_000 * 48);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..400_000u64 {
+        let mut hex = String::new();
+        for _ in 0..3 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            hex.push_str(&format!("{x:016X}"));
+        }
+        text.push_str(&hex[..40]);
+        text.push_str(&format!(":{}\r\n", 1 + i % 97));
+    }
+    std::fs::write(&input, text).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let output = out_dir.join("pwned.idx");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
+        .args(["pwned", "prepare", "--memory", "1M", "--threads", "2", "-o"])
+        .arg(&output)
+        .arg(&input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the build holds files in the output directory (spills or
+    // the index), then kill it there.
+    let fds = format!("/proc/{}/fd", child.id());
+    let out_prefix = out_dir.to_string_lossy().into_owned();
+    let mut held = false;
+    for _ in 0..2000 {
+        held = std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|target| target.to_string_lossy().starts_with(&out_prefix))
+            });
+        if held || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(
+        held,
+        "the build never opened a file in its output directory"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(files(&out_dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

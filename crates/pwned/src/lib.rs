@@ -26,6 +26,7 @@ mod format;
 mod hash;
 mod index;
 mod input;
+mod nameless;
 mod once;
 mod page;
 mod prepare;

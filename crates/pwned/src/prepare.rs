@@ -10,7 +10,7 @@
 //! but the index.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -21,6 +21,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, PAGE, VERSION};
 use crate::hash::Kind;
 use crate::input::{self, Input, Line, LineError, Part};
+use crate::nameless::Nameless;
 use crate::page::{DirEntry, Encoder};
 use crate::sort::{self, RECORD_BYTES, Record};
 
@@ -122,9 +123,10 @@ impl Summary {
     }
 }
 
-/// Builds an index file at `output` from `inputs`. The index is written to a
-/// temporary name in the same directory, synced, and renamed into place;
-/// on error nothing is left behind.
+/// Builds an index file at `output` from `inputs`. The index is written to
+/// a file without a name in the same directory (where the system has them;
+/// elsewhere a temporary name), synced, and only then given its name, so
+/// neither an error nor a kill leaves anything behind.
 pub fn build(
     inputs: Vec<Input>,
     output: &Path,
@@ -135,35 +137,26 @@ pub fn build(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = output.file_name().ok_or_else(|| {
-        Error::io(
-            output.to_path_buf(),
-            io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
-        )
-    })?;
-    let tmp = dir.join(format!(
-        ".{}.seekless-tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let guard = RemoveOnDrop(Some(tmp.clone()));
-    let file = File::create(&tmp).map_err(|e| Error::io(tmp.clone(), e))?;
+    let io_err = |e| Error::io(output.to_path_buf(), e);
+    if output.file_name().is_none() {
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a file name",
+        )));
+    }
+    let out = Nameless::create(&dir, "index").map_err(io_err)?;
     let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
-    let (file, summary) = build_into(
+    let (writer, summary) = build_into(
         inputs,
-        BufWriter::with_capacity(1 << 20, file),
+        BufWriter::with_capacity(1 << 20, &out.file),
         &spill_dir,
         options,
         progress,
     )
-    .map_err(|e| e.with_path(&tmp))?;
-    let file = file
-        .into_inner()
-        .map_err(|e| Error::io(tmp.clone(), e.into_error()))?;
-    file.sync_all().map_err(|e| Error::io(tmp.clone(), e))?;
-    drop(file);
-    fs::rename(&tmp, output).map_err(|e| Error::io(output.to_path_buf(), e))?;
-    std::mem::forget(guard);
+    .map_err(|e| e.with_path(output))?;
+    writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    out.file.sync_all().map_err(io_err)?;
+    out.persist(output).map_err(io_err)?;
     Ok(summary)
 }
 
@@ -192,21 +185,6 @@ impl WithPath for Error {
                 _ => unreachable!("matched above"),
             },
             _ => self,
-        }
-    }
-}
-
-/// Deletes a file or directory when dropped (unless forgotten).
-struct RemoveOnDrop(Option<PathBuf>);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        if let Some(path) = self.0.take() {
-            if path.is_dir() {
-                let _ = fs::remove_dir_all(&path);
-            } else {
-                let _ = fs::remove_file(&path);
-            }
         }
     }
 }
@@ -831,8 +809,7 @@ fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
 /// Spill files, one per partition, created when first needed.
 struct Spill {
     root: PathBuf,
-    dir: Mutex<Option<RemoveOnDrop>>,
-    files: Vec<Mutex<Option<File>>>,
+    files: Vec<Mutex<Option<Nameless>>>,
     bytes: AtomicU64,
     /// Records spilled, per partition.
     records: Vec<AtomicU64>,
@@ -842,7 +819,6 @@ impl Spill {
     fn new(root: &Path) -> Spill {
         Spill {
             root: root.to_path_buf(),
-            dir: Mutex::new(None),
             files: (0..PARTS).map(|_| Mutex::new(None)).collect(),
             bytes: AtomicU64::new(0),
             records: (0..PARTS).map(|_| AtomicU64::new(0)).collect(),
@@ -856,17 +832,11 @@ impl Spill {
         }
         let mut file = self.files[p].lock().expect("spill lock");
         if file.is_none() {
-            let dir = self.dir()?;
-            let path = dir.join(format!("part-{p:03}"));
-            let created = fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| Error::io(path, e))?;
+            let created = Nameless::scratch(&self.root, "spill")
+                .map_err(|e| Error::io(self.root.clone(), e))?;
             *file = Some(created);
         }
-        let f = file.as_mut().expect("created above");
+        let f = &mut file.as_mut().expect("created above").file;
         f.write_all(&bytes)
             .map_err(|e| Error::io(self.root.clone(), e))?;
         self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -874,29 +844,14 @@ impl Spill {
         Ok(())
     }
 
-    fn dir(&self) -> Result<PathBuf> {
-        let mut dir = self.dir.lock().expect("spill dir lock");
-        if let Some(RemoveOnDrop(Some(path))) = &*dir {
-            return Ok(path.clone());
-        }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = self
-            .root
-            .join(format!(".seekless-spill-{}-{nanos}", std::process::id()));
-        fs::create_dir_all(&path).map_err(|e| Error::io(path.clone(), e))?;
-        *dir = Some(RemoveOnDrop(Some(path.clone())));
-        Ok(path)
-    }
-
-    /// Appends partition `p`'s spilled records to `out`, and deletes its file.
+    /// Appends partition `p`'s spilled records to `out`; its file goes
+    /// away with its handle.
     fn read(&self, p: usize, out: &mut Vec<Record>) -> Result<()> {
-        let Some(file) = self.files[p].lock().expect("spill lock").take() else {
+        let Some(spilled) = self.files[p].lock().expect("spill lock").take() else {
             return Ok(());
         };
-        let path = self.dir()?.join(format!("part-{p:03}"));
-        let io_err = |e| Error::io(path.clone(), e);
+        let io_err = |e| Error::io(self.root.clone(), e);
+        let file = &spilled.file;
         let len = file.metadata().map_err(io_err)?.len();
         out.reserve((len / RECORD_BYTES as u64) as usize);
         let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -910,15 +865,13 @@ impl Spill {
             if n < buf.len() {
                 if n % RECORD_BYTES != 0 {
                     return Err(Error::corrupt(format!(
-                        "{}: spill file is torn",
-                        path.display()
+                        "spill file of partition {p} in {} is torn",
+                        self.root.display()
                     )));
                 }
                 break;
             }
         }
-        drop(reader);
-        let _ = fs::remove_file(&path);
         Ok(())
     }
 }

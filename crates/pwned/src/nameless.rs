@@ -1,0 +1,205 @@
+//! Files without a name while they are being written, so that a build
+//! killed at any moment (Ctrl-C, `kill -9`, a crash) leaves nothing behind:
+//! its spill files and the half-written index vanish with the process. On
+//! Linux they are `O_TMPFILE` files. Without it, scratch files are unlinked
+//! as soon as they are created (Unix keeps them alive through the open
+//! handle), and the index has a temporary name until it is complete.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A file with no name (or, where that cannot be had, one removed when
+/// dropped).
+#[derive(Debug)]
+pub(crate) struct Nameless {
+    pub file: File,
+    /// Set when the file still has a name that must be removed on drop.
+    named: Option<PathBuf>,
+}
+
+impl Nameless {
+    /// A new, empty file in `dir`, readable and writable, to be given a
+    /// name by [`Nameless::persist`] when complete. Without `O_TMPFILE` it
+    /// has a temporary name (`hint` in it), removed if it is dropped.
+    pub(crate) fn create(dir: &Path, hint: &str) -> io::Result<Nameless> {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = tmpfile(dir)? {
+            return Ok(Nameless { file, named: None });
+        }
+        let (file, path) = named(dir, hint)?;
+        Ok(Nameless {
+            file,
+            named: Some(path),
+        })
+    }
+
+    /// A new, empty scratch file in `dir` that is never persisted: without
+    /// `O_TMPFILE`, Unix systems lose its name at once (the open handle
+    /// keeps it alive); elsewhere it is removed when dropped.
+    pub(crate) fn scratch(dir: &Path, hint: &str) -> io::Result<Nameless> {
+        let mut scratch = Nameless::create(dir, hint)?;
+        #[cfg(unix)]
+        if let Some(path) = scratch.named.take() {
+            fs::remove_file(path)?;
+        }
+        Ok(scratch)
+    }
+
+    /// Gives the (complete, synced) file the name `path`, replacing what is
+    /// there.
+    pub(crate) fn persist(mut self, path: &Path) -> io::Result<()> {
+        if let Some(named) = self.named.take() {
+            return fs::rename(&named, path);
+        }
+        // A nameless file can only be linked to a new name: link it under a
+        // temporary one next to `path`, then rename that over `path`.
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+        let tmp = dir.join(format!(
+            ".{}.seekless-tmp-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        link(&self.file, &tmp)?;
+        fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
+    }
+}
+
+/// An `O_TMPFILE` file in `dir`, or `None` if its filesystem has none.
+#[cfg(target_os = "linux")]
+fn tmpfile(dir: &Path) -> io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        // Filesystems without O_TMPFILE say so in one of these ways.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOENT)
+            ) && dir.is_dir() =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A new file with a temporary name in `dir`.
+fn named(dir: &Path, hint: &str) -> io::Result<(File, PathBuf)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path = dir.join(format!(".seekless-{hint}-{}-{nanos}", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((file, path))
+}
+
+impl Drop for Nameless {
+    fn drop(&mut self) {
+        if let Some(path) = self.named.take() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Links an open `O_TMPFILE` file to `path`.
+#[cfg(target_os = "linux")]
+fn link(file: &File, path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .expect("no NUL in a number");
+    // SAFETY: both are valid NUL-terminated strings that outlive the call.
+    let done = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if done == 0 {
+        return Ok(());
+    }
+    let via_proc = io::Error::last_os_error();
+    // Without /proc, AT_EMPTY_PATH links the descriptor itself (it needs
+    // CAP_DAC_READ_SEARCH).
+    let empty = c"";
+    // SAFETY: as above; the descriptor is open for the call.
+    let done = unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if done == 0 { Ok(()) } else { Err(via_proc) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link(_file: &File, _path: &Path) -> io::Result<()> {
+    // Only Linux makes files without a name; `create` names them elsewhere,
+    // so `persist` renames instead of linking.
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "nameless files exist only on Linux",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, SeekFrom, Write};
+
+    #[test]
+    fn leaves_nothing_until_persisted() {
+        let dir = std::env::temp_dir().join(format!("seekless-nameless-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let mut spill = Nameless::scratch(&dir, "spill").unwrap();
+        spill.file.write_all(b"records").unwrap();
+        spill.file.seek(SeekFrom::Start(0)).unwrap();
+        let mut back = String::new();
+        spill.file.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "records");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        drop(spill);
+
+        let mut out = Nameless::create(&dir, "index").unwrap();
+        out.file.write_all(b"index bytes").unwrap();
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        let target = dir.join("pwned.idx");
+        fs::write(&target, b"old").unwrap();
+        out.persist(&target).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"index bytes");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["pwned.idx"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
