@@ -58,6 +58,15 @@ fn corpus(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
     text
 }
 
+/// An index of `entries` (written as by `corpus`), built in memory.
+fn index_bytes(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
+    let input = Input::Bytes {
+        name: "corpus".into(),
+        data: corpus(kind, entries, seed),
+    };
+    build_to_vec(vec![input], &options(2)).unwrap().0
+}
+
 fn expected(entries: &[(Key, u32)]) -> BTreeMap<Key, u64> {
     let mut map = BTreeMap::new();
     for &(key, count) in entries {
@@ -315,14 +324,7 @@ fn empty_and_tiny_corpora() {
 fn damaged_files_give_errors_never_wrong_answers() {
     let entries = random_entries(Kind::Sha1, 5_000, 23);
     let expect = expected(&entries);
-    let (bytes, _) = build_to_vec(
-        vec![Input::Bytes {
-            name: "c".into(),
-            data: corpus(Kind::Sha1, &entries, 2),
-        }],
-        &options(2),
-    )
-    .unwrap();
+    let bytes = index_bytes(Kind::Sha1, &entries, 2);
     // Truncated anywhere: refused at open.
     for cut in [
         0,
@@ -472,7 +474,7 @@ proptest! {
             entries.swap(i, j);
         }
         let expect = expected(&entries);
-        let (bytes, _) = build_to_vec(vec![Input::Bytes { name: "p".into(), data: corpus(kind, &entries, seed) }], &options(2)).unwrap();
+        let bytes = index_bytes(kind, &entries, seed);
         check_once(&bytes, &expect, kind, &mut rng);
         check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut rng);
     }
@@ -497,28 +499,12 @@ fn as_version_1(bytes: &[u8]) -> Vec<u8> {
     let pages = u64_at(24) as usize;
     let dir_end = 4096 * (1 + pages) + 12 * pages;
     let mut old = bytes[..dir_end].to_vec();
-    let dir_crc = crc32c(&old[4096 * (1 + pages)..]);
+    let dir_crc = crc32c::crc32c(&old[4096 * (1 + pages)..]);
     old[8..10].copy_from_slice(&1u16.to_le_bytes());
     old[40..44].copy_from_slice(&dir_crc.to_le_bytes());
-    let crc = crc32c(&old[..60]);
+    let crc = crc32c::crc32c(&old[..60]);
     old[60..64].copy_from_slice(&crc.to_le_bytes());
     old
-}
-
-/// CRC-32C (Castagnoli), bitwise: the tests' own check of the format.
-fn crc32c(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82F6_3B78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 #[test]
@@ -526,14 +512,7 @@ fn one_shot_lookups_read_one_directory_block() {
     // ~870 pages: three directory blocks of 341 entries.
     let entries = random_entries(Kind::Sha1, 200_000, 41);
     let expect = expected(&entries);
-    let (bytes, _) = build_to_vec(
-        vec![Input::Bytes {
-            name: "c".into(),
-            data: corpus(Kind::Sha1, &entries, 5),
-        }],
-        &options(2),
-    )
-    .unwrap();
+    let bytes = index_bytes(Kind::Sha1, &entries, 5);
     let pages = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
     assert!(pages > 2 * 341, "{pages} pages");
     let mut rng = Rng(43);
