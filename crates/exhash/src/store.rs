@@ -69,9 +69,11 @@ pub trait PageStore {
 const CHUNK_PAGES: usize = 256;
 const CHUNK_BYTES: usize = CHUNK_PAGES * PAGE_SIZE;
 
-/// 2 MiB of zeroed pages, aligned to 2 MiB and marked for transparent
-/// huge pages where the kernel offers them: a random lookup then needs one
-/// TLB entry per chunk instead of one per 4 KiB.
+/// 2 MiB of zeroed pages, aligned to 2 MiB and, from a table's second
+/// chunk on, marked for transparent huge pages where the kernel offers
+/// them: a random lookup then needs one TLB entry per chunk instead of one
+/// per 4 KiB. (The first chunk keeps small pages, so a small table costs
+/// only the pages it uses, not 2 MiB.)
 struct Chunk {
     map: memmap2::MmapMut,
     /// Where the aligned 2 MiB start inside `map`.
@@ -79,7 +81,7 @@ struct Chunk {
 }
 
 impl Chunk {
-    fn new() -> Chunk {
+    fn new(huge: bool) -> Chunk {
         // Twice the size, so an aligned 2 MiB lies inside; the unused part
         // is address space only, never touched.
         let mut map = memmap2::MmapOptions::new()
@@ -92,10 +94,12 @@ impl Chunk {
             });
         let offset = map.as_mut_ptr().align_offset(CHUNK_BYTES);
         #[cfg(target_os = "linux")]
-        {
+        if huge {
             // Only a hint: without huge pages the chunk works the same.
             let _ = map.advise_range(memmap2::Advice::HugePage, offset, CHUNK_BYTES);
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = huge;
         Chunk { map, offset }
     }
 
@@ -157,7 +161,7 @@ impl MemoryStore {
         if id == self.chunks.len() * CHUNK_PAGES {
             // Fresh anonymous memory is zero, and costs resident memory
             // only as its pages are used.
-            let chunk = Chunk::new();
+            let chunk = Chunk::new(!self.chunks.is_empty());
             self.chunks.push(chunk);
         }
         self.ids += 1;

@@ -222,7 +222,9 @@ impl<S: PageStore> ExHash<S> {
     }
 
     /// Insert many pairs (later ones win), prefetching ahead like
-    /// [`ExHash::get_many`].
+    /// [`ExHash::get_many`] but the first three pieces of each key's chain
+    /// (a new key's absence is confirmed over 1.7 pieces on average, and
+    /// placing it may go further).
     pub fn insert_many(&mut self, pairs: &[(u64, u64)]) {
         for (i, &(key, value)) in pairs.iter().enumerate() {
             if let Some(&(ahead, _)) = pairs.get(i + PREFETCH_AHEAD) {
