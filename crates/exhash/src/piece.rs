@@ -344,7 +344,19 @@ fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
         return None;
     }
     let width = wk + wv;
-    if width < 8 || piece.len() != PIECE_SIZE {
+    let Ok(piece) = <&[u8; PIECE_SIZE]>::try_from(piece) else {
+        return lookup_scan(piece, wk, wv, used, r);
+    };
+    // The widths random pairs take get code specialised to them (offsets
+    // and masks become constants, the loop unrolls).
+    match (wk, wv) {
+        (6, 8) => return search_fixed::<6, 8>(piece, used, r),
+        (5, 8) => return search_fixed::<5, 8>(piece, used, r),
+        (7, 8) => return search_fixed::<7, 8>(piece, used, r),
+        (4, 8) => return search_fixed::<4, 8>(piece, used, r),
+        _ => {}
+    }
+    if width < 8 {
         return lookup_scan(piece, wk, wv, used, r);
     }
     // With slots of at least eight bytes, a slot's key is the low bytes of
@@ -374,6 +386,37 @@ fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
     }
     let word = u64::from_le_bytes(piece[found - 8..found].try_into().expect("8 bytes"));
     Some(word.checked_shr(64 - 8 * wv as u32).unwrap_or(0))
+}
+
+/// [`lookup_fixed`] for key width `WK` and value width `WV` known at
+/// compile time (`WK + WV` at least 8).
+#[inline(always)]
+fn search_fixed<const WK: usize, const WV: usize>(
+    piece: &[u8; PIECE_SIZE],
+    used: usize,
+    r: u64,
+) -> Option<u64> {
+    let width = WK + WV;
+    let end = 2 + used;
+    let mut cur = u64::MAX;
+    let mut found = 0usize;
+    let mut i = 0;
+    while i < PIECE_DATA / (WK + WV) {
+        let at = 2 + i * width;
+        let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
+        cur = cur.wrapping_add(1).wrapping_add(word & MASKS[WK]);
+        found = if cur == r && at < end {
+            at + width
+        } else {
+            found
+        };
+        i += 1;
+    }
+    if found == 0 {
+        return None;
+    }
+    let word = u64::from_le_bytes(piece[found - 8..found].try_into().expect("8 bytes"));
+    Some(word >> (64 - 8 * WV))
 }
 
 /// The early-exit scan of a fixed-width piece with narrow slots.
