@@ -234,7 +234,7 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn prefetch(&self, key: u64, pieces: usize) {
         let loc = self.locate(mix(key));
         let page = self.store.page(loc.page);
@@ -248,7 +248,9 @@ impl<S: PageStore> ExHash<S> {
         self.get(key).is_some()
     }
 
-    #[inline]
+    // Always inlined: the lookup is the hot path of `get` and `insert`, and
+    // a call would keep consecutive lookups from overlapping.
+    #[inline(always)]
     fn find(&self, loc: &Loc) -> Option<(usize, u64)> {
         let page = self.store.page(loc.page);
         for i in 0..CHAIN {
