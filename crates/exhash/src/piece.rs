@@ -277,7 +277,7 @@ fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
 /// "absent", never a panic. Tagged pieces are scanned up to the first
 /// entry at or past `r`; fixed-width pieces are searched without
 /// data-dependent branches (below).
-#[inline(always)]
+#[inline]
 pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     let used = used(piece).min(PIECE_DATA);
     if used == 0 {
@@ -486,6 +486,27 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
     if byte_len(v) > wv {
         return InPlace::Unsupported;
     }
+    // As for lookups, the widths of random pairs get their own copy with
+    // the widths as constants.
+    match (wk, wv) {
+        (6, 8) => insert_fixed_with(piece, r, v, used, 6, 8),
+        (5, 8) => insert_fixed_with(piece, r, v, used, 5, 8),
+        (7, 8) => insert_fixed_with(piece, r, v, used, 7, 8),
+        _ => insert_fixed_with(piece, r, v, used, wk, wv),
+    }
+}
+
+/// The body of [`insert_fixed`] once the piece's widths are checked.
+#[inline(always)]
+fn insert_fixed_with(
+    piece: &mut [u8],
+    r: u64,
+    v: u64,
+    used: usize,
+    wk: usize,
+    wv: usize,
+) -> InPlace {
+    let width = wk + wv;
     let end = 2 + used;
     let mut pos = 2;
     let mut prev: Option<u64> = None;

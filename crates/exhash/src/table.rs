@@ -196,15 +196,30 @@ impl<S: PageStore> ExHash<S> {
     /// The value stored for `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
+        // The home piece inline (nine lookups in ten end there), the rest
+        // of the chain and the spill map out of line, so that the hot path
+        // stays small wherever it is inlined.
         let loc = self.locate(mix(key));
-        if let Some((_, v)) = self.find(&loc) {
+        let pc = self.store.page(loc.page).piece(loc.home);
+        // The distance back from the home piece's end: the position bits
+        // below the piece number, inverted.
+        let r = !loc.z & ((1u64 << loc.geom.shift) - 1);
+        debug_assert_eq!(r, loc.geom.r(loc.home, loc.z));
+        if let Some(v) = piece::lookup(pc, r) {
             return Some(v);
         }
-        if self.spill.is_empty() {
-            None
-        } else {
-            self.spill.get(&key).copied()
+        if !piece::overflowed(pc) && self.spill.is_empty() {
+            return None;
         }
+        self.get_beyond_home(&loc, key)
+    }
+
+    #[inline(never)]
+    fn get_beyond_home(&self, loc: &Loc, key: u64) -> Option<u64> {
+        if let Some((_, v)) = self.find(loc) {
+            return Some(v);
+        }
+        self.spill.get(&key).copied()
     }
 
     /// Look up many keys, prefetching each key's home piece a few keys
@@ -248,9 +263,7 @@ impl<S: PageStore> ExHash<S> {
         self.get(key).is_some()
     }
 
-    // Always inlined: the lookup is the hot path of `get` and `insert`, and
-    // a call would keep consecutive lookups from overlapping.
-    #[inline(always)]
+    #[inline]
     fn find(&self, loc: &Loc) -> Option<(usize, u64)> {
         let page = self.store.page(loc.page);
         for i in 0..CHAIN {
