@@ -1,26 +1,21 @@
 //! `seekless blocks` end to end, on generated regtest block directories.
 #![cfg(feature = "blocks")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
 use seekless_blocks::{Network, XorKey};
 use serde_json::Value;
 
+mod common;
+use common::tempdir;
+
 fn seekless(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seekless"))
         .args(args)
         .output()
         .unwrap()
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("seekless-cli-blocks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A 50-block chain with a 3-block stale fork, out of order, split in

@@ -3,19 +3,15 @@
 #![cfg(feature = "exhash")]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
+use common::tempdir;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_seekless"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-exhash-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn apply(db: &Path, input: &str) -> Output {
@@ -42,7 +38,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn apply_puts_gets_deletes_and_persists() {
-    let dir = temp_dir("basic");
+    let dir = tempdir("basic");
     let db = dir.join("t.exh");
     let out = apply(
         &db,
@@ -60,7 +56,7 @@ fn apply_puts_gets_deletes_and_persists() {
 
 #[test]
 fn malformed_line_names_the_line_and_keeps_the_last_commit() {
-    let dir = temp_dir("malformed");
+    let dir = tempdir("malformed");
     let db = dir.join("t.exh");
     for (bad, what) in [
         ("put 5", "missing VALUE"),
@@ -85,7 +81,7 @@ fn malformed_line_names_the_line_and_keeps_the_last_commit() {
 
 #[test]
 fn corrupt_file_gives_one_clear_line() {
-    let dir = temp_dir("corrupt");
+    let dir = tempdir("corrupt");
     let db = dir.join("t.exh");
     std::fs::write(&db, b"definitely not a table, just some text\n").unwrap();
     let out = apply(&db, "get 1\n");
@@ -118,7 +114,7 @@ fn corrupt_file_gives_one_clear_line() {
 /// moment `kill -9` hits, the reopened table holds exactly one batch.
 #[test]
 fn kill_9_reopens_the_last_commit() {
-    let dir = temp_dir("kill");
+    let dir = tempdir("kill");
     let db = dir.join("t.exh");
     const KEYS: u64 = 3000;
     let mut last_seen = 0u64;

@@ -8,20 +8,13 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{SEEKLESS, prepare_index};
+use common::{SEEKLESS, prepare_index, tempdir};
 
 /// SHA-1 of "password" and of "123456" (in the index), and of
 /// "correct horse battery staple" (not in it).
 const PASSWORD: &str = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8";
 const DIGITS: &str = "7C4A8D09CA3762AF61E59520943DC26494F8941B";
 const ABSENT: &str = "BFD3617727EAB0E800E62A776C76381DEFBC4145";
-
-fn tempdir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-cli-okon-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Builds `DIR/pwned.okon` holding PASSWORD and DIGITS.
 fn index(dir: &Path) -> PathBuf {

@@ -2,8 +2,11 @@
 #![cfg(feature = "pwned")]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::tempdir;
 
 fn seekless(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -19,14 +22,6 @@ fn seekless(args: &[&str], stdin: &[u8]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn tempdir(what: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("seekless-cli-pwned-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// `seekless pwned prepare INPUT -o OUTPUT EXTRA…`.

@@ -12,15 +12,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{SEEKLESS, prepare_index};
-
-fn tempdir(what: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("seekless-cli-serve-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{SEEKLESS, prepare_index, tempdir};
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -75,6 +67,15 @@ fn corpus(hex_len: usize, seed: u64) -> String {
 fn prepare(dir: &Path, name: &str, text: &str) -> PathBuf {
     let input = dir.join(format!("{name}.txt"));
     prepare_index(text, &input, &dir.join(format!("{name}.idx")))
+}
+
+/// A SHA-1 index of a generated corpus in a fresh directory: (the
+/// directory, the index, its ranges as the server must answer them).
+fn sha1_index(what: &str, seed: u64) -> (PathBuf, PathBuf, BTreeMap<String, Vec<u8>>) {
+    let dir = tempdir(what);
+    let index = prepare(&dir, "sha1", &corpus(40, seed));
+    let expected = expected_ranges(&index);
+    (dir, index, expected)
 }
 
 /// The expected body of every non-empty range, from `export`.
@@ -250,9 +251,7 @@ fn wait_healthy(server: &Server) -> Response {
 
 #[test]
 fn every_range_matches_export_to_the_byte() {
-    let dir = tempdir("ranges");
-    let index = prepare(&dir, "sha1", &corpus(40, 1));
-    let expected = expected_ranges(&index);
+    let (dir, index, expected) = sha1_index("ranges", 1);
     assert!(expected.len() > 300, "{} ranges", expected.len());
     let server = Server::start(&[&index], &[]);
     for (prefix, body) in &expected {
@@ -340,9 +339,7 @@ fn every_range_matches_export_to_the_byte() {
 
 #[test]
 fn padding_only_when_asked_and_never_shadowing() {
-    let dir = tempdir("padding");
-    let index = prepare(&dir, "sha1", &corpus(40, 2));
-    let expected = expected_ranges(&index);
+    let (dir, index, expected) = sha1_index("padding", 2);
     let server = Server::start(&[&index], &[]);
     let (prefix, real) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
     let real_lines: Vec<&str> = std::str::from_utf8(real).unwrap().split("\r\n").collect();
@@ -524,9 +521,7 @@ fn error_statuses_and_cors() {
 
 #[test]
 fn compression_and_revalidation() {
-    let dir = tempdir("cache");
-    let index = prepare(&dir, "sha1", &corpus(40, 6));
-    let expected = expected_ranges(&index);
+    let (dir, index, expected) = sha1_index("cache", 6);
     let server = Server::start(&[&index], &[]);
     let (prefix, body) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
     let path = format!("/range/{prefix}");
@@ -657,9 +652,7 @@ fn health_logs_and_graceful_shutdown() {
 
 #[test]
 fn hostile_requests_never_crash_the_server() {
-    let dir = tempdir("hostile");
-    let index = prepare(&dir, "sha1", &corpus(40, 9));
-    let expected = expected_ranges(&index);
+    let (dir, index, expected) = sha1_index("hostile", 9);
     let (prefix, body) = expected.iter().next().unwrap();
     let good = format!("/range/{prefix}");
     let mut server = Server::start(&[&index], &[]);

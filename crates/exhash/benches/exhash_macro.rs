@@ -6,12 +6,12 @@
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
 //! (add `-- --quick` for one run per figure instead of five).
 
-use std::hint::black_box;
 use std::time::Instant;
 
 use seekless_exhash::ExHash;
 use seekless_exhash::bench::{
     Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, swiss_table_bytes,
+    time_exhash, time_map,
 };
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -20,21 +20,19 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn measure_hashbrown(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
-    let n = pairs.len() as f64;
-    let start = Instant::now();
-    let mut map = hashbrown::HashMap::new();
-    for &(k, v) in pairs {
-        map.insert(k, v);
-    }
-    let put = start.elapsed().as_nanos() as f64 / n;
-    let start = Instant::now();
-    let mut sum = 0u64;
-    for &(k, _) in pairs {
-        sum = sum.wrapping_add(map.get(&black_box(k)).copied().unwrap_or(1));
-    }
-    black_box(sum);
-    let get = start.elapsed().as_nanos() as f64 / n;
-    (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
+    let (put, get, map) = time_map(
+        pairs,
+        hashbrown::HashMap::new(),
+        |m, k, v| {
+            m.insert(k, v);
+        },
+        |m, k| m.get(&k).copied(),
+    );
+    (
+        put,
+        get,
+        swiss_table_bytes(map.capacity(), 16) as f64 / pairs.len() as f64,
+    )
 }
 
 type Measure = fn(&[(u64, u64)]) -> (f64, f64, f64);
@@ -96,19 +94,7 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
     let all = pairs(max, pattern);
     for &n in sizes {
         let part = &all[..n];
-        let start = Instant::now();
-        let mut t = ExHash::new();
-        for &(k, v) in part {
-            t.insert(k, v);
-        }
-        let put = start.elapsed().as_nanos() as f64 / n as f64;
-        let start = Instant::now();
-        let mut sum = 0u64;
-        for &(k, _) in part {
-            sum = sum.wrapping_add(t.get(black_box(k)).unwrap_or(1));
-        }
-        black_box(sum);
-        let get = start.elapsed().as_nanos() as f64 / n as f64;
+        let (put, get, t) = time_exhash(part);
         let s = t.stats();
         let mut std = std::collections::HashMap::new();
         std.extend(part.iter().copied());

@@ -4,13 +4,10 @@
 use std::hint::black_box;
 
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{Pattern, pairs};
+use seekless_exhash::bench::{Pattern, from_env, pairs};
 
 fn main() {
-    let n: usize = std::env::var("N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
+    let (n, _) = from_env();
     let all = pairs(n, Pattern::Random);
     let keys: Vec<u64> = all.iter().map(|p| p.0).collect();
     let mut t = ExHash::new();

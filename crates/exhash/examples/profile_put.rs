@@ -1,17 +1,9 @@
 //! Profiling driver (not a benchmark): inserts N random pairs three times.
 //! `N=100000 perf record cargo run --release --example profile_put`
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{Pattern, pairs};
+use seekless_exhash::bench::{from_env, pairs};
 fn main() {
-    let n: usize = std::env::var("N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
-    let pattern = if std::env::var("SEQ").is_ok() {
-        Pattern::Sequential
-    } else {
-        Pattern::Random
-    };
+    let (n, pattern) = from_env();
     let all = pairs(n, pattern);
     for _ in 0..3 {
         let start = std::time::Instant::now();

@@ -2,17 +2,9 @@
 //! deterministic figures that explain lookup and insert costs.
 //! `N=1000000 SEQ=1 cargo run --release --example shape`
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{Pattern, pairs};
+use seekless_exhash::bench::{from_env, pairs};
 fn main() {
-    let n: usize = std::env::var("N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
-    let pattern = if std::env::var("SEQ").is_ok() {
-        Pattern::Sequential
-    } else {
-        Pattern::Random
-    };
+    let (n, pattern) = from_env();
     let mut t = ExHash::new();
     for (k, v) in pairs(n, pattern) {
         t.insert(k, v);

@@ -80,23 +80,47 @@ pub fn swiss_table_bytes(capacity: usize, entry: usize) -> usize {
     buckets * entry + buckets + 16
 }
 
-/// Time inserting then looking up every pair in an [`ExHash`]: (put ns,
-/// get ns, bytes per entry).
-pub fn measure_exhash(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+/// Time inserting every pair into `map`, then looking every key up, one
+/// call per key: (put ns, get ns, the filled map).
+pub fn time_map<M>(
+    pairs: &[(u64, u64)],
+    mut map: M,
+    insert: impl Fn(&mut M, u64, u64),
+    get: impl Fn(&M, u64) -> Option<u64>,
+) -> (f64, f64, M) {
     let n = pairs.len().max(1) as f64;
     let start = Instant::now();
-    let mut table = ExHash::new();
     for &(k, v) in pairs {
-        table.insert(k, v);
+        insert(&mut map, k, v);
     }
     let put = start.elapsed().as_nanos() as f64 / n;
     let start = Instant::now();
     let mut sum = 0u64;
     for &(k, _) in pairs {
-        sum = sum.wrapping_add(table.get(black_box(k)).unwrap_or(1));
+        sum = sum.wrapping_add(get(&map, black_box(k)).unwrap_or(1));
     }
     black_box(sum);
     let get = start.elapsed().as_nanos() as f64 / n;
+    (put, get, map)
+}
+
+/// [`time_map`] for a new [`ExHash`].
+pub fn time_exhash(pairs: &[(u64, u64)]) -> (f64, f64, ExHash) {
+    time_map(
+        pairs,
+        ExHash::new(),
+        |t, k, v| {
+            t.insert(k, v);
+        },
+        |t, k| t.get(k),
+    )
+}
+
+/// Time inserting then looking up every pair in an [`ExHash`]: (put ns,
+/// get ns, bytes per entry).
+pub fn measure_exhash(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let (put, get, table) = time_exhash(pairs);
+    let n = pairs.len().max(1) as f64;
     (put, get, table.memory_bytes() as f64 / n)
 }
 
@@ -120,21 +144,31 @@ pub fn measure_exhash_batched(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
 
 /// The same for `std::collections::HashMap` with its default hasher.
 pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let (put, get, map) = time_map(
+        pairs,
+        HashMap::new(),
+        |m, k, v| {
+            m.insert(k, v);
+        },
+        |m, k| m.get(&k).copied(),
+    );
     let n = pairs.len().max(1) as f64;
-    let start = Instant::now();
-    let mut map = HashMap::new();
-    for &(k, v) in pairs {
-        map.insert(k, v);
-    }
-    let put = start.elapsed().as_nanos() as f64 / n;
-    let start = Instant::now();
-    let mut sum = 0u64;
-    for &(k, _) in pairs {
-        sum = sum.wrapping_add(map.get(&black_box(k)).copied().unwrap_or(1));
-    }
-    black_box(sum);
-    let get = start.elapsed().as_nanos() as f64 / n;
     (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
+}
+
+/// `N` (pairs, default 1,000,000) and the pattern (`SEQ` set: sequential)
+/// from the environment, for the profiling examples.
+pub fn from_env() -> (usize, Pattern) {
+    let n = std::env::var("N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let pattern = if std::env::var("SEQ").is_ok() {
+        Pattern::Sequential
+    } else {
+        Pattern::Random
+    };
+    (n, pattern)
 }
 
 /// Run both sides on `n` pairs of `pattern`.

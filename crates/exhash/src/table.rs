@@ -353,15 +353,12 @@ impl<S: PageStore> ExHash<S> {
 
     /// Try to put a new entry into its home piece or the next ones in its chain.
     fn try_place(&mut self, loc: &Loc, value: u64) -> bool {
-        let mut entries = std::mem::take(&mut self.scratch);
         let mut rs = std::mem::take(&mut self.scratch2);
         let g = loc.geom;
-        let new = Entry { z: loc.z, v: value };
         let mut placed = false;
         for i in 0..CHAIN {
             let p = nth(loc.home, i);
-            let page = self.store.page(loc.page);
-            let pc = page.piece(p);
+            let pc = self.store.page(loc.page).piece(p);
             if piece::used(pc) + piece::min_growth(pc) > PIECE_DATA {
                 continue;
             }
@@ -370,37 +367,28 @@ impl<S: PageStore> ExHash<S> {
             }
             let r = g.r(p, loc.z);
             let old_used = piece::used(pc) as u32;
-            // Fast path: room and widths already right, insert in place.
+            // Fast path: room and widths already right, insert in place;
+            // otherwise decode, insert and encode the piece again.
             let page = self.store.page_mut(loc.page);
             let pc = page.piece_mut(p);
             let mut done = piece::insert_fixed(pc, r, value);
             if done == InPlace::Unsupported {
                 done = piece::insert_tagged(pc, r, value);
             }
-            if done == InPlace::Full {
-                continue;
-            }
-            if done == InPlace::Inserted {
-                let new_used = piece::used(page.piece(p)) as u32;
-                for j in 0..i {
-                    piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
+            let inserted = match done {
+                InPlace::Inserted => true,
+                InPlace::Full => false,
+                InPlace::Unsupported => {
+                    piece::decode(pc, &mut rs).expect("valid piece");
+                    let at = rs.partition_point(|e| e.z < r);
+                    rs.insert(at, Entry { z: r, v: value });
+                    piece::encode(pc, &rs)
                 }
-                let m = &mut self.meta[loc.page as usize];
-                m.bytes = m.bytes - old_used + new_used;
-                m.count += 1;
-                placed = true;
-                break;
-            }
-            let pc = self.store.page(loc.page).piece(p);
-            piece::decode(pc, &mut rs).expect("valid piece");
-            let at = rs.partition_point(|e| e.z < r);
-            rs.insert(at, Entry { z: r, v: new.v });
-            let page = self.store.page_mut(loc.page);
-            let pc = page.piece_mut(p);
-            if !piece::encode(pc, &rs) {
+            };
+            if !inserted {
                 continue;
             }
-            let new_used = piece::used(pc) as u32;
+            let new_used = piece::used(page.piece(p)) as u32;
             for j in 0..i {
                 piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
             }
@@ -410,8 +398,6 @@ impl<S: PageStore> ExHash<S> {
             placed = true;
             break;
         }
-        entries.clear();
-        self.scratch = entries;
         self.scratch2 = rs;
         placed
     }

@@ -9,39 +9,6 @@ use std::rc::Rc;
 
 use seekless_exhash::{Device, ErrorKind, ExHash, FileStore};
 
-/// A device over a byte vector (what a crashed file looks like when reopened).
-#[derive(Debug)]
-struct VecDevice(Vec<u8>);
-
-impl Device for VecDevice {
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let start = offset as usize;
-        let src = self
-            .0
-            .get(start..start + buf.len())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past end"))?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-
-    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        let end = offset as usize + buf.len();
-        if self.0.len() < end {
-            self.0.resize(end, 0);
-        }
-        self.0[offset as usize..end].copy_from_slice(buf);
-        Ok(())
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn size(&mut self) -> io::Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-}
-
 type State = Vec<(u64, u64)>;
 
 #[derive(Debug, Default)]
@@ -55,12 +22,9 @@ struct Sim {
     failures: Vec<String>,
 }
 
+/// Write `data` into an image (a `Vec<u8>` is itself a device).
 fn apply(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
-    let end = offset as usize + data.len();
-    if image.len() < end {
-        image.resize(end, 0);
-    }
-    image[offset as usize..end].copy_from_slice(data);
+    image.write_at(offset, data).expect("in-memory write");
 }
 
 fn contents<D: Device>(table: &ExHash<FileStore<D>>) -> State {
@@ -71,8 +35,7 @@ fn contents<D: Device>(table: &ExHash<FileStore<D>>) -> State {
 
 /// Reopen `image` and check it holds one of the acceptable states.
 fn check_image(image: Vec<u8>, acceptable: &[State; 2], what: &str) -> Result<(), String> {
-    let table =
-        ExHash::open_on(VecDevice(image)).map_err(|e| format!("{what}: reopen failed: {e}"))?;
+    let table = ExHash::open_on(image).map_err(|e| format!("{what}: reopen failed: {e}"))?;
     let got = contents(&table);
     if got != acceptable[0] && got != acceptable[1] {
         return Err(format!(
@@ -88,14 +51,7 @@ struct SimDevice(Rc<RefCell<Sim>>);
 
 impl Device for SimDevice {
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let sim = self.0.borrow();
-        let start = offset as usize;
-        let src = sim
-            .current
-            .get(start..start + buf.len())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past end"))?;
-        buf.copy_from_slice(src);
-        Ok(())
+        self.0.borrow_mut().current.read_at(offset, buf)
     }
 
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
@@ -200,7 +156,7 @@ fn crash_after_every_write_reopens_a_commit() {
         history.push(committed.clone());
         // What is durable now is exactly the new commit.
         let durable = sim.borrow().durable.clone();
-        let reopened = ExHash::open_on(VecDevice(durable)).unwrap();
+        let reopened = ExHash::open_on(durable).unwrap();
         assert_eq!(contents(&reopened), committed);
     }
     let sim_ref = sim.borrow();
@@ -228,7 +184,7 @@ fn crash_after_every_write_reopens_a_commit() {
             (lcg(&mut y) as usize) % bad.len()
         };
         bad[at] ^= 1 << (lcg(&mut y) % 8);
-        if let Ok(t) = ExHash::open_on(VecDevice(bad)) {
+        if let Ok(t) = ExHash::open_on(bad) {
             assert!(
                 history.contains(&contents(&t)),
                 "byte {at} flipped opened to an unknown state"
@@ -239,7 +195,7 @@ fn crash_after_every_write_reopens_a_commit() {
         .step_by(997)
         .chain([0, 1, 8, 4095, 4096, 8191, image.len() - 1])
     {
-        if let Ok(t) = ExHash::open_on(VecDevice(image[..cut].to_vec())) {
+        if let Ok(t) = ExHash::open_on(image[..cut].to_vec()) {
             assert!(
                 history.contains(&contents(&t)),
                 "truncation at {cut} opened to an unknown state"
@@ -250,20 +206,20 @@ fn crash_after_every_write_reopens_a_commit() {
 
 #[test]
 fn clear_errors_for_foreign_and_future_files() {
-    let err = ExHash::open_on(VecDevice(b"hello world, not a table".to_vec())).unwrap_err();
+    let err = ExHash::open_on(b"hello world, not a table".to_vec()).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::NotExhash);
-    let err = ExHash::open_on(VecDevice(vec![0; 20000])).unwrap_err();
+    let err = ExHash::open_on(vec![0; 20000]).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::NotExhash);
-    let err = ExHash::open_on(VecDevice(Vec::new())).unwrap_err();
+    let err = ExHash::open_on(Vec::new()).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Truncated { offset: 0, .. }),
         "{err}"
     );
 
-    let mut table = ExHash::create_on(VecDevice(Vec::new())).unwrap();
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
     table.commit().unwrap();
-    let mut image = table.store().device().0.clone();
-    let err = ExHash::open_on(VecDevice(image[..100].to_vec())).unwrap_err();
+    let mut image = table.store().device().clone();
+    let err = ExHash::open_on(image[..100].to_vec()).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Truncated { offset: 100, .. }),
         "{err}"
@@ -274,13 +230,13 @@ fn clear_errors_for_foreign_and_future_files() {
         let crc = crc32c(&image[copy..copy + 60]);
         image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
     }
-    let err = ExHash::open_on(VecDevice(image.clone())).unwrap_err();
+    let err = ExHash::open_on(image.clone()).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::NewerVersion { found: 3 });
     assert!(err.to_string().contains("newer seekless"), "{err}");
     // Both copies torn: no valid header.
     image[60] ^= 1;
     image[4096 + 60] ^= 1;
-    let err = ExHash::open_on(VecDevice(image)).unwrap_err();
+    let err = ExHash::open_on(image).unwrap_err();
     assert_eq!(err.kind(), &ErrorKind::NoValidHeader);
 }
 
@@ -317,7 +273,7 @@ fn file_roundtrip_on_disk() {
     table.insert(1, 2);
     // Not committed: what is on disk is still the first commit.
     let image = std::fs::read(&path).unwrap();
-    let on_disk = ExHash::open_on(VecDevice(image)).unwrap();
+    let on_disk = ExHash::open_on(image).unwrap();
     assert_eq!(on_disk.len(), 20_000);
     assert_eq!(on_disk.get(4096 * 5), Some(5));
     table.commit().unwrap();
@@ -394,7 +350,7 @@ fn downgrade_to_v1(image: &mut [u8]) -> usize {
 
 #[test]
 fn version_1_files_open_and_upgrade_at_the_next_commit() {
-    let mut table = ExHash::create_on(VecDevice(Vec::new())).unwrap();
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
     // Runs of keys with nearby values are stored in tagged pieces.
     for k in 0..20_000u64 {
         table.insert(k, 1_000_000 + k * 3);
@@ -404,11 +360,11 @@ fn version_1_files_open_and_upgrade_at_the_next_commit() {
     }
     table.commit().unwrap();
     let want = contents(&table);
-    let mut image = table.store().device().0.clone();
+    let mut image = table.store().device().clone();
     let rewritten = downgrade_to_v1(&mut image);
     assert!(rewritten > 100, "only {rewritten} tagged pieces");
 
-    let mut old = ExHash::open_on(VecDevice(image)).unwrap();
+    let mut old = ExHash::open_on(image).unwrap();
     assert_eq!(contents(&old), want);
     for &(k, v) in want.iter().step_by(97) {
         assert_eq!(old.get(k), Some(v));
@@ -416,14 +372,14 @@ fn version_1_files_open_and_upgrade_at_the_next_commit() {
     // The first commit rewrites every re-laid page in the current layout.
     old.insert(u64::MAX, 7);
     old.commit().unwrap();
-    let image = old.store().device().0.clone();
+    let image = old.store().device().clone();
     let newest = if u64_at(&image, 16) >= u64_at(&image, 4096 + 16) {
         0
     } else {
         4096
     };
     assert_eq!(u32_at(&image, newest + 8), 2);
-    let reopened = ExHash::open_on(VecDevice(image)).unwrap();
+    let reopened = ExHash::open_on(image).unwrap();
     let mut want = want;
     want.push((u64::MAX, 7));
     want.sort_unstable();

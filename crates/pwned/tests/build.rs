@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Key, Kind, build, build_to_vec};
+use seekless_pwned::{
+    BuildOptions, ErrorKind, Index, Input, Key, Kind, Summary, build, build_to_vec,
+};
 
 /// A small deterministic generator (xorshift64*), so tests need no crate.
 struct Rng(u64);
@@ -58,13 +60,24 @@ fn corpus(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
     text
 }
 
+/// Builds an index in memory from one input named `name` holding `text`.
+fn build_text(
+    name: &str,
+    text: impl Into<Vec<u8>>,
+    threads: usize,
+) -> seekless_pwned::Result<(Vec<u8>, Summary)> {
+    let input = Input::Bytes {
+        name: name.into(),
+        data: text.into(),
+    };
+    build_to_vec(vec![input], &options(threads))
+}
+
 /// An index of `entries` (written as by `corpus`), built in memory.
 fn index_bytes(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
-    let input = Input::Bytes {
-        name: "corpus".into(),
-        data: corpus(kind, entries, seed),
-    };
-    build_to_vec(vec![input], &options(2)).unwrap().0
+    build_text("corpus", corpus(kind, entries, seed), 2)
+        .unwrap()
+        .0
 }
 
 fn expected(entries: &[(Key, u32)]) -> BTreeMap<Key, u64> {
@@ -253,14 +266,7 @@ fn malformed_lines_stop_the_build_or_are_counted() {
 fn mixed_kinds_are_an_error_naming_the_line() {
     let text = b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:3\n8846F7EAEE8FB117AD06BDD830B7586C:5\n"
         .to_vec();
-    let err = build_to_vec(
-        vec![Input::Bytes {
-            name: "mix".into(),
-            data: text,
-        }],
-        &options(1),
-    )
-    .unwrap_err();
+    let err = build_text("mix", text, 1).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::MixedKinds { line: 2, .. }),
         "{err}"
@@ -273,14 +279,7 @@ fn counts_are_exact_beyond_32_bits_and_zero_counts_skipped() {
     let text = format!(
         "{hash}:4294967295\n{hash}:4294967295\n{hash}:99999999999\n7C4A8D09CA3762AF61E59520943DC26494F8941B:0\n"
     );
-    let (bytes, summary) = build_to_vec(
-        vec![Input::Bytes {
-            name: "big".into(),
-            data: text.into_bytes(),
-        }],
-        &options(1),
-    )
-    .unwrap();
+    let (bytes, summary) = build_text("big", text, 1).unwrap();
     assert_eq!(summary.capped, 1);
     assert_eq!(summary.zero_counts, 1);
     let index = Index::from_bytes(bytes).unwrap();
@@ -304,14 +303,7 @@ fn counts_are_exact_beyond_32_bits_and_zero_counts_skipped() {
 #[test]
 fn empty_and_tiny_corpora() {
     for text in ["", "\n\r\n", "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"] {
-        let (bytes, _) = build_to_vec(
-            vec![Input::Bytes {
-                name: "t".into(),
-                data: text.into(),
-            }],
-            &options(2),
-        )
-        .unwrap();
+        let (bytes, _) = build_text("t", text, 2).unwrap();
         let index = Index::from_bytes(bytes).unwrap();
         let found = index.count_password("password").unwrap();
         assert_eq!(found, u64::from(!text.trim().is_empty()));
