@@ -102,25 +102,11 @@ impl Encoder {
                     self.bytes(value.as_bytes().unwrap_or_default());
                 }
                 INT => {
-                    let raw = Node::new(node.input(), node.tokens(), base + i).raw();
-                    let body = &raw[1..raw.len() - 1];
-                    let (negative, digits) = match body.split_first() {
-                        Some((b'-', rest)) => (true, rest),
-                        _ => (false, body),
-                    };
-                    let start = digits
-                        .iter()
-                        .position(|&d| d != b'0')
-                        .unwrap_or(digits.len());
+                    let (sign, digits) =
+                        Node::new(node.input(), node.tokens(), base + i).canonical_int();
                     self.out.push(b'i');
-                    if start == digits.len() {
-                        self.out.push(b'0');
-                    } else {
-                        if negative {
-                            self.out.push(b'-');
-                        }
-                        self.out.extend_from_slice(&digits[start..]);
-                    }
+                    self.out.extend_from_slice(sign.as_bytes());
+                    self.out.extend_from_slice(digits);
                     self.out.push(b'e');
                 }
                 _ => {}

@@ -72,32 +72,15 @@ pub fn to_json(node: Node<'_>, out: &mut String) {
                     }
                 }
             }
-            INT => push_int(out, value.raw()),
+            INT => {
+                let (sign, digits) = value.canonical_int();
+                out.push_str(sign);
+                // The decoder only accepts ASCII digits here.
+                out.extend(digits.iter().map(|&d| char::from(d)));
+            }
             _ => {}
         }
     }
-}
-
-fn push_int(out: &mut String, raw: &[u8]) {
-    let body = &raw[1..raw.len() - 1];
-    let (negative, digits) = match body.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, body),
-    };
-    let start = digits
-        .iter()
-        .position(|&d| d != b'0')
-        .unwrap_or(digits.len());
-    let digits = &digits[start..];
-    if digits.is_empty() {
-        out.push('0');
-        return;
-    }
-    if negative {
-        out.push('-');
-    }
-    // The decoder only accepts ASCII digits here.
-    out.extend(digits.iter().map(|&d| char::from(d)));
 }
 
 fn push_hex(out: &mut String, bytes: &[u8]) {

@@ -111,12 +111,7 @@ impl<'a> Node<'a> {
         if t.ty() != INT {
             return Err(self.wrong(Kind::Int));
         }
-        let raw = self.raw();
-        let body = &raw[1..raw.len() - 1];
-        let (negative, digits) = match body.split_first() {
-            Some((b'-', rest)) => (true, rest),
-            _ => (false, body),
-        };
+        let (negative, digits) = self.int_parts();
         let mut value: i64 = 0;
         for (i, &d) in digits.iter().enumerate() {
             let d = i64::from(d - b'0');
@@ -137,6 +132,33 @@ impl<'a> Node<'a> {
             }
         }
         Ok(value)
+    }
+
+    /// An integer's sign and digits as written, between its `i` (or `i-`) and
+    /// its `e`.
+    #[inline]
+    fn int_parts(&self) -> (bool, &'a [u8]) {
+        let raw = self.raw();
+        let body = &raw[1..raw.len() - 1];
+        match body.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, body),
+        }
+    }
+
+    /// An integer written canonically, for re-encoding it exactly (also
+    /// beyond `i64`): its sign (`""` or `"-"`) and its digits without leading
+    /// zeros, zero (also `-0`) being `("", "0")`.
+    pub(crate) fn canonical_int(&self) -> (&'static str, &'a [u8]) {
+        let (negative, digits) = self.int_parts();
+        let start = digits
+            .iter()
+            .position(|&d| d != b'0')
+            .unwrap_or(digits.len());
+        match &digits[start..] {
+            [] => ("", b"0"),
+            digits => (if negative { "-" } else { "" }, digits),
+        }
     }
 
     /// A list view, or `None` for other types.

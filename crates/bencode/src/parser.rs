@@ -88,30 +88,24 @@ impl<'a> Document<'a> {
 
 /// Decode `input` in default (libtorrent-compatible) mode with default limits.
 pub fn decode(input: &[u8]) -> Result<Document<'_>, Error> {
-    let mut tokens = Vec::new();
-    let mut stack = Vec::new();
-    let mut keys = Vec::new();
-    run::<false>(
-        input,
-        &mut tokens,
-        &mut stack,
-        &mut keys,
-        &Limits::default(),
-    )?;
-    Ok(Document { input, tokens })
+    decode_owned(input, false, &Limits::default())
 }
 
 /// Decode `input` in strict (BEP 3) mode with default limits.
 pub fn decode_strict(input: &[u8]) -> Result<Document<'_>, Error> {
+    decode_owned(input, true, &Limits::default())
+}
+
+/// Decode `input` into fresh buffers, keeping only the tokens.
+fn decode_owned<'a>(input: &'a [u8], strict: bool, limits: &Limits) -> Result<Document<'a>, Error> {
     let mut tokens = Vec::new();
-    let mut stack = Vec::new();
-    let mut keys = Vec::new();
-    run::<true>(
+    run(
+        strict,
         input,
         &mut tokens,
-        &mut stack,
-        &mut keys,
-        &Limits::default(),
+        &mut Vec::new(),
+        &mut Vec::new(),
+        limits,
     )?;
     Ok(Document { input, tokens })
 }
@@ -143,37 +137,20 @@ impl Parser {
     /// Decode `input`, reusing this parser's buffers, and return the
     /// top-level value.
     pub fn parse<'a>(&'a mut self, input: &'a [u8]) -> Result<Node<'a>, Error> {
-        if self.strict {
-            run::<true>(
-                input,
-                &mut self.tokens,
-                &mut self.stack,
-                &mut self.keys,
-                &self.limits,
-            )?;
-        } else {
-            run::<false>(
-                input,
-                &mut self.tokens,
-                &mut self.stack,
-                &mut self.keys,
-                &self.limits,
-            )?;
-        }
+        run(
+            self.strict,
+            input,
+            &mut self.tokens,
+            &mut self.stack,
+            &mut self.keys,
+            &self.limits,
+        )?;
         Ok(Node::new(input, &self.tokens, 0))
     }
 
     /// Decode into an owned [`Document`] (allocates a fresh token buffer).
     pub fn parse_document<'a>(&self, input: &'a [u8]) -> Result<Document<'a>, Error> {
-        let mut tokens = Vec::new();
-        let mut stack = Vec::new();
-        let mut keys = Vec::new();
-        if self.strict {
-            run::<true>(input, &mut tokens, &mut stack, &mut keys, &self.limits)?;
-        } else {
-            run::<false>(input, &mut tokens, &mut stack, &mut keys, &self.limits)?;
-        }
-        Ok(Document { input, tokens })
+        decode_owned(input, self.strict, &self.limits)
     }
 }
 
@@ -273,14 +250,22 @@ fn scan_int(input: &[u8], start: usize) -> Result<usize, (Fail, usize)> {
     Err(err)
 }
 
-fn run<const STRICT: bool>(
+/// Picks the parse loop built for the mode, once per decode: the loop itself
+/// is monomorphised so that default mode carries no strict checks.
+fn run(
+    strict: bool,
     input: &[u8],
     tokens: &mut Vec<Token>,
     stack: &mut Vec<u32>,
     keys: &mut Vec<(u32, u32)>,
     limits: &Limits,
 ) -> Result<(), Error> {
-    parse_tokens::<STRICT>(input, tokens, stack, keys, limits).map_err(|(fail, at)| fail.at(at))
+    let result = if strict {
+        parse_tokens::<true>(input, tokens, stack, keys, limits)
+    } else {
+        parse_tokens::<false>(input, tokens, stack, keys, limits)
+    };
+    result.map_err(|(fail, at)| fail.at(at))
 }
 
 /// The parse loop. `STRICT` adds the BEP 3 checks; the default-mode build

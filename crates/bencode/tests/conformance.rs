@@ -8,22 +8,23 @@
 mod common;
 
 use common::torrents;
-use seekless_bencode::{Error, Kind, Limits, Parser, decode, decode_strict};
+use seekless_bencode::{Document, Error, Kind, Limits, Parser, decode, decode_strict};
 
 type Verdict = Option<(&'static str, usize)>;
 
-fn verdict(input: &[u8]) -> Option<(&'static str, usize)> {
-    match decode(input) {
-        Ok(_) => None,
-        Err(e) => Some((e.code(), e.offset().expect("decode errors have an offset"))),
-    }
+/// The error code and offset of a failed decode, `None` for a success.
+fn outcome(result: Result<Document<'_>, Error>) -> Verdict {
+    result
+        .err()
+        .map(|e| (e.code(), e.offset().expect("decode errors have an offset")))
 }
 
-fn strict_verdict(input: &[u8]) -> Option<(&'static str, usize)> {
-    match decode_strict(input) {
-        Ok(_) => None,
-        Err(e) => Some((e.code(), e.offset().expect("decode errors have an offset"))),
-    }
+fn verdict(input: &[u8]) -> Verdict {
+    outcome(decode(input))
+}
+
+fn strict_verdict(input: &[u8]) -> Verdict {
+    outcome(decode_strict(input))
 }
 
 const LIBTORRENT: &[(&[u8], Verdict)] = &[

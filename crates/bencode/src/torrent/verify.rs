@@ -38,6 +38,19 @@ pub struct FileReport {
     pub missing: u64,
 }
 
+impl FileReport {
+    /// The report for `entry` before any of its pieces is counted.
+    fn unchecked(entry: &FileEntry) -> FileReport {
+        FileReport {
+            path: entry.display_path(),
+            length: entry.length,
+            good: 0,
+            bad: 0,
+            missing: 0,
+        }
+    }
+}
+
 /// The result of [`verify`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -222,16 +235,7 @@ fn verify_v1(
     progress: &mut dyn FnMut(u64),
 ) -> Result<VerifyReport, Error> {
     let files = torrent.v1_layout();
-    let mut reports: Vec<FileReport> = files
-        .iter()
-        .map(|f| FileReport {
-            path: f.display_path(),
-            length: f.length,
-            good: 0,
-            bad: 0,
-            missing: 0,
-        })
-        .collect();
+    let mut reports: Vec<FileReport> = files.iter().map(FileReport::unchecked).collect();
     let piece_length = torrent.piece_length as usize;
     let stream: u64 = files.iter().map(|f| f.length).sum();
     let threads = hash_threads();
@@ -309,13 +313,7 @@ fn verify_v2(
     let mut sizes = vec![0usize; batch];
     let mut reports = Vec::new();
     for entry in torrent.files.iter().filter(|f| !f.pad) {
-        let mut report = FileReport {
-            path: entry.display_path(),
-            length: entry.length,
-            good: 0,
-            bad: 0,
-            missing: 0,
-        };
+        let mut report = FileReport::unchecked(entry);
         let Some(root) = entry.pieces_root else {
             reports.push(report);
             continue;
