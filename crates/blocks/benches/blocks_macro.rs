@@ -297,36 +297,21 @@ fn load_external(dir: &Path, runs: usize) {
     let warm: Vec<Sample> = warm.into_iter().map(median).collect();
     let cold: Vec<Sample> = cold.into_iter().map(median).collect();
     let (cw, cc) = (median(cat_warm), median(cat_cold));
-    for (i, (name, _, _)) in modes.iter().enumerate() {
+    let row = |label: String, s: Sample| {
         println!(
-            "scan warm, {name:32} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
-            ms(warm[i]),
-            mbps(expected, warm[i]),
-            cpu_ms(warm[i])
-        );
+            "{label} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
+            ms(s),
+            mbps(expected, s),
+            cpu_ms(s)
+        )
+    };
+    // One row per mode, then `cat`'s, for the warm and then the cold passes.
+    for (cache, scans, cat) in [("warm", &warm, cw), ("cold", &cold, cc)] {
+        for ((name, _, _), &s) in modes.iter().zip(scans) {
+            row(format!("scan {cache}, {name:32}"), s);
+        }
+        row(format!("cat {cache} {:40}", ""), cat);
     }
-    println!(
-        "cat warm {:40} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
-        "",
-        ms(cw),
-        mbps(expected, cw),
-        cpu_ms(cw)
-    );
-    for (i, (name, _, _)) in modes.iter().enumerate() {
-        println!(
-            "scan cold, {name:32} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
-            ms(cold[i]),
-            mbps(expected, cold[i]),
-            cpu_ms(cold[i])
-        );
-    }
-    println!(
-        "cat cold {:40} {:8.2} ms  {:8.0} MB/s  (cpu {:8.2} ms)",
-        "",
-        ms(cc),
-        mbps(expected, cc),
-        cpu_ms(cc)
-    );
     println!("Core LoadExternalBlockFile (published, warm): 10.4-29 ms per pass");
     let core = [Duration::from_micros(10_400), Duration::from_micros(29_000)];
     for (i, (name, _, _)) in modes.iter().enumerate() {

@@ -59,17 +59,24 @@ impl U256 {
         U256(self.0.map(|l| !l))
     }
 
-    /// Addition modulo 2^256, with the carry out.
-    pub fn overflowing_add(self, other: U256) -> (U256, bool) {
+    /// `op` (a limb's overflowing add or sub) limb by limb from the lowest,
+    /// each carry or borrow flowing into the next; returns the last one.
+    #[inline(always)]
+    fn with_carry(self, other: U256, op: fn(u64, u64) -> (u64, bool)) -> (U256, bool) {
         let mut out = [0u64; 4];
         let mut carry = false;
         for (i, limb) in out.iter_mut().enumerate() {
-            let (s1, c1) = self.0[i].overflowing_add(other.0[i]);
-            let (s2, c2) = s1.overflowing_add(carry as u64);
-            *limb = s2;
+            let (r1, c1) = op(self.0[i], other.0[i]);
+            let (r2, c2) = op(r1, carry as u64);
+            *limb = r2;
             carry = c1 || c2;
         }
         (U256(out), carry)
+    }
+
+    /// Addition modulo 2^256, with the carry out.
+    pub fn overflowing_add(self, other: U256) -> (U256, bool) {
+        self.with_carry(other, u64::overflowing_add)
     }
 
     /// Addition that stops at [`U256::MAX`].
@@ -82,15 +89,7 @@ impl U256 {
 
     /// Subtraction modulo 2^256, with the borrow out.
     pub fn overflowing_sub(self, other: U256) -> (U256, bool) {
-        let mut out = [0u64; 4];
-        let mut borrow = false;
-        for (i, limb) in out.iter_mut().enumerate() {
-            let (d1, b1) = self.0[i].overflowing_sub(other.0[i]);
-            let (d2, b2) = d1.overflowing_sub(borrow as u64);
-            *limb = d2;
-            borrow = b1 || b2;
-        }
-        (U256(out), borrow)
+        self.with_carry(other, u64::overflowing_sub)
     }
 
     /// Left shift; bits shifted past bit 255 are lost.
