@@ -104,6 +104,14 @@ struct Server {
 }
 
 impl Server {
+    /// Everything the (stopped) server wrote to stderr.
+    fn stderr_text(&mut self) -> String {
+        let mut text = String::new();
+        let mut stderr = self.child.stderr.take().expect("stderr is piped");
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    }
+
     fn start(indexes: &[&Path], extra: &[&str]) -> Server {
         let mut command = Command::new(SEEKLESS);
         command.args(["pwned", "serve", "--listen", "127.0.0.1:0"]);
@@ -603,14 +611,7 @@ fn health_logs_and_graceful_shutdown() {
     };
     assert!(status.success());
     // Access logs are off by default: nothing but the shutdown note.
-    let mut stderr = String::new();
-    server
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = server.stderr_text();
     assert!(!stderr.contains("path="), "{stderr}");
 
     // With --access-log: one logfmt line per request.
@@ -621,14 +622,7 @@ fn health_logs_and_graceful_shutdown() {
     Command::new("kill").args(["-INT", &pid]).status().unwrap();
     let status = server.child.wait().unwrap();
     assert!(status.success());
-    let mut stderr = String::new();
-    server
-        .child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = server.stderr_text();
     assert!(
         stderr.contains("method=GET path=\"/range/5BAA6\" status=200"),
         "{stderr}"
