@@ -281,6 +281,19 @@ fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
 // code, and a call on every lookup costs a third of a lookup.
 #[inline(always)]
 pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
+    // The widths random pairs take first, straight from the format byte
+    // (it implies valid widths, so nothing else needs checking up front).
+    if let Ok(p) = <&[u8; PIECE_SIZE]>::try_from(piece) {
+        if r < 1 << 63 {
+            match p[1] {
+                0x86 => return search_fixed::<6, 8>(p, r),
+                0x87 => return search_fixed::<7, 8>(p, r),
+                0x85 => return search_fixed::<5, 8>(p, r),
+                0x84 => return search_fixed::<4, 8>(p, r),
+                _ => {}
+            }
+        }
+    }
     let used = used(piece).min(PIECE_DATA);
     if used == 0 {
         return None;
@@ -349,15 +362,6 @@ fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
     let Ok(piece) = <&[u8; PIECE_SIZE]>::try_from(piece) else {
         return lookup_scan(piece, wk, wv, used, r);
     };
-    // The widths random pairs take get code specialised to them (offsets
-    // and masks become constants, the loop unrolls).
-    match (wk, wv) {
-        (6, 8) => return search_fixed::<6, 8>(piece, used, r),
-        (5, 8) => return search_fixed::<5, 8>(piece, used, r),
-        (7, 8) => return search_fixed::<7, 8>(piece, used, r),
-        (4, 8) => return search_fixed::<4, 8>(piece, used, r),
-        _ => {}
-    }
     if width < 8 {
         return lookup_scan(piece, wk, wv, used, r);
     }
@@ -390,31 +394,36 @@ fn lookup_fixed(piece: &[u8], format: u8, used: usize, r: u64) -> Option<u64> {
     Some(word.checked_shr(64 - 8 * wv as u32).unwrap_or(0))
 }
 
-/// [`lookup_fixed`] for key width `WK` and value width `WV` known at
-/// compile time (`WK + WV` at least 8).
+/// [`lookup`] in a fixed-width piece whose key width `WK` (at most 7)
+/// and value width `WV` (`WK + WV` at least 8) are known at compile time,
+/// for a distance below 2^63: offsets and masks are constants and the loop
+/// unrolls into a few instructions a slot, with no branch on the data.
+///
+/// Every slot the width allows is decoded, used or not, and the last one
+/// whose running key equals `r` wins; whether it lies inside the used
+/// bytes is checked once at the end. That is exact for a well-formed
+/// piece: keys ascend, so a used slot that matches is followed only by
+/// larger running keys (`r` is below 2^63 and each later slot adds less
+/// than 2^56, so nothing wraps). A malformed piece may answer wrongly but
+/// never reads outside itself.
 #[inline(always)]
-fn search_fixed<const WK: usize, const WV: usize>(
-    piece: &[u8; PIECE_SIZE],
-    used: usize,
-    r: u64,
-) -> Option<u64> {
+fn search_fixed<const WK: usize, const WV: usize>(piece: &[u8; PIECE_SIZE], r: u64) -> Option<u64> {
+    const { assert!(WK <= 7 && WV <= 8 && WK + WV >= 8) };
     let width = WK + WV;
-    let end = 2 + used;
-    let mut cur = u64::MAX;
+    // Slot `i`'s key is the sum of the stored fields up to it plus `i`
+    // (the first slot stores its distance, the others the gap minus one),
+    // so it equals `r` when `r` minus those fields is `i`.
+    let mut left = r;
     let mut found = 0usize;
     let mut i = 0;
     while i < PIECE_DATA / (WK + WV) {
         let at = 2 + i * width;
         let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
-        cur = cur.wrapping_add(1).wrapping_add(word & MASKS[WK]);
-        found = if cur == r && at < end {
-            at + width
-        } else {
-            found
-        };
+        left = left.wrapping_sub(word & MASKS[WK]);
+        found = if left == i as u64 { at + width } else { found };
         i += 1;
     }
-    if found == 0 {
+    if found == 0 || found > 2 + used(piece) {
         return None;
     }
     let word = u64::from_le_bytes(piece[found - 8..found].try_into().expect("8 bytes"));
@@ -1128,6 +1137,55 @@ mod tests {
             }
         }
         assert!(seen_widths.len() > 60, "{} formats", seen_widths.len());
+    }
+
+    #[test]
+    fn bytes_past_the_used_slots_never_match() {
+        // Fill a piece with noise, then encode fewer entries than it holds:
+        // the unused slots keep the noise, and the specialised search must
+        // not answer from them, even for the very distances they spell.
+        let mut x = 23u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        };
+        let mut checked = 0;
+        for round in 0..20_000u64 {
+            let key_bits = 30 + round % 27;
+            let n = 1 + (next() % 8) as usize;
+            let mut entries: Vec<Entry> = (0..n)
+                .map(|_| Entry {
+                    z: next() >> (64 - key_bits),
+                    v: next() | 1 << 63,
+                })
+                .collect();
+            entries.sort_by_key(|e| e.z);
+            entries.dedup_by_key(|e| e.z);
+            let mut piece = [0u8; PIECE_SIZE];
+            for b in piece.iter_mut() {
+                *b = next() as u8;
+            }
+            clear(&mut piece);
+            if !encode(&mut piece, &entries) || !(0x84..=0x87).contains(&piece[1]) {
+                continue;
+            }
+            let wk = (piece[1] & 15) as usize;
+            // The running key of every slot, used or not.
+            let mut cur = u64::MAX;
+            for at in (2..PIECE_DATA + 2 - (wk + 8) + 1).step_by(wk + 8) {
+                cur = cur.wrapping_add(1).wrapping_add(read_le(&piece, at, wk));
+                let want = entries.iter().find(|e| e.z == cur).map(|e| e.v);
+                assert_eq!(lookup(&piece, cur), want, "{entries:?}");
+                checked += 1;
+            }
+            for e in &entries {
+                assert_eq!(lookup(&piece, e.z), Some(e.v));
+                assert_eq!(lookup(&piece, e.z | 1 << 63), None);
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
     }
 
     #[test]

@@ -103,21 +103,23 @@ impl Chunk {
         Chunk { map, offset }
     }
 
+    /// Page `i` of the chunk.
     #[inline]
-    fn pages(&self) -> &[Page] {
-        let bytes = &self.map[self.offset..self.offset + CHUNK_BYTES];
-        // SAFETY: the range is CHUNK_BYTES long, inside the mapping, and
-        // aligned to 2 MiB (more than a page's alignment); a page is plain
-        // bytes, so any contents are a valid page; the borrow of `self`
-        // keeps the mapping alive.
-        unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<Page>(), CHUNK_PAGES) }
+    fn page(&self, i: usize) -> &Page {
+        assert!(i < CHUNK_PAGES);
+        // SAFETY: the chunk's aligned 2 MiB lie inside the mapping and hold
+        // CHUNK_PAGES pages, aligned to 2 MiB (more than a page's
+        // alignment); a page is plain bytes, so any contents are a valid
+        // page; the borrow of `self` keeps the mapping alive.
+        unsafe { &*self.map.as_ptr().add(self.offset).cast::<Page>().add(i) }
     }
 
+    /// Page `i` of the chunk for writing.
     #[inline]
-    fn pages_mut(&mut self) -> &mut [Page] {
-        let bytes = &mut self.map[self.offset..self.offset + CHUNK_BYTES];
-        // SAFETY: as in `pages`, with the unique borrow of `self`.
-        unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<Page>(), CHUNK_PAGES) }
+    fn page_mut(&mut self, i: usize) -> &mut Page {
+        assert!(i < CHUNK_PAGES);
+        // SAFETY: as in `page`, with the unique borrow of `self`.
+        unsafe { &mut *self.map.as_mut_ptr().add(self.offset).cast::<Page>().add(i) }
     }
 }
 
@@ -172,12 +174,12 @@ impl MemoryStore {
 
     #[inline]
     fn slot(&self, id: PageId) -> &Page {
-        &self.chunks[id as usize / CHUNK_PAGES].pages()[id as usize % CHUNK_PAGES]
+        self.chunks[id as usize / CHUNK_PAGES].page(id as usize % CHUNK_PAGES)
     }
 
     #[inline]
     fn slot_mut(&mut self, id: PageId) -> &mut Page {
-        &mut self.chunks[id as usize / CHUNK_PAGES].pages_mut()[id as usize % CHUNK_PAGES]
+        self.chunks[id as usize / CHUNK_PAGES].page_mut(id as usize % CHUNK_PAGES)
     }
 
     /// Put `page` under `id`, growing the id space as needed (used when

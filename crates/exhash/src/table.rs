@@ -211,12 +211,14 @@ impl<S: PageStore> ExHash<S> {
         if !piece::overflowed(pc) && self.spill.is_empty() {
             return None;
         }
-        self.get_beyond_home(&loc, key)
+        self.get_beyond_home(key)
     }
 
+    // Takes the key, not the location, so that the hot path never has to
+    // keep the location in memory for it.
     #[inline(never)]
-    fn get_beyond_home(&self, loc: &Loc, key: u64) -> Option<u64> {
-        if let Some((_, v)) = self.find(loc) {
+    fn get_beyond_home(&self, key: u64) -> Option<u64> {
+        if let Some((_, v)) = self.find(&self.locate(mix(key))) {
             return Some(v);
         }
         self.spill.get(&key).copied()
