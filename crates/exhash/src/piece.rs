@@ -574,6 +574,35 @@ fn insert_fixed_with(
     InPlace::Inserted
 }
 
+/// Overwrite the value of distance `r` in a fixed-width piece in place,
+/// if the piece holds `r` and the new value fits the piece's value width.
+/// Returns whether it did; the piece is untouched otherwise.
+pub fn overwrite_fixed(piece: &mut [u8], r: u64, v: u64) -> bool {
+    let used = used(piece);
+    let format = piece[1];
+    if format == TAGGED || used == 0 {
+        return false;
+    }
+    let wk = (format & 15) as usize;
+    let wv = (format >> 4) as usize;
+    if !fixed_format_fits(wk, wv, used) || byte_len(v) > wv {
+        return false;
+    }
+    let width = wk + wv;
+    let mut cur = u64::MAX;
+    for at in (2..2 + used).step_by(width) {
+        cur = cur.wrapping_add(1).wrapping_add(read_le(piece, at, wk));
+        if cur >= r {
+            if cur != r {
+                return false;
+            }
+            put_le(piece, at + wk, wv, v);
+            return true;
+        }
+    }
+    false
+}
+
 /// Size and bytes of one tagged entry.
 #[derive(Clone, Copy, Debug)]
 struct Tagged {
@@ -1061,6 +1090,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn overwrite_fixed_changes_one_value() {
+        let mut x = 29u64;
+        let mut done = 0;
+        for round in 0..3000u64 {
+            let mut entries: Vec<Entry> = (0..1 + round % 9)
+                .map(|i| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    Entry {
+                        z: (x >> (20 + round % 30)) + i,
+                        v: x >> (round % 64),
+                    }
+                })
+                .collect();
+            entries.sort_by_key(|e| e.z);
+            entries.dedup_by_key(|e| e.z);
+            let mut piece = [0u8; PIECE_SIZE];
+            clear(&mut piece);
+            if !encode(&mut piece, &entries) {
+                continue;
+            }
+            let before = piece;
+            let i = (x % entries.len() as u64) as usize;
+            let v = x.rotate_left(17) >> (x % 64);
+            // Absent distances are never written.
+            if !entries.iter().any(|e| e.z == entries[i].z + 1) {
+                assert!(!overwrite_fixed(&mut piece, entries[i].z + 1, v));
+                assert_eq!(piece, before);
+            }
+            if overwrite_fixed(&mut piece, entries[i].z, v) {
+                entries[i].v = v;
+                done += 1;
+            } else {
+                assert_eq!(piece, before);
+            }
+            let mut got = Vec::new();
+            decode(&piece, &mut got).unwrap();
+            assert_eq!(got, entries);
+        }
+        assert!(done > 500, "{done}");
     }
 
     #[test]

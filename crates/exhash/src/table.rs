@@ -303,6 +303,10 @@ impl<S: PageStore> ExHash<S> {
 
     /// Overwrite the value of the entry at `loc` stored in piece `p`.
     fn replace(&mut self, loc: &Loc, p: usize, value: u64) {
+        let pc = self.store.page_mut(loc.page).piece_mut(p);
+        if piece::overwrite_fixed(pc, loc.geom.r(p, loc.z), value) {
+            return;
+        }
         let mut entries = std::mem::take(&mut self.scratch);
         let page = self.store.page(loc.page);
         decode_z(page.piece(p), p, loc.geom, &mut entries).expect("valid piece");
