@@ -31,21 +31,23 @@ pub(crate) fn slot_page(slot: DirSlot) -> PageId {
 }
 
 impl<S: PageStore> ExHash<S> {
-    /// All entries of a page, by ascending position: bucketed by home
-    /// piece (every piece stores its entries by descending position, so a
-    /// bucket needs only a short insertion sort).
-    pub(crate) fn page_entries(&self, id: PageId, out: &mut Vec<Entry>) {
+    /// All entries of a page, by ascending position, into `out` (cleared
+    /// first); `tmp` is working space. Bucketed by home piece: every piece
+    /// stores its entries by descending position, so a bucket needs only a
+    /// short insertion sort.
+    pub(crate) fn page_entries(&self, id: PageId, tmp: &mut Vec<Entry>, out: &mut Vec<Entry>) {
         let g = Geom::of(self.meta[id as usize].depth);
         let page = self.store.page(id);
-        let mut all = Vec::with_capacity(self.meta[id as usize].count as usize);
+        tmp.clear();
         let mut starts = [0usize; PIECES + 1];
         for p in 0..PIECES {
             let mut in_reach = true;
+            let end = g.end(p);
             piece::walk(page.piece(p), |e| {
                 in_reach = e.z >> g.shift < CHAIN as u64;
-                let z = g.z(p, e.z);
+                let z = end.wrapping_sub(e.z) & g.mask;
                 starts[g.home(z) + 1] += 1;
-                all.push(Entry { z, v: e.v });
+                tmp.push(Entry { z, v: e.v });
                 in_reach
             })
             .expect("valid piece");
@@ -54,13 +56,15 @@ impl<S: PageStore> ExHash<S> {
         for p in 0..PIECES {
             starts[p + 1] += starts[p];
         }
-        out.clear();
-        out.resize(all.len(), Entry::default());
+        // Every slot of `out` is written below, so growing it is all the
+        // clearing it needs.
+        out.resize(tmp.len(), Entry::default());
+        out.truncate(tmp.len());
         // Pieces store entries by ascending distance, which is descending
         // position: filling each bucket from its end turns every piece's run
         // ascending, so the insertion sort only merges a few runs.
         let mut next = starts;
-        for e in all {
+        for &e in tmp.iter() {
             let h = g.home(e.z);
             next[h + 1] -= 1;
             out[next[h + 1]] = e;
@@ -97,28 +101,21 @@ impl<S: PageStore> ExHash<S> {
         if old.depth == self.global_depth {
             self.double_directory();
         }
-        let mut all = Vec::with_capacity(old.count as usize);
-        self.page_entries(id, &mut all);
+        let (mut tmp, mut all) = std::mem::take(&mut self.split_bufs);
+        self.page_entries(id, &mut tmp, &mut all);
+        // Sorted by position, so the entries whose next bit is set come last.
         let bit = 64 - old.depth as u32;
         let mask = (1u64 << bit) - 1;
-        let (mut low, mut high) = (Vec::with_capacity(all.len()), Vec::with_capacity(all.len()));
-        for e in all {
-            let child = Entry {
-                z: e.z & mask,
-                v: e.v,
-            };
-            if e.z >> bit == 0 {
-                low.push(child);
-            } else {
-                high.push(child);
-            }
+        let half = all.partition_point(|e| e.z >> bit == 0);
+        for e in all.iter_mut() {
+            e.z &= mask;
         }
         let depth = old.depth + 1;
         let other = self.store.allocate();
         let mut left = Vec::new();
         for (page, prefix, entries) in [
-            (id, old.prefix * 2, &low),
-            (other, old.prefix * 2 + 1, &high),
+            (id, old.prefix * 2, &all[..half]),
+            (other, old.prefix * 2 + 1, &all[half..]),
         ] {
             let (count, bytes) = build(
                 self.store.page_mut(page),
@@ -135,6 +132,7 @@ impl<S: PageStore> ExHash<S> {
             self.set_meta(page, m);
             pending.extend(left.drain(..).map(|e| (Self::hash_at(&m, e.z), e.v)));
         }
+        self.split_bufs = (tmp, all);
         let span = 1usize << (self.global_depth - old.depth);
         let start = (old.prefix as usize) * span;
         self.dir[start..start + span / 2].fill(dir_slot(id, depth));
@@ -161,9 +159,9 @@ impl<S: PageStore> ExHash<S> {
             }
             let bit = 65 - m.depth as u32;
             let mut all = Vec::with_capacity((m.count + b.count) as usize);
-            let mut part = Vec::new();
+            let (mut tmp, mut part) = (Vec::new(), Vec::new());
             for (id, meta) in [(loc.page, m), (buddy, b)] {
-                self.page_entries(id, &mut part);
+                self.page_entries(id, &mut tmp, &mut part);
                 let top = ((meta.prefix & 1) as u64) << bit;
                 all.extend(part.iter().map(|e| Entry {
                     z: e.z | top,

@@ -117,17 +117,24 @@ pub(crate) fn build(
         if a == i {
             continue;
         }
-        // Oldest homes (largest distances) first, while they fit.
-        let mut sizer = piece::Sizer::default();
-        let taken = entries[a..i]
-            .iter()
-            .take_while(|e| {
-                sizer.try_add(Entry {
-                    z: g.r(p, e.z),
-                    v: e.v,
+        // Oldest homes (largest distances) first, while they fit: all of
+        // them when even the longest entries would, else as many as the
+        // sizer admits.
+        let mut sizer = None;
+        let taken = if i - a <= PIECE_DATA / piece::MAX_ENTRY_LEN {
+            i - a
+        } else {
+            let sizer = sizer.insert(piece::Sizer::default());
+            entries[a..i]
+                .iter()
+                .take_while(|e| {
+                    sizer.try_add(Entry {
+                        z: g.r(p, e.z),
+                        v: e.v,
+                    })
                 })
-            })
-            .count();
+                .count()
+        };
         // Oldest first is ascending position, which is descending distance.
         buf.clear();
         buf.extend(entries[a..a + taken].iter().rev().map(|e| Entry {
@@ -135,7 +142,8 @@ pub(crate) fn build(
             v: e.v,
         }));
         let pc = page.piece_mut(p);
-        piece::encode_planned(pc, &buf, sizer.plan());
+        let plan = sizer.map_or_else(|| piece::plan(&buf), |s| s.plan());
+        piece::encode_planned(pc, &buf, plan);
         count += taken as u32;
         bytes += piece::used(pc) as u32;
         a += taken;

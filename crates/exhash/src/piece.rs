@@ -33,6 +33,9 @@ pub const PIECE_SIZE: usize = 128;
 pub const PIECE_DATA: usize = PIECE_SIZE - 2;
 /// The most entries a piece can hold (every entry takes at least one byte).
 pub const MAX_ENTRIES: usize = PIECE_DATA;
+/// The most bytes one entry can take: a tag and eight bytes each of key
+/// and value.
+pub const MAX_ENTRY_LEN: usize = 17;
 
 const TAGGED: u8 = 0xFF;
 const OVERFLOW: u8 = 0x80;
@@ -250,6 +253,22 @@ pub fn walk(piece: &[u8], mut f: impl FnMut(Entry) -> bool) -> Result<(), Decode
         let width = wk + wv;
         if !fixed_format_fits(wk, wv, used) {
             return Err("bad fixed-width piece format");
+        }
+        if let (true, Ok(piece)) = (wk <= 7, <&[u8; PIECE_SIZE]>::try_from(piece)) {
+            // At most 126 keys of at most 2^56 each: no sum can overflow,
+            // and a whole word at every slot lies inside the piece
+            // (`read_le` falls back to bytes near the end).
+            let mut next = 0u64;
+            while pos < end {
+                let r = next + read_le(piece, pos, wk);
+                let v = read_le(piece, pos + wk, wv);
+                next = r + 1;
+                pos += width;
+                if !f(Entry { z: r, v }) {
+                    return Ok(());
+                }
+            }
+            return Ok(());
         }
         while pos < end {
             let delta = read_le(piece, pos, wk);
@@ -793,7 +812,7 @@ pub struct Plan {
 }
 
 /// Plan the smallest encoding of `entries` (strictly ascending keys).
-fn plan(entries: &[Entry]) -> Plan {
+pub fn plan(entries: &[Entry]) -> Plan {
     let mut tagged = 0usize;
     let mut wk = 0usize;
     let mut wv = 0usize;

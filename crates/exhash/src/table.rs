@@ -69,6 +69,8 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) at_global: usize,
     scratch: Vec<Entry>,
     scratch2: Vec<Entry>,
+    /// Working space for splits, kept so that splits do not allocate.
+    pub(crate) split_bufs: (Vec<Entry>, Vec<Entry>),
 }
 
 impl ExHash<MemoryStore> {
@@ -139,6 +141,7 @@ impl<S: PageStore> ExHash<S> {
             at_global,
             scratch: Vec::with_capacity(PIECE_DATA),
             scratch2: Vec::with_capacity(PIECE_DATA),
+            split_bufs: (Vec::new(), Vec::new()),
         }
     }
 
@@ -285,6 +288,39 @@ impl<S: PageStore> ExHash<S> {
     pub fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
         let h = mix(key);
         let loc = self.locate(h);
+        // The common case first: a new key whose home piece has not
+        // overflowed (so the key is absent) and has room for it in place.
+        let r = !loc.z & ((1u64 << loc.geom.shift) - 1);
+        let page = self.store.page(loc.page);
+        let pc = page.piece(loc.home);
+        if piece::lookup(pc, r).is_none() && !piece::overflowed(pc) && self.spill.is_empty() {
+            let old_used = piece::used(pc) as u32;
+            let pc = self.store.page_mut(loc.page).piece_mut(loc.home);
+            self.len += 1;
+            if piece::insert_fixed(pc, r, value) == InPlace::Inserted {
+                let new_used = piece::used(pc) as u32;
+                let m = &mut self.meta[loc.page as usize];
+                m.bytes = m.bytes - old_used + new_used;
+                m.count += 1;
+            } else {
+                self.place_new(h, &loc, value);
+            }
+            return None;
+        }
+        self.insert_slow(h, loc, key, value)
+    }
+
+    /// Place a new entry (already counted in `len`) somewhere in its chain,
+    /// splitting pages if the chain is full.
+    #[inline(never)]
+    fn place_new(&mut self, h: u64, loc: &Loc, value: u64) {
+        if !self.try_place(loc, value) {
+            self.place_slow(h, value);
+        }
+    }
+
+    #[inline(never)]
+    fn insert_slow(&mut self, h: u64, loc: Loc, key: u64, value: u64) -> Option<u64> {
         if let Some((p, old)) = self.find(&loc) {
             self.replace(&loc, p, value);
             return Some(old);
@@ -295,9 +331,7 @@ impl<S: PageStore> ExHash<S> {
             }
         }
         self.len += 1;
-        if !self.try_place(&loc, value) {
-            self.place_slow(h, value);
-        }
+        self.place_new(h, &loc, value);
         None
     }
 
@@ -351,32 +385,26 @@ impl<S: PageStore> ExHash<S> {
     fn replace_all(&mut self, evicted: Vec<(u64, u64)>) {
         for (h, v) in evicted {
             let loc = self.locate(h);
-            if !self.try_place(&loc, v) {
-                self.place_slow(h, v);
-            }
+            self.place_new(h, &loc, v);
         }
     }
 
     /// Try to put a new entry into its home piece or the next ones in its chain.
     fn try_place(&mut self, loc: &Loc, value: u64) -> bool {
-        let mut rs = std::mem::take(&mut self.scratch2);
         let g = loc.geom;
-        let mut placed = false;
+        let page = self.store.page_mut(loc.page);
         for i in 0..CHAIN {
             let p = nth(loc.home, i);
-            let pc = self.store.page(loc.page).piece(p);
-            if piece::used(pc) + piece::min_growth(pc) > PIECE_DATA {
-                continue;
-            }
-            if piece::overflowed(pc) && piece::used(pc) + SKIP_OVERFLOWED > PIECE_DATA {
+            let pc = page.piece_mut(p);
+            let used = piece::used(pc);
+            if used + piece::min_growth(pc) > PIECE_DATA
+                || (piece::overflowed(pc) && used + SKIP_OVERFLOWED > PIECE_DATA)
+            {
                 continue;
             }
             let r = g.r(p, loc.z);
-            let old_used = piece::used(pc) as u32;
             // Fast path: room and widths already right, insert in place;
             // otherwise decode, insert and encode the piece again.
-            let page = self.store.page_mut(loc.page);
-            let pc = page.piece_mut(p);
             let mut done = piece::insert_fixed(pc, r, value);
             if done == InPlace::Unsupported {
                 done = piece::insert_tagged(pc, r, value);
@@ -385,27 +413,26 @@ impl<S: PageStore> ExHash<S> {
                 InPlace::Inserted => true,
                 InPlace::Full => false,
                 InPlace::Unsupported => {
-                    piece::decode(pc, &mut rs).expect("valid piece");
+                    let rs = &mut self.scratch2;
+                    piece::decode(pc, rs).expect("valid piece");
                     let at = rs.partition_point(|e| e.z < r);
                     rs.insert(at, Entry { z: r, v: value });
-                    piece::encode(pc, &rs)
+                    piece::encode(pc, rs)
                 }
             };
             if !inserted {
                 continue;
             }
-            let new_used = piece::used(page.piece(p)) as u32;
+            let new_used = piece::used(pc);
             for j in 0..i {
                 piece::set_overflowed(page.piece_mut(nth(loc.home, j)), true);
             }
             let m = &mut self.meta[loc.page as usize];
-            m.bytes = m.bytes - old_used + new_used;
+            m.bytes = m.bytes - used as u32 + new_used as u32;
             m.count += 1;
-            placed = true;
-            break;
+            return true;
         }
-        self.scratch2 = rs;
-        placed
+        false
     }
 
     /// Place an entry whose chain is full: split pages until it fits (and
