@@ -480,6 +480,16 @@ pub enum InPlace {
     Unsupported,
 }
 
+/// Insert distance `r` (not present) with value `v` in place, whichever
+/// layout the piece has ([`insert_fixed`], then [`insert_tagged`]).
+#[inline]
+pub fn insert_in_place(piece: &mut [u8], r: u64, v: u64) -> InPlace {
+    match insert_fixed(piece, r, v) {
+        InPlace::Unsupported => insert_tagged(piece, r, v),
+        done => done,
+    }
+}
+
 /// Insert distance `r` (not present) with value `v` into a fixed-width
 /// piece in place, if the widths already fit the new entry and the piece
 /// has room: one scan to the insertion point, one byte shift. The piece is

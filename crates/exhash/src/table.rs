@@ -221,7 +221,7 @@ impl<S: PageStore> ExHash<S> {
     // keep the location in memory for it.
     #[inline(never)]
     fn get_beyond_home(&self, key: u64) -> Option<u64> {
-        if let Some((_, v)) = self.find(&self.locate(mix(key))) {
+        if let Some((_, v)) = self.find_from(&self.locate(mix(key)), 1) {
             return Some(v);
         }
         self.spill.get(&key).copied()
@@ -268,14 +268,24 @@ impl<S: PageStore> ExHash<S> {
         self.get(key).is_some()
     }
 
+    /// The piece holding the entry at `loc`, and its value.
     #[inline]
     fn find(&self, loc: &Loc) -> Option<(usize, u64)> {
+        self.find_from(loc, 0)
+    }
+
+    /// [`ExHash::find`] for a caller that has looked in the first `from`
+    /// pieces of the chain already (without finding the entry there).
+    #[inline]
+    fn find_from(&self, loc: &Loc, from: usize) -> Option<(usize, u64)> {
         let page = self.store.page(loc.page);
         for i in 0..CHAIN {
             let p = nth(loc.home, i);
             let pc = page.piece(p);
-            if let Some(v) = piece::lookup(pc, loc.geom.r(p, loc.z)) {
-                return Some((p, v));
+            if i >= from {
+                if let Some(v) = piece::lookup(pc, loc.geom.r(p, loc.z)) {
+                    return Some((p, v));
+                }
             }
             if !piece::overflowed(pc) {
                 break;
@@ -293,11 +303,15 @@ impl<S: PageStore> ExHash<S> {
         let r = !loc.z & ((1u64 << loc.geom.shift) - 1);
         let page = self.store.page(loc.page);
         let pc = page.piece(loc.home);
-        if piece::lookup(pc, r).is_none() && !piece::overflowed(pc) && self.spill.is_empty() {
+        if let Some(old) = piece::lookup(pc, r) {
+            self.replace(&loc, loc.home, value);
+            return Some(old);
+        }
+        if !piece::overflowed(pc) && self.spill.is_empty() {
             let old_used = piece::used(pc) as u32;
             let pc = self.store.page_mut(loc.page).piece_mut(loc.home);
             self.len += 1;
-            if piece::insert_fixed(pc, r, value) == InPlace::Inserted {
+            if piece::insert_in_place(pc, r, value) == InPlace::Inserted {
                 let new_used = piece::used(pc) as u32;
                 let m = &mut self.meta[loc.page as usize];
                 m.bytes = m.bytes - old_used + new_used;
@@ -321,7 +335,8 @@ impl<S: PageStore> ExHash<S> {
 
     #[inline(never)]
     fn insert_slow(&mut self, h: u64, loc: Loc, key: u64, value: u64) -> Option<u64> {
-        if let Some((p, old)) = self.find(&loc) {
+        // The home piece does not hold the key: the walk starts after it.
+        if let Some((p, old)) = self.find_from(&loc, 1) {
             self.replace(&loc, p, value);
             return Some(old);
         }
@@ -405,11 +420,7 @@ impl<S: PageStore> ExHash<S> {
             let r = g.r(p, loc.z);
             // Fast path: room and widths already right, insert in place;
             // otherwise decode, insert and encode the piece again.
-            let mut done = piece::insert_fixed(pc, r, value);
-            if done == InPlace::Unsupported {
-                done = piece::insert_tagged(pc, r, value);
-            }
-            let inserted = match done {
+            let inserted = match piece::insert_in_place(pc, r, value) {
                 InPlace::Inserted => true,
                 InPlace::Full => false,
                 InPlace::Unsupported => {
