@@ -1009,6 +1009,35 @@ pub fn clear(piece: &mut [u8]) {
 mod tests {
     use super::*;
 
+    /// A 64-bit LCG: deterministic noise for the tests.
+    fn rng(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x
+        }
+    }
+
+    /// `n` entries with keys of `key_bits` bits and values from `value`,
+    /// sorted by key, duplicates dropped.
+    fn random_entries(
+        next: &mut impl FnMut() -> u64,
+        n: u64,
+        key_bits: u64,
+        mut value: impl FnMut(&mut dyn FnMut() -> u64) -> u64,
+    ) -> Vec<Entry> {
+        let mut entries: Vec<Entry> = (0..n)
+            .map(|_| Entry {
+                z: next() >> (64 - key_bits),
+                v: value(next),
+            })
+            .collect();
+        entries.sort_by_key(|e| e.z);
+        entries.dedup_by_key(|e| e.z);
+        entries
+    }
+
     fn roundtrip(entries: &[Entry]) -> Option<usize> {
         let mut piece = [0u8; PIECE_SIZE];
         clear(&mut piece);
@@ -1204,26 +1233,15 @@ mod tests {
 
     #[test]
     fn lookup_agrees_with_decode_at_every_width() {
-        let mut x = 17u64;
-        let mut next = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        };
+        let mut next = rng(17);
         let mut seen_widths = std::collections::HashSet::new();
         for round in 0..20_000u64 {
             let key_bits = 1 + round % 56;
             let value_bits = round / 56 % 65;
             let n = 1 + next() % 12;
-            let mut entries: Vec<Entry> = (0..n)
-                .map(|_| Entry {
-                    z: next() >> (64 - key_bits),
-                    v: next().checked_shr(64 - value_bits as u32).unwrap_or(0),
-                })
-                .collect();
-            entries.sort_by_key(|e| e.z);
-            entries.dedup_by_key(|e| e.z);
+            let entries = random_entries(&mut next, n, key_bits, |next| {
+                next().checked_shr(64 - value_bits as u32).unwrap_or(0)
+            });
             let mut piece = [0u8; PIECE_SIZE];
             clear(&mut piece);
             if !encode(&mut piece, &entries) {
@@ -1246,25 +1264,12 @@ mod tests {
         // Fill a piece with noise, then encode fewer entries than it holds:
         // the unused slots keep the noise, and the specialised search must
         // not answer from them, even for the very distances they spell.
-        let mut x = 23u64;
-        let mut next = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        };
+        let mut next = rng(23);
         let mut checked = 0;
         for round in 0..20_000u64 {
             let key_bits = 30 + round % 27;
-            let n = 1 + (next() % 8) as usize;
-            let mut entries: Vec<Entry> = (0..n)
-                .map(|_| Entry {
-                    z: next() >> (64 - key_bits),
-                    v: next() | 1 << 63,
-                })
-                .collect();
-            entries.sort_by_key(|e| e.z);
-            entries.dedup_by_key(|e| e.z);
+            let n = 1 + next() % 8;
+            let entries = random_entries(&mut next, n, key_bits, |next| next() | 1 << 63);
             let mut piece = [0u8; PIECE_SIZE];
             for b in piece.iter_mut() {
                 *b = next() as u8;
