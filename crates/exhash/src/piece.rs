@@ -1086,6 +1086,22 @@ mod tests {
         }
     }
 
+    /// A piece of noise holding up to `n` random entries with keys of
+    /// `key_bits` bits and 8-byte values, if they encode with fixed widths
+    /// (formats 0x84 to 0x87): the bytes past the used slots stay noise.
+    fn noisy_wide_piece(
+        next: &mut impl FnMut() -> u64,
+        n: u64,
+        key_bits: u64,
+    ) -> Option<([u8; PIECE_SIZE], Vec<Entry>)> {
+        let entries = random_entries(next, n, key_bits, |next| next() | 1 << 63);
+        let mut piece = [0u8; PIECE_SIZE];
+        piece.iter_mut().for_each(|b| *b = next() as u8);
+        clear(&mut piece);
+        (encode(&mut piece, &entries) && (0x84..=0x87).contains(&piece[1]))
+            .then_some((piece, entries))
+    }
+
     /// `n` entries with keys of `key_bits` bits and values from `value`,
     /// sorted by key, duplicates dropped.
     fn random_entries(
@@ -1270,13 +1286,9 @@ mod tests {
         for round in 0..20_000u64 {
             let key_bits = 33 + round % 24;
             let n = 1 + next() % 8;
-            let entries = random_entries(&mut next, n, key_bits, |next| next() | 1 << 63);
-            let mut piece = [0u8; PIECE_SIZE];
-            piece.iter_mut().for_each(|b| *b = next() as u8);
-            clear(&mut piece);
-            if !encode(&mut piece, &entries) || !(0x84..=0x87).contains(&piece[1]) {
+            let Some((mut piece, entries)) = noisy_wide_piece(&mut next, n, key_bits) else {
                 continue;
-            }
+            };
             let before = piece;
             let e = entries[(next() % n.min(entries.len() as u64)) as usize];
             assert_ne!(insert_fixed(&mut piece, e.z, 1 << 63), InPlace::Inserted);
@@ -1386,15 +1398,9 @@ mod tests {
         for round in 0..20_000u64 {
             let key_bits = 30 + round % 27;
             let n = 1 + next() % 8;
-            let entries = random_entries(&mut next, n, key_bits, |next| next() | 1 << 63);
-            let mut piece = [0u8; PIECE_SIZE];
-            for b in piece.iter_mut() {
-                *b = next() as u8;
-            }
-            clear(&mut piece);
-            if !encode(&mut piece, &entries) || !(0x84..=0x87).contains(&piece[1]) {
+            let Some((piece, entries)) = noisy_wide_piece(&mut next, n, key_bits) else {
                 continue;
-            }
+            };
             let wk = (piece[1] & 15) as usize;
             // The running key of every slot, used or not.
             let mut cur = u64::MAX;
