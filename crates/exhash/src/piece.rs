@@ -1086,20 +1086,27 @@ mod tests {
         }
     }
 
-    /// A piece of noise holding up to `n` random entries with keys of
-    /// `key_bits` bits and 8-byte values, if they encode with fixed widths
-    /// (formats 0x84 to 0x87): the bytes past the used slots stay noise.
-    fn noisy_wide_piece(
-        next: &mut impl FnMut() -> u64,
-        n: u64,
-        key_bits: u64,
-    ) -> Option<([u8; PIECE_SIZE], Vec<Entry>)> {
-        let entries = random_entries(next, n, key_bits, |next| next() | 1 << 63);
-        let mut piece = [0u8; PIECE_SIZE];
-        piece.iter_mut().for_each(|b| *b = next() as u8);
-        clear(&mut piece);
-        (encode(&mut piece, &entries) && (0x84..=0x87).contains(&piece[1]))
-            .then_some((piece, entries))
+    /// Calls `f(next, round, key_bits, piece, entries)` for 20,000 rounds
+    /// of pieces of noise holding up to eight random entries (keys of
+    /// `key_bits` bits, 8-byte values), for those that encode with fixed
+    /// widths (formats 0x84 to 0x87): the bytes past the used slots stay
+    /// noise. `next` is the rounds' noise source, for more of it.
+    fn each_noisy_wide_piece(
+        seed: u64,
+        mut f: impl FnMut(&mut dyn FnMut() -> u64, u64, u64, [u8; PIECE_SIZE], Vec<Entry>),
+    ) {
+        let mut next = rng(seed);
+        for round in 0..20_000u64 {
+            let key_bits = 30 + round % 27;
+            let n = 1 + next() % 8;
+            let entries = random_entries(&mut next, n, key_bits, |next| next() | 1 << 63);
+            let mut piece = [0u8; PIECE_SIZE];
+            piece.iter_mut().for_each(|b| *b = next() as u8);
+            clear(&mut piece);
+            if encode(&mut piece, &entries) && (0x84..=0x87).contains(&piece[1]) {
+                f(&mut next, round, key_bits, piece, entries);
+            }
+        }
     }
 
     /// `n` entries with keys of `key_bits` bits and values from `value`,
@@ -1281,16 +1288,10 @@ mod tests {
     fn insert_wide_ignores_noise_past_the_used_slots() {
         // Pieces of 8-byte values over noise: every insertion point, and
         // present keys refused without touching the piece.
-        let mut next = rng(31);
         let mut inserted = 0;
-        for round in 0..20_000u64 {
-            let key_bits = 33 + round % 24;
-            let n = 1 + next() % 8;
-            let Some((mut piece, entries)) = noisy_wide_piece(&mut next, n, key_bits) else {
-                continue;
-            };
+        each_noisy_wide_piece(31, |next, round, key_bits, mut piece, entries| {
             let before = piece;
-            let e = entries[(next() % n.min(entries.len() as u64)) as usize];
+            let e = entries[(next() % entries.len() as u64) as usize];
             assert_ne!(insert_fixed(&mut piece, e.z, 1 << 63), InPlace::Inserted);
             assert_eq!(piece, before);
             let new = Entry {
@@ -1302,7 +1303,7 @@ mod tests {
                 v: next() | 1 << 63,
             };
             if entries.iter().any(|o| o.z == new.z) {
-                continue;
+                return;
             }
             let mut want = entries.clone();
             want.push(new);
@@ -1319,7 +1320,7 @@ mod tests {
                 }
                 _ => assert_eq!(piece, before),
             }
-        }
+        });
         assert!(inserted > 5000, "{inserted}");
     }
 
@@ -1393,14 +1394,8 @@ mod tests {
         // Fill a piece with noise, then encode fewer entries than it holds:
         // the unused slots keep the noise, and the specialised search must
         // not answer from them, even for the very distances they spell.
-        let mut next = rng(23);
         let mut checked = 0;
-        for round in 0..20_000u64 {
-            let key_bits = 30 + round % 27;
-            let n = 1 + next() % 8;
-            let Some((piece, entries)) = noisy_wide_piece(&mut next, n, key_bits) else {
-                continue;
-            };
+        each_noisy_wide_piece(23, |_, _, _, piece, entries| {
             let wk = (piece[1] & 15) as usize;
             // The running key of every slot, used or not.
             let mut cur = u64::MAX;
@@ -1414,7 +1409,7 @@ mod tests {
                 assert_eq!(lookup(&piece, e.z), Some(e.v));
                 assert_eq!(lookup(&piece, e.z | 1 << 63), None);
             }
-        }
+        });
         assert!(checked > 50_000, "{checked}");
     }
 
