@@ -109,6 +109,25 @@ pub enum ErrorKind {
         /// Offset of the record.
         offset: u64,
     },
+    /// An output directory holds one of the input block files.
+    OutputHoldsInput {
+        /// The output directory.
+        dir: PathBuf,
+        /// The input file inside it.
+        input: PathBuf,
+    },
+    /// An output directory is not empty (and replacing is not allowed).
+    OutputNotEmpty {
+        /// The output directory.
+        dir: PathBuf,
+    },
+    /// An output directory holds a block file an earlier run did not write.
+    OutputForeign {
+        /// The output directory.
+        dir: PathBuf,
+        /// The file's name.
+        file: String,
+    },
 }
 
 /// The error type of `seekless-blocks`.
@@ -247,6 +266,24 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
+            ErrorKind::OutputHoldsInput { dir, input } => write!(
+                f,
+                "output directory {} holds the input {}; write elsewhere (nothing was changed)",
+                dir.display(),
+                input.display()
+            ),
+            ErrorKind::OutputNotEmpty { dir } => write!(
+                f,
+                "output directory {} is not empty; name a new or empty one, or force replacing \
+                 what an earlier linearize wrote there (nothing was changed)",
+                dir.display()
+            ),
+            ErrorKind::OutputForeign { dir, file } => write!(
+                f,
+                "output directory {} holds {file}, which linearize did not write; \
+                 refusing to mix block files (nothing was changed)",
+                dir.display()
+            ),
         }
     }
 }

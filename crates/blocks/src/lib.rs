@@ -50,7 +50,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::{BlockHash, sha256d};
 pub use header::{BlockHeader, HEADER_LEN, block_work, check_pow, header_hash, target_from_bits};
-pub use linearize::{DEFAULT_MAX_FILE_SIZE, LinearizeReport, linearize};
+pub use linearize::{
+    DEFAULT_MAX_FILE_SIZE, LinearizeOptions, LinearizeReport, MANIFEST, check_linearize_output,
+    linearize,
+};
 pub use network::Network;
 pub use record::{
     BadKind, BadRecord, Event, FoundBlock, MAX_BLOCK_SIZE, MAX_KEEP, MIN_BLOCK_SIZE,

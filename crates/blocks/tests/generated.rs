@@ -787,8 +787,12 @@ fn linearize_streams_the_best_chain_in_height_order() {
     let best: Vec<BlockHash> = chain.best_chain().map(|b| b.hash).collect();
     for max in [1u64, 2_500, 1 << 30] {
         let out = tempdir("linearize-out");
+        let options = seekless_blocks::LinearizeOptions {
+            max_file_size: max,
+            force: false,
+        };
         let report =
-            seekless_blocks::linearize(&chain, &output.files, &out, max, &mut |_| {}).unwrap();
+            seekless_blocks::linearize(&chain, &output.files, &out, &options, &mut |_| {}).unwrap();
         assert_eq!(report.blocks as usize, best.len());
         if max == 1 {
             // A block larger than the limit gets a file of its own.
@@ -800,12 +804,15 @@ fn linearize_streams_the_best_chain_in_height_order() {
         let mut names: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name != seekless_blocks::MANIFEST)
             .collect();
         names.sort();
         let expected: Vec<String> = (0..report.files.len())
             .map(|n| format!("blk{n:05}.dat"))
             .collect();
         assert_eq!(names, expected, "no temporary files left");
+        let manifest = std::fs::read_to_string(out.join(seekless_blocks::MANIFEST)).unwrap();
+        assert_eq!(manifest.lines().collect::<Vec<_>>(), expected);
         // Reading the output back in file order gives the best chain, in order.
         let mut seen = Vec::new();
         for name in &names {
@@ -822,6 +829,49 @@ fn linearize_streams_the_best_chain_in_height_order() {
         std::fs::remove_dir_all(&out).unwrap();
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn linearize_that_fails_half_way_leaves_nothing() {
+    let (builder, order) = forked_tree(40);
+    let (files, _) = generate::layout_files(
+        REGTEST,
+        order.iter().map(|&i| builder.blocks[i].bytes.as_slice()),
+        4_000,
+        XorKey::default(),
+    );
+    let dir = tempdir("linearize-changed");
+    write_dir(&dir, &files, None);
+    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
+    // The tip's header changes on disk after the scan: the copy stops there,
+    // after every block below it was written.
+    let tip = chain.tip().unwrap();
+    let path = &output.files[tip.file].path;
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[tip.offset as usize + 8 + 76] ^= 1;
+    std::fs::write(path, &bytes).unwrap();
+    let parent = tempdir("linearize-changed-out");
+    let out = parent.join("out");
+    let options = seekless_blocks::LinearizeOptions {
+        max_file_size: 2_000,
+        force: false,
+    };
+    let error =
+        seekless_blocks::linearize(&chain, &output.files, &out, &options, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            seekless_blocks::ErrorKind::BlockChanged { .. }
+        ),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&parent).unwrap().count(),
+        0,
+        "neither the output nor a staging directory is left"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&parent).unwrap();
 }
 
 #[test]

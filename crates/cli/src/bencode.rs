@@ -356,6 +356,9 @@ fn verify(path: &Path, data_dir: &Path) -> ExitCode {
 }
 
 fn create(path: &Path, output: &Path, options: &CreateOptions) -> ExitCode {
+    if let Err(e) = crate::guard::output_apart(output, &[path]) {
+        return fail(e);
+    }
     let bar = crate::progress::items("bytes hashed");
     let result = torrent::create(path, options, &mut |n| bar.inc(n));
     bar.finish_and_clear();

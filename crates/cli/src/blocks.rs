@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use seekless_blocks::{
-    BadKind, BlockFile, Chain, DEFAULT_MAX_FILE_SIZE, Network, ScanOptions, ScanOutput, XorKey,
-    linearize, list_block_files, scan,
+    BadKind, BlockFile, Chain, DEFAULT_MAX_FILE_SIZE, LinearizeOptions, Network, ScanOptions,
+    ScanOutput, XorKey, check_linearize_output, linearize, list_block_files, scan,
 };
 use serde_json::{Value, json};
 
@@ -64,6 +64,10 @@ pub enum Command {
         #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         max_file_size: u64,
+        /// Write into a non-empty directory, replacing the block files an
+        /// earlier linearize wrote there (other files are left alone).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -85,25 +89,44 @@ pub fn run(command: Command) -> ExitCode {
             source,
             output,
             max_file_size,
-        } => run_linearize(&source, &output, max_file_size),
+            force,
+        } => run_linearize(
+            &source,
+            &output,
+            &LinearizeOptions {
+                max_file_size,
+                force,
+            },
+        ),
     };
     result.unwrap_or_else(fail)
 }
 
 fn load(source: &Source, verify: bool) -> Result<(ScanOutput, Chain), String> {
-    let network = source
-        .network
-        .as_deref()
-        .map(Network::from_name)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    scan_files(source, block_files(source)?, verify)
+}
+
+fn block_files(source: &Source) -> Result<Vec<BlockFile>, String> {
     let xor = source
         .xor_key
         .as_deref()
         .map(XorKey::from_hex)
         .transpose()
         .map_err(|e| e.to_string())?;
-    let files = list_block_files(&source.paths, xor).map_err(|e| e.to_string())?;
+    list_block_files(&source.paths, xor).map_err(|e| e.to_string())
+}
+
+fn scan_files(
+    source: &Source,
+    files: Vec<BlockFile>,
+    verify: bool,
+) -> Result<(ScanOutput, Chain), String> {
+    let network = source
+        .network
+        .as_deref()
+        .map(Network::from_name)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     let total = files.iter().map(|f| f.len).sum();
     let bar = crate::progress::bytes(total, "scan");
     let options = ScanOptions {
@@ -274,14 +297,19 @@ fn run_list(source: &Source) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_linearize(source: &Source, dir: &Path, max_file_size: u64) -> Result<ExitCode, String> {
-    let (output, chain) = load(source, false)?;
+fn run_linearize(
+    source: &Source,
+    dir: &Path,
+    options: &LinearizeOptions,
+) -> Result<ExitCode, String> {
+    let files = block_files(source)?;
+    // Refuse a bad output before the scan, not after it.
+    check_linearize_output(dir, &files, options).map_err(|e| e.to_string())?;
+    let (output, chain) = scan_files(source, files, false)?;
     let total = chain.best_chain().map(|b| b.size as u64).sum();
     let bar = crate::progress::bytes(total, "linearize");
-    let report = linearize(&chain, &output.files, dir, max_file_size, &mut |n| {
-        bar.inc(n)
-    })
-    .map_err(|e| e.to_string())?;
+    let report = linearize(&chain, &output.files, dir, options, &mut |n| bar.inc(n))
+        .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     println!(
         "wrote {} blocks ({} bytes) in {} files to {}",

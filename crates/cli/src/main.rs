@@ -7,6 +7,8 @@ mod bencode;
 mod blocks;
 #[cfg(feature = "exhash")]
 mod exhash;
+#[cfg(any(feature = "pwned", feature = "bencode"))]
+mod guard;
 #[cfg(feature = "pwned")]
 mod okon;
 mod progress;

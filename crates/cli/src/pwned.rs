@@ -183,6 +183,8 @@ fn prepare(
     tmp_dir: Option<PathBuf>,
     skip_invalid: bool,
 ) -> Result<ExitCode> {
+    let paths: Vec<&Path> = inputs.iter().map(Path::new).collect();
+    crate::guard::output_apart(output, &paths)?;
     let inputs: Vec<Input> = if inputs.is_empty() {
         vec![Input::Stdin]
     } else {
@@ -437,6 +439,7 @@ fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
             write(&mut out)?;
         }
         Some(output) => {
+            crate::guard::output_apart(output, &[path])?;
             let tmp = output.with_extension(format!("seekless-tmp-{}", std::process::id()));
             let result = (|| -> Result<()> {
                 let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
+mod common;
+use common::{SEEKLESS, snapshot};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -268,4 +269,33 @@ fn torrent_create_then_verify() {
     let (code, _, stderr) = run(&[&args[..], &["--piece-length", "3X"]].concat(), None);
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown unit"), "{stderr}");
+}
+
+#[test]
+fn torrent_create_never_writes_over_what_it_shares() {
+    let t = Temp::new("create-self");
+    let file = t.file("data.bin", &[7u8; 50_000]);
+    t.file("dir/a.bin", &[1u8; 40_000]);
+    let kept = t.file("dir/kept.torrent", b"d4:infod4:name1:xee");
+    let dir = t.0.join("dir");
+    let before = snapshot(&t.0);
+    for (path, output, what) in [
+        (&file, &file, "is the input"),
+        (&dir, &kept, "inside the input directory"),
+        (&dir, &dir, "is a directory"),
+    ] {
+        let (code, _, stderr) = run(
+            &[
+                "torrent",
+                "create",
+                path.to_str().unwrap(),
+                "-o",
+                output.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(what), "{stderr}");
+        assert_eq!(snapshot(&t.0), before);
+    }
 }

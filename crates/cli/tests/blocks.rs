@@ -9,7 +9,7 @@ use seekless_blocks::{Network, XorKey};
 use serde_json::Value;
 
 mod common;
-use common::tempdir;
+use common::{snapshot, tempdir};
 
 fn seekless(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -180,6 +180,7 @@ fn linearize_writes_height_order() {
     let mut names: Vec<String> = std::fs::read_dir(&out_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name != seekless_blocks::MANIFEST)
         .collect();
     names.sort();
     assert!(
@@ -321,5 +322,116 @@ fn bad_arguments_fail_with_one_line() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("seekless: "), "{stderr}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs `seekless blocks linearize IN -o OUT EXTRA…`.
+fn linearize(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "blocks",
+        "linearize",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    seekless(&args)
+}
+
+fn refused(out: &Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(what), "{stderr}");
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+}
+
+#[test]
+fn linearize_refuses_to_write_where_its_input_is() {
+    let dir = tempdir("linearize-self");
+    write_chain(&dir, XorKey([1, 2, 3, 4, 5, 6, 7, 8]));
+    let before = snapshot(&dir);
+    // Into the input directory itself, by any name, and into a directory
+    // that holds it; with --force too.
+    let parent = dir.join("..");
+    let dotted = dir.join(".");
+    for (out, extra) in [
+        (&dir, &[][..]),
+        (&dir, &["--force"][..]),
+        (&dotted, &["--force"][..]),
+        (&parent, &["--force"][..]),
+    ] {
+        refused(&linearize(&dir, out, extra), "holds the input");
+        assert_eq!(snapshot(&dir), before, "{out:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn linearize_never_mixes_old_and_new_files() {
+    let dir = tempdir("linearize-mix");
+    let input = dir.join("in");
+    let out = dir.join("out");
+    std::fs::create_dir(&input).unwrap();
+    let (builder, tip, _) = write_chain(&input, XorKey::default());
+    let small = linearize(&input, &out, &["--max-file-size", "4000"]);
+    assert!(
+        small.status.success(),
+        "{}",
+        String::from_utf8_lossy(&small.stderr)
+    );
+    let first = snapshot(&out);
+    assert!(first.len() > 3, "{first:?}");
+
+    // A second run into the full directory is refused, and changes nothing.
+    refused(&linearize(&input, &out, &[]), "not empty");
+    assert_eq!(snapshot(&out), first);
+
+    // A user's own files stay; a block file seekless did not write stops --force.
+    std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+    std::fs::write(out.join("blk99999.dat"), b"someone else's").unwrap();
+    let with_foreign = snapshot(&out);
+    refused(&linearize(&input, &out, &["--force"]), "blk99999.dat");
+    assert_eq!(snapshot(&out), with_foreign);
+    std::fs::remove_file(out.join("blk99999.dat")).unwrap();
+
+    // --force replaces exactly what the first run wrote: one big file now.
+    let forced = linearize(&input, &out, &["--force"]);
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [seekless_blocks::MANIFEST, "blk00000.dat", "notes.txt"]
+    );
+    assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        out.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(
+        (
+            v["blocks"].as_u64(),
+            v["duplicates"].as_u64(),
+            v["stale"].as_u64()
+        ),
+        (Some(51), Some(0), Some(0))
+    );
+    assert_eq!(v["tip_hash"], builder.blocks[tip].hash.to_string());
+    // Nothing left beside the output: no staging directory.
+    let mut beside: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["in", "out"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

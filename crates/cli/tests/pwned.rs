@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::tempdir;
+use common::{snapshot, tempdir};
 
 fn seekless(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -297,5 +297,83 @@ fn a_killed_prepare_leaves_no_files() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(files(&out_dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn refused(out: &Output, what: &str) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(what), "{stderr}");
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+}
+
+#[test]
+fn commands_never_write_over_their_input() {
+    let dir = tempdir("self-overwrite");
+    let corpus = dir.join("same.txt");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let index = common::prepare_index(CORPUS, &dir.join("c.txt"), &dir.join("p.idx"));
+    std::fs::create_dir(dir.join("ranges")).unwrap();
+    std::fs::write(
+        dir.join("ranges/5BAA6.txt"),
+        "1E4C9B93F3F0682250B6CF8331B7EE68FD8:3\r\n",
+    )
+    .unwrap();
+    // The same file by another name: a hard link, a symbolic link.
+    std::fs::hard_link(&corpus, dir.join("hard.txt")).unwrap();
+    std::os::unix::fs::symlink(&index, dir.join("link.idx")).unwrap();
+    let before = snapshot(&dir);
+    let d = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    for (args, what) in [
+        (
+            vec!["pwned", "prepare", &d("same.txt"), "-o", &d("same.txt")],
+            "is the input",
+        ),
+        (
+            vec!["pwned", "prepare", &d("same.txt"), "-o", &d("hard.txt")],
+            "is the input",
+        ),
+        (
+            vec![
+                "pwned",
+                "prepare",
+                &d("c.txt"),
+                &d("same.txt"),
+                "-o",
+                &d("same.txt"),
+            ],
+            "is the input",
+        ),
+        (
+            vec![
+                "pwned",
+                "prepare",
+                &d("ranges"),
+                "-o",
+                &d("ranges/5BAA6.txt"),
+            ],
+            "inside the input directory",
+        ),
+        (
+            vec!["pwned", "export", &d("p.idx"), "-o", &d("p.idx")],
+            "is the input",
+        ),
+        (
+            vec!["pwned", "export", &d("link.idx"), "-o", &d("p.idx")],
+            "is the input",
+        ),
+        (
+            vec!["pwned", "export", &d("p.idx"), "-o", &d("link.idx")],
+            "is the input",
+        ),
+    ] {
+        refused(&seekless(&args, b""), what);
+        assert_eq!(snapshot(&dir), before, "{args:?}");
+    }
+    let verified = seekless(&["pwned", "verify", &d("p.idx")], b"");
+    assert!(verified.status.success(), "{}", text(&verified.stdout));
+    // Another output in the same places works.
+    let out = prepare(&corpus, &dir.join("other.idx"), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }

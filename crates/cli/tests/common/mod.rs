@@ -34,3 +34,21 @@ pub fn prepare_index(text: &str, input: &Path, output: &Path) -> PathBuf {
     );
     output.to_path_buf()
 }
+
+/// Every file under `path` (or `path` itself when it is a file), by path,
+/// with its bytes: taken before and after a refused command to show that
+/// nothing changed.
+pub fn snapshot(path: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+        } else {
+            files.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
