@@ -57,6 +57,22 @@ pub enum ErrorKind {
     },
     /// The index is too large for this build (more pages than fit an address).
     TooLarge,
+    /// Hashes given to a [`SortedWriter`](crate::SortedWriter) went down.
+    Unsorted {
+        /// The hash before, in hex.
+        previous: String,
+        /// The smaller hash that followed it, in hex.
+        next: String,
+    },
+    /// An answer of the range API is malformed.
+    BadRange {
+        /// The range's 5-hex-digit prefix.
+        prefix: String,
+        /// 1-based line number in the answer (0: the answer as a whole).
+        line: u64,
+        /// What is wrong with it.
+        what: String,
+    },
 }
 
 impl Error {
@@ -120,6 +136,17 @@ impl fmt::Display for Error {
             ),
             ErrorKind::Corrupt { what } => write!(f, "index is damaged: {what}"),
             ErrorKind::TooLarge => write!(f, "index is too large for this platform"),
+            ErrorKind::Unsorted { previous, next } => {
+                write!(f, "hashes out of order: {next} after {previous}")
+            }
+            ErrorKind::BadRange {
+                prefix,
+                line: 0,
+                what,
+            } => write!(f, "range {prefix}: {what}"),
+            ErrorKind::BadRange { prefix, line, what } => {
+                write!(f, "range {prefix}, line {line}: {what}")
+            }
         }
     }
 }

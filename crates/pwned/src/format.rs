@@ -5,8 +5,8 @@ use crate::hash::Kind;
 
 /// File magic.
 pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";
-/// The format version this build writes (it also reads version 1).
-pub const VERSION: u16 = 2;
+/// The format version this build writes (it also reads versions 1 and 2).
+pub const VERSION: u16 = 3;
 /// Page size: one random read per lookup.
 pub const PAGE: usize = 4096;
 /// Bytes of a page before its bit stream: hash count, count-lengths start,
@@ -88,6 +88,11 @@ pub(crate) struct Header {
     pub pages: u64,
     pub total: u64,
     pub dir_crc: u32,
+    /// Bytes of the source section at the end of the file (version 3; 0
+    /// when absent, and in earlier versions).
+    pub source_len: u64,
+    /// CRC-32C of the source section.
+    pub source_crc: u32,
 }
 
 pub(crate) const HEADER_LEN: usize = 64;
@@ -104,6 +109,8 @@ impl Header {
         b[24..32].copy_from_slice(&self.pages.to_le_bytes());
         b[32..40].copy_from_slice(&self.total.to_le_bytes());
         b[40..44].copy_from_slice(&self.dir_crc.to_le_bytes());
+        b[44..52].copy_from_slice(&self.source_len.to_le_bytes());
+        b[52..56].copy_from_slice(&self.source_crc.to_le_bytes());
         let crc = crc32c::crc32c(&b[0..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -138,6 +145,9 @@ impl Header {
                 u32_at(12)
             )));
         }
+        if version < 3 && b[44..60].iter().any(|&x| x != 0) {
+            return Err(Error::corrupt("reserved header bytes are not zero"));
+        }
         Ok(Header {
             version,
             layout: Layout { kind, h },
@@ -145,6 +155,9 @@ impl Header {
             pages: u64_at(24),
             total: u64_at(32),
             dir_crc: u32_at(40),
+            // Reserved and zero before version 3.
+            source_len: u64_at(44),
+            source_crc: u32_at(52),
         })
     }
 
@@ -158,12 +171,18 @@ impl Header {
         }
     }
 
-    /// The exact file size an index with this header has.
-    pub(crate) fn file_len(&self) -> Option<u64> {
+    /// Where the source section starts: right after the directory block
+    /// checksums.
+    pub(crate) fn source_offset(&self) -> Option<u64> {
         self.pages
             .checked_mul((PAGE + DIR_ENTRY) as u64)?
             .checked_add(PAGE as u64)?
             .checked_add(4 * self.dir_blocks())
+    }
+
+    /// The exact file size an index with this header has.
+    pub(crate) fn file_len(&self) -> Option<u64> {
+        self.source_offset()?.checked_add(self.source_len)
     }
 }
 
@@ -200,6 +219,8 @@ mod tests {
             pages: 789,
             total: u64::MAX,
             dir_crc: 0xdead_beef,
+            source_len: 1234,
+            source_crc: 0x0123_4567,
         };
         let bytes = h.encode();
         assert_eq!(Header::decode(&bytes).unwrap(), h);
@@ -210,10 +231,10 @@ mod tests {
             ErrorKind::Corrupt { .. }
         ));
         let mut newer = bytes;
-        newer[8] = 3;
+        newer[8] = 4;
         assert!(matches!(
             Header::decode(&newer).unwrap_err().kind(),
-            ErrorKind::NewerVersion { version: 3 }
+            ErrorKind::NewerVersion { version: 4 }
         ));
         assert!(matches!(
             Header::decode(b"hello").unwrap_err().kind(),

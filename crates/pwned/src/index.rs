@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
 use crate::hash::{Key, Kind};
 use crate::page::Page;
+use crate::source::Source;
 
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
@@ -151,12 +152,13 @@ impl Index {
             return Err(ErrorKind::TooLarge.into());
         }
         let dir_at = PAGE * (1 + pages);
+        let source_at = header.source_offset().ok_or(ErrorKind::TooLarge)? as usize;
         #[cfg(unix)]
         if let Data::Map(map, _) = &data {
             // The mapping is advised random access (a lookup reads one
             // page), which turns off read-ahead: without this, a cold open
             // would fault the directory in one 4 KiB page at a time.
-            let _ = map.advise_range(memmap2::Advice::WillNeed, dir_at, bytes.len() - dir_at);
+            let _ = map.advise_range(memmap2::Advice::WillNeed, dir_at, source_at - dir_at);
         }
         let dir = &bytes[dir_at..dir_at + DIR_ENTRY * pages];
         if header.version < 2 {
@@ -164,7 +166,7 @@ impl Index {
                 return Err(Error::corrupt("directory checksum mismatch"));
             }
         } else {
-            let table = &bytes[dir_at + dir.len()..];
+            let table = &bytes[dir_at + dir.len()..source_at];
             if crc32c::crc32c(table) != header.dir_crc {
                 return Err(Error::corrupt("directory checksum table mismatch"));
             }
@@ -438,8 +440,26 @@ impl Index {
         }
     }
 
+    /// Where the hashes came from, when the index was made by an update
+    /// from the range API (format version 3): the base URL, the time of the
+    /// last update, each range's validator. The section is checksummed and
+    /// read only when asked for.
+    pub fn source(&self) -> Result<Option<Source>> {
+        if self.header.source_len == 0 {
+            return Ok(None);
+        }
+        let bytes = self.data.bytes();
+        let at = self.header.source_offset().ok_or(ErrorKind::TooLarge)? as usize;
+        let section = &bytes[at..];
+        if crc32c::crc32c(section) != self.header.source_crc {
+            return Err(Error::corrupt("source section checksum mismatch"));
+        }
+        Source::decode(section).map(Some)
+    }
+
     /// Checks every checksum, the order of every hash and the header's totals.
     pub fn verify(&self) -> Result<()> {
+        self.source()?;
         let mut hashes = 0u64;
         let mut total = 0u64;
         let mut prev: Option<Key> = None;

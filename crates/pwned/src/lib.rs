@@ -32,6 +32,8 @@ mod page;
 mod prepare;
 pub mod sample;
 mod sort;
+mod source;
+mod writer;
 
 pub use error::{Error, ErrorKind, Result};
 pub use format::{PAGE, VERSION};
@@ -41,3 +43,5 @@ pub use input::Input;
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
+pub use source::{MAX_VALIDATOR, RANGES, Source};
+pub use writer::{SortedWriter, Written};

@@ -47,6 +47,11 @@ impl Encoder {
         }
     }
 
+    /// The layout pages are packed with.
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+
     /// Adds the next key; keys must come in strictly increasing order and
     /// counts be at least 1.
     pub(crate) fn push(&mut self, key: Key, count: u64) {

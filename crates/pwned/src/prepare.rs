@@ -18,12 +18,13 @@ use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, PAGE, VERSION};
+use crate::format::{Layout, PAGE};
 use crate::hash::Kind;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::page::{DirEntry, Encoder};
 use crate::sort::{self, RECORD_BYTES, Record};
+use crate::writer::write_trailer;
 
 /// Partitions by the top bits of the hash.
 const PART_BITS: u32 = 8;
@@ -278,32 +279,14 @@ fn build_into<W: Write + Seek>(
     if let Some(e) = first_error {
         return Err(e);
     }
-    let total = collected.total;
-    let mut dir_bytes = Vec::with_capacity(dir.len() * DIR_ENTRY);
-    for entry in &dir {
-        dir_bytes.extend_from_slice(&entry.first.to_le_bytes());
-        dir_bytes.extend_from_slice(&entry.crc.to_le_bytes());
-    }
-    // One checksum per block of directory entries, so that a single lookup
-    // can check just the block it reads; the header checksums the table.
-    let table: Vec<u8> = dir_bytes
-        .chunks(BLOCK_ENTRIES * DIR_ENTRY)
-        .flat_map(|block| crc32c::crc32c(block).to_le_bytes())
-        .collect();
-    let header = Header {
-        version: VERSION,
+    let header = write_trailer(
+        &mut out,
         layout,
-        hashes: summary.hashes,
-        pages: pages_written,
-        total,
-        dir_crc: crc32c::crc32c(&table),
-    };
-    let io_err = |e| Error::io(None, e);
-    out.write_all(&dir_bytes).map_err(io_err)?;
-    out.write_all(&table).map_err(io_err)?;
-    out.seek(SeekFrom::Start(0)).map_err(io_err)?;
-    out.write_all(&header.encode()).map_err(io_err)?;
-    out.flush().map_err(io_err)?;
+        &dir,
+        summary.hashes,
+        collected.total,
+        None,
+    )?;
     summary.bytes = header.file_len().unwrap_or(0);
     summary.spilled = spill.bytes.load(Ordering::Relaxed);
     summary.seconds = started.elapsed().as_secs_f64();

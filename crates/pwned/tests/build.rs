@@ -500,6 +500,30 @@ fn as_version_1(bytes: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+fn version_2_files_still_open() {
+    let entries = random_entries(Kind::Ntlm, 20_000, 17);
+    let expect = expected(&entries);
+    let mut bytes = index_bytes(Kind::Ntlm, &entries, 2);
+    // Version 3 without a source section is version 2 with a new number.
+    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    let index = Index::from_bytes(bytes.clone()).unwrap();
+    assert_eq!(index.stats().version, 2);
+    index.verify().unwrap();
+    assert_eq!(index.source().unwrap(), None);
+    for (&key, &count) in expect.iter().step_by(13) {
+        assert_eq!(index.count(key).unwrap(), count);
+        assert_eq!(Index::count_once_in(&bytes, key).unwrap(), count);
+    }
+    // Its reserved bytes must be zero.
+    bytes[50] = 1;
+    let crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    assert!(Index::from_bytes(bytes).is_err());
+}
+
+#[test]
 fn one_shot_lookups_read_one_directory_block() {
     // ~870 pages: three directory blocks of 341 entries.
     let entries = random_entries(Kind::Sha1, 200_000, 41);

@@ -1,0 +1,355 @@
+//! The streaming build: hashes that arrive in hash order go straight into
+//! pages, with no partition, sort or spill, in memory bounded whatever the
+//! corpus size (the directory, 12 bytes a page, is all that grows). The
+//! range-API update uses it; so can any input known to be sorted.
+
+use std::io::{Seek, SeekFrom, Write};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, PAGE, VERSION};
+use crate::hash::{Key, Kind};
+use crate::page::{DirEntry, Encoder};
+use crate::source::Source;
+
+/// Hashes held back to estimate the corpus size (and so the bucket bits)
+/// from how far into the hash space they reach, when the size is not given.
+const ESTIMATE_AFTER: usize = 1 << 18;
+
+/// Writes an index from (hash, count) pairs given in increasing hash order.
+///
+/// ```
+/// use seekless_pwned::{Index, Kind, SortedWriter};
+/// let mut writer = SortedWriter::new(std::io::Cursor::new(Vec::new()), Kind::Sha1, None)?;
+/// writer.push(Kind::Sha1.hash_password("hunter2"), 3)?;
+/// let (out, written) = writer.finish(None)?;
+/// assert_eq!(written.hashes, 1);
+/// let index = Index::from_bytes(out.into_inner())?;
+/// assert_eq!(index.count_password("hunter2")?, 3);
+/// # Ok::<(), seekless_pwned::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SortedWriter<W: Write + Seek> {
+    out: W,
+    kind: Kind,
+    /// Pairs held until the layout is chosen.
+    held: Vec<(Key, u64)>,
+    encoder: Option<Encoder>,
+    last: Option<(Key, u64)>,
+    written: Written,
+    dir: Vec<DirEntry>,
+}
+
+/// What a [`SortedWriter`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Distinct hashes.
+    pub hashes: u64,
+    /// Sum of the counts (saturating).
+    pub total: u64,
+    /// Equal hashes given one after the other, merged (counts summed).
+    pub duplicates: u64,
+    /// 4 KiB pages.
+    pub pages: u64,
+    /// Bytes of the whole file.
+    pub bytes: u64,
+}
+
+impl<W: Write + Seek> SortedWriter<W> {
+    /// Starts an index of `kind` at the current start of `out`. `expected`,
+    /// the number of hashes when known, chooses the layout at once;
+    /// otherwise the first hashes are held back to estimate it.
+    pub fn new(mut out: W, kind: Kind, expected: Option<u64>) -> Result<SortedWriter<W>> {
+        out.write_all(&[0u8; PAGE])
+            .map_err(|e| Error::io(None, e))?;
+        Ok(SortedWriter {
+            out,
+            kind,
+            held: Vec::new(),
+            encoder: expected.map(|n| Encoder::new(Layout::for_count(kind, n))),
+            last: None,
+            written: Written::default(),
+            dir: Vec::new(),
+        })
+    }
+
+    /// The kind of hashes this writer takes.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The last hash given, if any.
+    pub fn last(&self) -> Option<Key> {
+        self.last.map(|(key, _)| key)
+    }
+
+    /// Adds a hash with its count (counts of 0 are skipped). Hashes must not
+    /// decrease; an equal one is merged with the one before.
+    pub fn push(&mut self, key: Key, count: u64) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        match self.last {
+            Some((last, sum)) if key == last => {
+                self.last = Some((key, sum.saturating_add(count)));
+                self.written.duplicates += 1;
+                return Ok(());
+            }
+            Some((last, _)) if key < last => {
+                return Err(ErrorKind::Unsorted {
+                    previous: last.to_hex(self.kind),
+                    next: key.to_hex(self.kind),
+                }
+                .into());
+            }
+            Some((last, sum)) => self.emit(last, sum)?,
+            None => {}
+        }
+        self.last = Some((key, count));
+        Ok(())
+    }
+
+    fn emit(&mut self, key: Key, count: u64) -> Result<()> {
+        self.written.hashes += 1;
+        self.written.total = self.written.total.saturating_add(count);
+        match &mut self.encoder {
+            Some(encoder) => {
+                encoder.push(key, count);
+                if encoder.pages.len() >= 64 * PAGE {
+                    self.drain()?;
+                }
+            }
+            None => {
+                self.held.push((key, count));
+                if self.held.len() >= ESTIMATE_AFTER {
+                    self.choose_layout(None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Chooses the layout from the held hashes (all of them when `exact`),
+    /// then encodes them.
+    fn choose_layout(&mut self, exact: Option<u64>) -> Result<()> {
+        let n = exact.unwrap_or_else(|| {
+            // Uniform hashes: the share of the hash space the held ones
+            // cover is the share of the corpus they are.
+            let reach = self.held.last().map_or(1.0, |(k, _)| k.hi as f64 + 1.0);
+            let share = reach / 2f64.powi(64);
+            (self.held.len() as f64 / share).min(u64::MAX as f64) as u64
+        });
+        let mut encoder = Encoder::new(Layout::for_count(self.kind, n));
+        for (key, count) in self.held.drain(..) {
+            encoder.push(key, count);
+        }
+        self.held = Vec::new();
+        self.encoder = Some(encoder);
+        self.drain()
+    }
+
+    /// Writes out the pages encoded so far.
+    fn drain(&mut self) -> Result<()> {
+        let encoder = self.encoder.as_mut().expect("layout chosen");
+        self.out
+            .write_all(&encoder.pages)
+            .map_err(|e| Error::io(None, e))?;
+        encoder.pages.clear();
+        self.dir.append(&mut encoder.dir);
+        Ok(())
+    }
+
+    /// Writes the last page, the directory, the source section (if any) and
+    /// the header; returns `out` and what was written.
+    pub fn finish(mut self, source: Option<&Source>) -> Result<(W, Written)> {
+        if let Some((key, count)) = self.last.take() {
+            self.emit(key, count)?;
+        }
+        if self.encoder.is_none() {
+            self.choose_layout(Some(self.held.len() as u64))?;
+        }
+        let encoder = self.encoder.as_mut().expect("layout chosen");
+        encoder.flush();
+        let layout = encoder.layout();
+        self.drain()?;
+        let header = write_trailer(
+            &mut self.out,
+            layout,
+            &self.dir,
+            self.written.hashes,
+            self.written.total,
+            source,
+        )?;
+        self.written.pages = header.pages;
+        self.written.bytes = header.file_len().unwrap_or(0);
+        Ok((self.out, self.written))
+    }
+}
+
+/// Writes what follows the pages (the directory, its block checksums, the
+/// source section) and then the header at the start of `out`.
+pub(crate) fn write_trailer<W: Write + Seek>(
+    out: &mut W,
+    layout: Layout,
+    dir: &[DirEntry],
+    hashes: u64,
+    total: u64,
+    source: Option<&Source>,
+) -> Result<Header> {
+    let io_err = |e| Error::io(None, e);
+    let mut dir_bytes = Vec::with_capacity(dir.len() * DIR_ENTRY);
+    for entry in dir {
+        dir_bytes.extend_from_slice(&entry.first.to_le_bytes());
+        dir_bytes.extend_from_slice(&entry.crc.to_le_bytes());
+    }
+    // One checksum per block of directory entries, so that a single lookup
+    // can check just the block it reads; the header checksums the table.
+    let table: Vec<u8> = dir_bytes
+        .chunks(BLOCK_ENTRIES * DIR_ENTRY)
+        .flat_map(|block| crc32c::crc32c(block).to_le_bytes())
+        .collect();
+    let section = source.map(Source::encode).unwrap_or_default();
+    let header = Header {
+        version: VERSION,
+        layout,
+        hashes,
+        pages: dir.len() as u64,
+        total,
+        dir_crc: crc32c::crc32c(&table),
+        source_len: section.len() as u64,
+        source_crc: if section.is_empty() {
+            0
+        } else {
+            crc32c::crc32c(&section)
+        },
+    };
+    out.write_all(&dir_bytes).map_err(io_err)?;
+    out.write_all(&table).map_err(io_err)?;
+    out.write_all(&section).map_err(io_err)?;
+    out.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    out.write_all(&header.encode()).map_err(io_err)?;
+    out.flush().map_err(io_err)?;
+    Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::Index;
+
+    fn keys(n: usize, seed: u64) -> Vec<(Key, u64)> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let mut v: Vec<(Key, u64)> = (0..n)
+            .map(|_| {
+                let key = Key {
+                    hi: next(),
+                    mid: next(),
+                    lo: next() as u32,
+                };
+                (key, 1 + next() % 1000)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn write(pairs: &[(Key, u64)], expected: Option<u64>, source: Option<&Source>) -> Index {
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, expected).unwrap();
+        for &(k, c) in pairs {
+            w.push(k, c).unwrap();
+        }
+        let (out, written) = w.finish(source).unwrap();
+        let index = Index::from_bytes(out.into_inner()).unwrap();
+        assert_eq!(written.hashes, index.len());
+        assert_eq!(written.bytes, index.stats().bytes);
+        index
+    }
+
+    #[test]
+    fn streams_sorted_pairs_into_an_index() {
+        for n in [0, 1, 2, 1000, ESTIMATE_AFTER + 5000] {
+            let pairs = keys(n, n as u64);
+            for expected in [None, Some(n as u64)] {
+                let index = write(&pairs, expected, None);
+                index.verify().unwrap();
+                let back: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+                assert_eq!(back, pairs, "n = {n}, expected {expected:?}");
+                assert_eq!(index.source().unwrap(), None);
+                // The estimate finds the layout the exact count gives.
+                assert_eq!(
+                    index.stats().bucket_bits,
+                    Layout::for_count(Kind::Sha1, n as u64).h,
+                    "n = {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn equal_hashes_merge_and_zero_counts_are_skipped() {
+        let pairs = keys(100, 7);
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();
+        for &(k, c) in &pairs {
+            w.push(k, c).unwrap();
+            w.push(k, 0).unwrap();
+            w.push(k, u64::MAX).unwrap();
+        }
+        let (out, written) = w.finish(None).unwrap();
+        assert_eq!((written.hashes, written.duplicates), (100, 100));
+        let index = Index::from_bytes(out.into_inner()).unwrap();
+        for &(k, _) in &pairs {
+            assert_eq!(index.count(k).unwrap(), u64::MAX, "saturated sum");
+        }
+    }
+
+    #[test]
+    fn a_smaller_hash_is_an_error() {
+        let pairs = keys(3, 9);
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();
+        w.push(pairs[1].0, 1).unwrap();
+        let e = w.push(pairs[0].0, 1).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Unsorted { .. }), "{e}");
+    }
+
+    #[test]
+    fn the_source_section_is_kept_and_checked() {
+        let pairs = keys(5000, 3);
+        let mut source = Source::new("http://127.0.0.1:1", 99);
+        for p in 0..crate::RANGES {
+            source.push_validator((p % 2 == 0).then_some(&b"\"abc\""[..]));
+        }
+        let index = write(&pairs, None, Some(&source));
+        assert_eq!(index.source().unwrap(), Some(source.clone()));
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();
+        for &(k, c) in &pairs {
+            w.push(k, c).unwrap();
+        }
+        let bytes = w.finish(Some(&source)).unwrap().0.into_inner();
+        for &(k, c) in pairs.iter().step_by(97) {
+            assert_eq!(Index::count_once_in(&bytes, k).unwrap(), c);
+        }
+        index.verify().unwrap();
+        assert_eq!(index.stats().version, VERSION);
+        // A flipped byte in the section: lookups still work, the source
+        // and verify report the damage.
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();
+        for &(k, c) in &pairs {
+            w.push(k, c).unwrap();
+        }
+        let mut bytes = w.finish(Some(&source)).unwrap().0.into_inner();
+        let n = bytes.len();
+        bytes[n - 3] ^= 1;
+        let damaged = Index::from_bytes(bytes).unwrap();
+        assert_eq!(damaged.count(pairs[10].0).unwrap(), pairs[10].1);
+        assert!(damaged.source().is_err());
+        assert!(damaged.verify().is_err());
+    }
+}
