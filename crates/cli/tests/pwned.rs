@@ -133,7 +133,7 @@ fn prepare_check_stats_verify_export() {
     assert!(
         stats.contains("kind\tsha1")
             && stats.contains("hashes\t4")
-            && stats.contains("format_version\t2"),
+            && stats.contains("format_version\t3"),
         "{stats}"
     );
 
