@@ -36,3 +36,20 @@ pub fn items(what: &str) -> ProgressBar {
     bar.set_message(what.to_string());
     bar
 }
+
+/// A progress bar counting items of a known total (`what` names them), with
+/// a message the caller keeps current; drawn only on a terminal.
+pub fn counted(total: u64, what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "[{{bar:30}}] {{pos}}/{{len}} {what} {{msg}} {{per_sec}} eta {{eta}}"
+        ))
+        .expect("valid progress template")
+        .progress_chars("=> "),
+    );
+    bar
+}

@@ -47,6 +47,34 @@ pub enum Command {
         /// Passwords (or hashes); none reads standard input, one per line.
         inputs: Vec<String>,
     },
+    /// Build an index from the HIBP range API (all 1,048,576 ranges), or
+    /// refresh one: ranges the server says are unchanged are copied from it.
+    #[cfg(feature = "update")]
+    Update {
+        /// The index to build or refresh (replaced only when complete).
+        index: PathBuf,
+        /// NTLM hashes (`?mode=ntlm`) instead of SHA-1.
+        #[arg(long)]
+        ntlm: bool,
+        /// The API's base URL.
+        #[arg(long, value_name = "URL", default_value = seekless_pwned::DEFAULT_BASE_URL)]
+        base_url: String,
+        /// Requests in flight at once.
+        #[arg(long, value_name = "N", default_value_t = 64,
+              value_parser = clap::value_parser!(u16).range(1..=1024))]
+        concurrency: u16,
+        /// Ignore stored validators: fetch every range whole.
+        #[arg(long)]
+        full: bool,
+        /// Seconds to wait for one answer before trying again.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: u64,
+        /// Tries per range before giving up.
+        #[arg(long, value_name = "N", default_value_t = 8,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        tries: u32,
+    },
     /// Print the index's kind, size and format version.
     Stats {
         /// The index.
@@ -92,6 +120,27 @@ pub fn run(command: Command) -> ExitCode {
             hashes,
             inputs,
         } => check(index.as_deref(), hashes, inputs),
+        #[cfg(feature = "update")]
+        Command::Update {
+            index,
+            ntlm,
+            base_url,
+            concurrency,
+            full,
+            timeout,
+            tries,
+        } => update(
+            &index,
+            &seekless_pwned::UpdateOptions {
+                base_url,
+                kind: if ntlm { Kind::Ntlm } else { Kind::Sha1 },
+                concurrency: usize::from(concurrency),
+                full,
+                timeout: std::time::Duration::from_secs(timeout),
+                tries,
+                ..seekless_pwned::UpdateOptions::default()
+            },
+        ),
         Command::Stats { index } => stats(&index),
         Command::Verify { index } => verify(&index),
         Command::Export {
@@ -229,6 +278,56 @@ fn prepare(
     if summary.spilled > 0 {
         println!("  spilled {} bytes to temporary files", summary.spilled);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Progress of an update, drawn only on a terminal.
+#[cfg(feature = "update")]
+struct UpdateBar {
+    bar: ProgressBar,
+    received: std::sync::atomic::AtomicU64,
+    hashes: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "update")]
+impl seekless_pwned::UpdateProgress for UpdateBar {
+    fn range(&self, received: u64, hashes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let received = self.received.fetch_add(received, Relaxed) + received;
+        let hashes = self.hashes.fetch_add(hashes, Relaxed) + hashes;
+        self.bar.inc(1);
+        if self.bar.position() % 512 == 0 {
+            self.bar
+                .set_message(format!("{:.1} MB, {hashes} hashes", received as f64 / 1e6));
+        }
+    }
+}
+
+#[cfg(feature = "update")]
+fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitCode> {
+    let progress = UpdateBar {
+        bar: progress::counted(u64::from(seekless_pwned::RANGES), "ranges"),
+        received: Default::default(),
+        hashes: Default::default(),
+    };
+    let s = seekless_pwned::update(index, options, &progress)?;
+    progress.bar.finish_and_clear();
+    println!(
+        "{} {}: {} ranges checked, {} changed, {} not modified",
+        if s.created { "wrote" } else { "updated" },
+        index.display(),
+        s.checked,
+        s.changed,
+        s.not_modified
+    );
+    println!(
+        "  {} hashes: {} added, {} removed, {} counts changed",
+        s.hashes, s.added, s.removed, s.counts_changed
+    );
+    println!(
+        "  {} bytes received, {} retries, {} bytes written, {:.1} s",
+        s.received, s.retries, s.bytes, s.seconds
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -392,6 +491,11 @@ fn stats(path: &Path) -> Result<ExitCode> {
         s.bytes as f64 / s.hashes as f64
     };
     println!("bytes_per_hash\t{per_hash:.3}");
+    if let Some(source) = index.source()? {
+        println!("source\t{}", source.url);
+        println!("updated\t{}", source.updated);
+        println!("validators\t{}", source.validators());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

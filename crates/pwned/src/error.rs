@@ -64,6 +64,22 @@ pub enum ErrorKind {
         /// The smaller hash that followed it, in hex.
         next: String,
     },
+    /// An existing index holds the other kind of hash.
+    WrongKind {
+        /// The kind the index holds.
+        found: crate::Kind,
+        /// The kind asked for.
+        wanted: crate::Kind,
+    },
+    /// A range could not be fetched.
+    Fetch {
+        /// The range's 5-hex-digit prefix.
+        prefix: String,
+        /// What went wrong the last time.
+        what: String,
+        /// How many times it was tried.
+        tries: u32,
+    },
     /// An answer of the range API is malformed.
     BadRange {
         /// The range's 5-hex-digit prefix.
@@ -96,6 +112,14 @@ impl Error {
 
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         ErrorKind::Corrupt { what: what.into() }.into()
+    }
+
+    /// The error with `path` named, when it is an I/O error without a path.
+    pub(crate) fn with_path(self, path: &std::path::Path) -> Error {
+        match self.kind {
+            ErrorKind::Io { path: None, source } => Error::io(path.to_path_buf(), source),
+            kind => Error { kind },
+        }
     }
 
     pub(crate) fn bad_line(file: &str, line: u64, what: impl Into<String>) -> Self {
@@ -136,6 +160,14 @@ impl fmt::Display for Error {
             ),
             ErrorKind::Corrupt { what } => write!(f, "index is damaged: {what}"),
             ErrorKind::TooLarge => write!(f, "index is too large for this platform"),
+            ErrorKind::WrongKind { found, wanted } => {
+                write!(f, "the index holds {found} hashes, not {wanted}")
+            }
+            ErrorKind::Fetch {
+                prefix,
+                what,
+                tries,
+            } => write!(f, "range {prefix}: {what} (tried {tries} times)"),
             ErrorKind::Unsorted { previous, next } => {
                 write!(f, "hashes out of order: {next} after {previous}")
             }

@@ -101,6 +101,16 @@ impl Index {
         })
     }
 
+    /// Opens an index from an open file (memory-mapped, as
+    /// [`Index::open`]).
+    pub fn from_file(file: File) -> Result<Index> {
+        // SAFETY: as in `open`: index files are never modified in place.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(None, e))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
+        Index::new(Data::Map(map, file))
+    }
+
     /// Reads a whole index file into memory (asking for transparent huge
     /// pages on Linux). Costs the file's size in memory and a sequential
     /// read at open; lookups then avoid page faults and most TLB misses,

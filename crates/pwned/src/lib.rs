@@ -30,9 +30,12 @@ mod nameless;
 mod once;
 mod page;
 mod prepare;
+mod range;
 pub mod sample;
 mod sort;
 mod source;
+#[cfg(feature = "update")]
+mod update;
 mod writer;
 
 pub use error::{Error, ErrorKind, Result};
@@ -43,5 +46,10 @@ pub use input::Input;
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
+pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex};
 pub use source::{MAX_VALIDATOR, RANGES, Source};
+#[cfg(feature = "update")]
+pub use update::{
+    DEFAULT_BASE_URL, NoUpdateProgress, UpdateOptions, UpdateProgress, UpdateSummary, update,
+};
 pub use writer::{SortedWriter, Written};

@@ -174,22 +174,6 @@ pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u
     Ok((cursor.into_inner(), summary))
 }
 
-trait WithPath {
-    fn with_path(self, path: &Path) -> Error;
-}
-
-impl WithPath for Error {
-    fn with_path(self, path: &Path) -> Error {
-        match self.kind() {
-            ErrorKind::Io { path: None, .. } => match self.into_kind() {
-                ErrorKind::Io { source, .. } => Error::io(path.to_path_buf(), source),
-                _ => unreachable!("matched above"),
-            },
-            _ => self,
-        }
-    }
-}
-
 fn build_into<W: Write + Seek>(
     inputs: Vec<Input>,
     mut out: W,

@@ -1,0 +1,187 @@
+//! One answer of the HIBP range API (`GET /range/{PREFIX}`): `SUFFIX:COUNT`
+//! lines, checked strictly before anything of it is indexed.
+
+use crate::error::{ErrorKind, Result};
+use crate::hash::{Key, Kind};
+use crate::source::RANGES;
+
+/// The largest decoded answer accepted: a real range is 30–80 KB.
+pub const MAX_RANGE_BODY: usize = 8 << 20;
+
+/// Hex digits of a range prefix.
+pub const PREFIX_DIGITS: usize = 5;
+
+/// The prefix `prefix` (below 2^20) as 5 uppercase hex digits.
+pub fn prefix_hex(prefix: u32) -> String {
+    format!("{prefix:05X}")
+}
+
+/// Parses one range answer for `prefix` into `out` (appended): lines
+/// `SUFFIX:COUNT` with exactly 35 (NTLM: 27) hex digits in either case, a
+/// decimal count, CRLF or LF between lines, suffixes strictly ascending.
+/// Lines with count 0 (the padding `Add-Padding` asks for) are checked and
+/// dropped. Anything else is an error naming the prefix and line, and `out`
+/// is left as it was.
+pub fn parse_range(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -> Result<()> {
+    let start = out.len();
+    let result = parse_into(kind, prefix, body, out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn parse_into(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -> Result<()> {
+    let bad = |line: u64, what: String| {
+        ErrorKind::BadRange {
+            prefix: prefix_hex(prefix),
+            line,
+            what,
+        }
+        .into()
+    };
+    if prefix >= RANGES {
+        return Err(bad(0, "prefix out of range".into()));
+    }
+    if body.len() > MAX_RANGE_BODY {
+        return Err(bad(
+            0,
+            format!("answer of {} bytes is over {MAX_RANGE_BODY}", body.len()),
+        ));
+    }
+    let suffix_len = kind.hex_len() - PREFIX_DIGITS;
+    let mut hex = [0u8; 40];
+    hex[..PREFIX_DIGITS].copy_from_slice(prefix_hex(prefix).as_bytes());
+    let mut previous: Option<Key> = None;
+    let mut rest = body;
+    let mut number = 0u64;
+    while !rest.is_empty() {
+        number += 1;
+        let (line, next) = match memchr_newline(rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.len() < suffix_len + 2 || line[suffix_len] != b':' {
+            return Err(bad(
+                number,
+                format!(
+                    "expected {suffix_len} hex digits, ':' and a count, got {:?}",
+                    String::from_utf8_lossy(&line[..line.len().min(64)])
+                ),
+            ));
+        }
+        hex[PREFIX_DIGITS..PREFIX_DIGITS + suffix_len].copy_from_slice(&line[..suffix_len]);
+        let key = Key::from_hex(kind, &hex[..kind.hex_len()])
+            .ok_or_else(|| bad(number, "suffix is not hex".into()))?;
+        let digits = &line[suffix_len + 1..];
+        let count = parse_count(digits).ok_or_else(|| {
+            bad(
+                number,
+                format!(
+                    "count {:?} is not a number",
+                    String::from_utf8_lossy(digits)
+                ),
+            )
+        })?;
+        if previous.is_some_and(|p| p >= key) {
+            return Err(bad(number, "suffixes are not strictly ascending".into()));
+        }
+        previous = Some(key);
+        if count > 0 {
+            out.push((key, count));
+        }
+    }
+    Ok(())
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+/// A decimal count of 1 to 20 digits that fits in 64 bits.
+fn parse_count(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 20 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &d| {
+        d.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(kind: Kind, prefix: u32, body: &str) -> Result<Vec<(Key, u64)>> {
+        let mut out = vec![(Key::default(), 1)];
+        let result = parse_range(kind, prefix, body.as_bytes(), &mut out);
+        if result.is_err() {
+            assert_eq!(out.len(), 1, "nothing appended on error");
+        }
+        result.map(|()| out.split_off(1))
+    }
+
+    #[test]
+    fn real_answers_parse() {
+        let body = "003D68EB55068C33ACE09247EE4C639306B:3\r\n\
+                    012C192B2F16F82EA0EB9EF18D9D539B0DD:0\r\n\
+                    1E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824";
+        let got = parse(Kind::Sha1, 0x5BAA6, body).unwrap();
+        assert_eq!(got.len(), 2, "the padding line is dropped");
+        assert_eq!(
+            got[1],
+            (Kind::Sha1.hash_password("password"), 9_545_824),
+            "prefix and suffix make the hash"
+        );
+        // LF, lowercase, a final newline; an empty answer.
+        let lf = "003d68eb55068c33ace09247ee4c639306b:3\n1e4c9b93f3f0682250b6cf8331b7ee68fd8:1\n";
+        assert_eq!(parse(Kind::Sha1, 0x5BAA6, lf).unwrap().len(), 2);
+        assert_eq!(parse(Kind::Sha1, 0, "").unwrap(), []);
+        let ntlm = "0000A6F3E1C0A8C8A3E6E7BB6C2:12";
+        let got = parse(Kind::Ntlm, 0x8846F, ntlm).unwrap();
+        assert_eq!(
+            got[0].0.to_hex(Kind::Ntlm),
+            "8846F0000A6F3E1C0A8C8A3E6E7BB6C2"
+        );
+    }
+
+    #[test]
+    fn malformed_answers_are_errors_with_the_line() {
+        let good = "003D68EB55068C33ACE09247EE4C639306B:3";
+        for (body, line) in [
+            ("003D68EB55068C33ACE09247EE4C639306:3", 1),   // short
+            ("003D68EB55068C33ACE09247EE4C639306BB:3", 1), // long
+            ("003D68EB55068C33ACE09247EE4C639306G:3", 1),  // not hex
+            ("003D68EB55068C33ACE09247EE4C639306B:", 1),   // no count
+            ("003D68EB55068C33ACE09247EE4C639306B:-1", 1),
+            ("003D68EB55068C33ACE09247EE4C639306B:3 ", 1),
+            (
+                "003D68EB55068C33ACE09247EE4C639306B:99999999999999999999",
+                1,
+            ),
+            ("003D68EB55068C33ACE09247EE4C639306B 3", 1),
+            (&format!("{good}\r\n{good}"), 2),          // duplicate
+            (&format!("{good}\r\n\r\n{good}"), 2),      // blank line
+            (&format!("1{}\r\n{good}", &good[1..]), 2), // descending
+            ("<html>busy</html>", 1),
+        ] {
+            let e = parse(Kind::Sha1, 0x12345, body).unwrap_err();
+            match e.kind() {
+                ErrorKind::BadRange {
+                    prefix, line: l, ..
+                } => {
+                    assert_eq!((prefix.as_str(), *l), ("12345", line), "{body:?}: {e}");
+                }
+                _ => panic!("{e}"),
+            }
+        }
+        // An SHA-1 answer is not an NTLM one.
+        assert!(parse(Kind::Ntlm, 1, good).is_err());
+        assert!(parse(Kind::Sha1, RANGES, "").is_err());
+        let huge = vec![b'0'; MAX_RANGE_BODY + 1];
+        assert!(parse_range(Kind::Sha1, 1, &huge, &mut Vec::new()).is_err());
+    }
+}

@@ -1,0 +1,562 @@
+//! `update`: the corpus straight from the HIBP range API into an index, and
+//! refreshes that ask only for what changed.
+//!
+//! Every one of the 1,048,576 ranges is requested (`GET {base}/range/PREFIX`)
+//! by a bounded window of concurrent requests whose answers are taken in
+//! prefix order, checked line by line, and streamed into a [`SortedWriter`]:
+//! no text file, no sort, no spill. When the index already exists, each
+//! range is asked for with its stored validator (`If-None-Match`); a `304`
+//! range is copied from the old index. The new index is written without a
+//! name, checked, and only then takes the old one's place, so an error, a
+//! Ctrl-C or a `kill -9` leaves the old index as it was.
+
+use std::io::{BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::hash::{Key, Kind};
+use crate::index::Index;
+use crate::nameless::Nameless;
+use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
+use crate::source::{RANGES, Source};
+use crate::writer::SortedWriter;
+
+/// Where the corpus is published.
+pub const DEFAULT_BASE_URL: &str = "https://api.pwnedpasswords.com";
+
+/// How [`update`] fetches.
+#[derive(Debug, Clone)]
+pub struct UpdateOptions {
+    /// The API's base URL; ranges are `{base_url}/range/{PREFIX}`.
+    pub base_url: String,
+    /// SHA-1 or NTLM (`?mode=ntlm`).
+    pub kind: Kind,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Ignore stored validators: fetch every range whole.
+    pub full: bool,
+    /// Longest wait for one answer, from sending to its last byte.
+    pub timeout: Duration,
+    /// Tries per range before the update stops with an error naming it.
+    pub tries: u32,
+    /// First wait before a retry; each further retry waits twice as long
+    /// (up to 30 s), with jitter, unless the server says `Retry-After`.
+    pub backoff: Duration,
+    /// Worker threads for requests and checking answers (default: all cores).
+    pub threads: usize,
+}
+
+impl Default for UpdateOptions {
+    fn default() -> Self {
+        UpdateOptions {
+            base_url: DEFAULT_BASE_URL.to_string(),
+            kind: Kind::Sha1,
+            concurrency: 64,
+            full: false,
+            timeout: Duration::from_secs(30),
+            tries: 8,
+            backoff: Duration::from_millis(250),
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// Told about an update as it goes; every method has an empty default.
+pub trait UpdateProgress: Sync {
+    /// A range is done (in prefix order): bytes received for it (0 when not
+    /// modified) and hashes it holds.
+    fn range(&self, _received: u64, _hashes: u64) {}
+}
+
+/// An [`UpdateProgress`] that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoUpdateProgress;
+
+impl UpdateProgress for NoUpdateProgress {}
+
+/// What an update did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpdateSummary {
+    /// Whether there was no index before.
+    pub created: bool,
+    /// Ranges asked for (all 1,048,576).
+    pub checked: u32,
+    /// Ranges the server said were not modified (copied from the old index).
+    pub not_modified: u32,
+    /// Ranges whose content differs from the old index (all of them when
+    /// there was none).
+    pub changed: u32,
+    /// Hashes that are new.
+    pub added: u64,
+    /// Hashes that are gone.
+    pub removed: u64,
+    /// Hashes whose count changed.
+    pub counts_changed: u64,
+    /// Hashes in the new index.
+    pub hashes: u64,
+    /// Bytes of answer bodies received, as sent (compressed).
+    pub received: u64,
+    /// Requests repeated after a fault.
+    pub retries: u64,
+    /// Bytes of the new index.
+    pub bytes: u64,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// Builds `path` from the range API, or refreshes it when it exists (see the
+/// module documentation).
+pub fn update(
+    path: &Path,
+    options: &UpdateOptions,
+    progress: &dyn UpdateProgress,
+) -> Result<UpdateSummary> {
+    let started = Instant::now();
+    let io_err = |e| Error::io(path.to_path_buf(), e);
+    let old = match Index::open(path) {
+        Ok(index) => Some(index),
+        Err(e) if matches!(e.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(old) = &old
+        && old.kind() != options.kind
+    {
+        return Err(ErrorKind::WrongKind {
+            found: old.kind(),
+            wanted: options.kind,
+        }
+        .into());
+    }
+    let validators = match &old {
+        Some(old) if !options.full => old.source()?,
+        _ => None,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let out = Nameless::create(&dir, "index").map_err(io_err)?;
+    let mut writer = SortedWriter::new(
+        BufWriter::with_capacity(1 << 20, &out.file),
+        options.kind,
+        old.as_ref().map(Index::len),
+    )?;
+    let base = options.base_url.trim_end_matches('/').to_string();
+    let mut source = Source::new(base.clone(), 0);
+    let mut summary = UpdateSummary {
+        created: old.is_none(),
+        ..UpdateSummary::default()
+    };
+
+    let fetcher = Fetcher::new(options, base, validators)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(options.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io(None, e))?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(options.concurrency.max(1));
+    let concurrency = options.concurrency.max(1);
+    runtime.spawn(async move {
+        let fetcher = Arc::new(fetcher);
+        let mut answers = futures_util::stream::iter(0..RANGES)
+            .map(|prefix| {
+                let fetcher = Arc::clone(&fetcher);
+                tokio::spawn(async move { fetcher.fetch(prefix).await })
+            })
+            .buffered(concurrency);
+        while let Some(joined) = answers.next().await {
+            let answer = joined
+                .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
+            let failed = answer.is_err();
+            if tx.send(answer).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+
+    let mut old_range = Vec::new();
+    let result = (|| -> Result<()> {
+        for prefix in 0..RANGES {
+            let answer = rx.blocking_recv().ok_or_else(|| {
+                Error::io(None, std::io::Error::other("the fetching tasks stopped"))
+            })??;
+            summary.checked += 1;
+            summary.retries += u64::from(answer.retries);
+            old_range.clear();
+            if let Some(old) = &old {
+                old_range = old.range(u64::from(prefix), 20)?;
+            }
+            let hashes = match answer.body {
+                Body::NotModified { validator } => {
+                    summary.not_modified += 1;
+                    for &(key, count) in &old_range {
+                        writer.push(key, count)?;
+                    }
+                    source.push_validator(Some(&validator));
+                    old_range.len()
+                }
+                Body::Range {
+                    validator,
+                    entries,
+                    received,
+                } => {
+                    summary.received += received;
+                    let diff = Diff::of(&old_range, &entries);
+                    if diff != Diff::default() || old.is_none() {
+                        summary.changed += 1;
+                    }
+                    summary.added += diff.added;
+                    summary.removed += diff.removed;
+                    summary.counts_changed += diff.counts_changed;
+                    for &(key, count) in &entries {
+                        writer.push(key, count)?;
+                    }
+                    source.push_validator(validator.as_deref());
+                    progress.range(received, entries.len() as u64);
+                    continue;
+                }
+            };
+            progress.range(0, hashes as u64);
+        }
+        Ok(())
+    })();
+    drop(rx);
+    runtime.shutdown_background();
+    result.map_err(|e| e.with_path(path))?;
+
+    source.updated = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (buffered, written) = writer.finish(Some(&source))?;
+    buffered.into_inner().map_err(|e| io_err(e.into_error()))?;
+    out.file.sync_all().map_err(io_err)?;
+    // Checked before it takes the old one's place: header, size, directory
+    // and source checksums, and the totals written.
+    let check = Index::from_file(out.file.try_clone().map_err(io_err)?)?;
+    if check.len() != written.hashes || check.source()?.as_ref() != Some(&source) {
+        return Err(Error::corrupt(
+            "the new index does not read back as written",
+        ));
+    }
+    drop(check);
+    drop(old);
+    out.persist(path).map_err(io_err)?;
+    summary.hashes = written.hashes;
+    summary.bytes = written.bytes;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// How a new range differs from the old one.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Diff {
+    added: u64,
+    removed: u64,
+    counts_changed: u64,
+}
+
+impl Diff {
+    fn of(old: &[(Key, u64)], new: &[(Key, u64)]) -> Diff {
+        let mut diff = Diff::default();
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() && j < new.len() {
+            match old[i].0.cmp(&new[j].0) {
+                std::cmp::Ordering::Less => {
+                    diff.removed += 1;
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    diff.added += 1;
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    diff.counts_changed += u64::from(old[i].1 != new[j].1);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        diff.removed += (old.len() - i) as u64;
+        diff.added += (new.len() - j) as u64;
+        diff
+    }
+}
+
+/// One range's answer, checked.
+struct Answer {
+    retries: u32,
+    body: Body,
+}
+
+enum Body {
+    /// `304`: the stored validator still holds.
+    NotModified { validator: Vec<u8> },
+    /// `200`: the range's hashes and its new validator.
+    Range {
+        validator: Option<Vec<u8>>,
+        entries: Vec<(Key, u64)>,
+        received: u64,
+    },
+}
+
+/// What a retry waits for, and why.
+enum Fault {
+    /// Worth another try, after the usual backoff or the server's word.
+    Retry {
+        what: String,
+        after: Option<Duration>,
+    },
+    /// Trying again would give the same answer.
+    Final(String),
+}
+
+struct Fetcher {
+    client: reqwest::Client,
+    base: String,
+    kind: Kind,
+    tries: u32,
+    backoff: Duration,
+    validators: Option<Source>,
+}
+
+impl Fetcher {
+    fn new(options: &UpdateOptions, base: String, validators: Option<Source>) -> Result<Fetcher> {
+        // reqwest is built without a default crypto provider; ring it is.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("seekless/", env!("CARGO_PKG_VERSION")))
+            .timeout(options.timeout)
+            .connect_timeout(options.timeout.min(Duration::from_secs(10)))
+            .pool_max_idle_per_host(options.concurrency.max(1))
+            .build()
+            .map_err(|e| Error::io(None, std::io::Error::other(e)))?;
+        Ok(Fetcher {
+            client,
+            base,
+            kind: options.kind,
+            tries: options.tries.max(1),
+            backoff: options.backoff,
+            validators,
+        })
+    }
+
+    async fn fetch(&self, prefix: u32) -> Result<Answer> {
+        let mut url = format!("{}/range/{}", self.base, prefix_hex(prefix));
+        if self.kind == Kind::Ntlm {
+            url.push_str("?mode=ntlm");
+        }
+        let validator = self.validators.as_ref().and_then(|s| s.validator(prefix));
+        let mut last = String::new();
+        for attempt in 0..self.tries {
+            match self.try_once(&url, prefix, validator).await {
+                Ok(body) => {
+                    return Ok(Answer {
+                        retries: attempt,
+                        body,
+                    });
+                }
+                Err(Fault::Final(what)) => {
+                    last = what;
+                    break;
+                }
+                Err(Fault::Retry { what, after }) => {
+                    last = what;
+                    if attempt + 1 < self.tries {
+                        let wait = after.unwrap_or_else(|| self.backoff_for(prefix, attempt));
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+            }
+        }
+        Err(ErrorKind::Fetch {
+            prefix: prefix_hex(prefix),
+            what: last,
+            tries: self.tries,
+        }
+        .into())
+    }
+
+    /// Exponential backoff with jitter (0.5–1.5 times), at most 30 s.
+    fn backoff_for(&self, prefix: u32, attempt: u32) -> Duration {
+        let base = self
+            .backoff
+            .saturating_mul(1 << attempt.min(16))
+            .min(Duration::from_secs(30));
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let noise = splitmix(u64::from(prefix) << 32 | u64::from(nanos ^ attempt));
+        base.mul_f64(0.5 + (noise >> 11) as f64 / (1u64 << 53) as f64)
+    }
+
+    async fn try_once(
+        &self,
+        url: &str,
+        prefix: u32,
+        validator: Option<&[u8]>,
+    ) -> std::result::Result<Body, Fault> {
+        let retry = |what: String| Fault::Retry { what, after: None };
+        let mut request = self.client.get(url).header(ACCEPT_ENCODING, "gzip, br");
+        if let Some(v) = validator {
+            request = request.header(IF_NONE_MATCH, v);
+        }
+        let mut response = request.send().await.map_err(|e| retry(describe(&e)))?;
+        let status = response.status();
+        if status == StatusCode::NOT_MODIFIED {
+            return match validator {
+                Some(v) => Ok(Body::NotModified {
+                    validator: v.to_vec(),
+                }),
+                None => Err(retry(
+                    "304 Not Modified to a request without a validator".into(),
+                )),
+            };
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Err(Fault::Retry {
+                what: format!("HTTP {status}"),
+                after: retry_after(response.headers()),
+            });
+        }
+        if status != StatusCode::OK {
+            return Err(Fault::Final(format!("HTTP {status}")));
+        }
+        let new_validator = response.headers().get(ETAG).map(|v| v.as_bytes().to_vec());
+        let encoding = response
+            .headers()
+            .get(CONTENT_ENCODING)
+            .map(|v| v.as_bytes().to_ascii_lowercase());
+        let mut wire = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| retry(format!("body: {}", describe(&e))))?
+        {
+            if wire.len() + chunk.len() > MAX_RANGE_BODY {
+                return Err(retry(format!("body over {MAX_RANGE_BODY} bytes")));
+            }
+            wire.extend_from_slice(&chunk);
+        }
+        let text = decode(encoding.as_deref(), &wire).map_err(retry)?;
+        let mut entries = Vec::with_capacity(text.len() / 40 + 1);
+        parse_range(self.kind, prefix, &text, &mut entries).map_err(|e| retry(e.to_string()))?;
+        Ok(Body::Range {
+            validator: new_validator,
+            entries,
+            received: wire.len() as u64,
+        })
+    }
+}
+
+/// The body as sent, decoded; at most [`MAX_RANGE_BODY`] bytes.
+fn decode(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let limit = MAX_RANGE_BODY as u64 + 1;
+    let mut out = Vec::with_capacity(wire.len() * 3);
+    let read = match encoding {
+        None | Some(b"identity") => return Ok(wire.to_vec()),
+        Some(b"gzip" | b"x-gzip") => flate2::read::GzDecoder::new(wire)
+            .take(limit)
+            .read_to_end(&mut out),
+        Some(b"br") => brotli_decompressor::Decompressor::new(wire, 4096)
+            .take(limit)
+            .read_to_end(&mut out),
+        Some(other) => {
+            return Err(format!(
+                "unknown Content-Encoding {:?}",
+                String::from_utf8_lossy(other)
+            ));
+        }
+    };
+    read.map_err(|e| format!("compressed body: {e}"))?;
+    if out.len() > MAX_RANGE_BODY {
+        return Err(format!("body decodes to over {MAX_RANGE_BODY} bytes"));
+    }
+    Ok(out)
+}
+
+/// `Retry-After` in seconds (an HTTP date is taken as a short wait), at
+/// most two minutes.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let seconds = value.parse::<u64>().unwrap_or(1);
+    Some(Duration::from_secs(seconds.min(120)))
+}
+
+/// A request error with its causes, one line.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u64) -> Key {
+        Key {
+            hi: n,
+            mid: 0,
+            lo: 0,
+        }
+    }
+
+    #[test]
+    fn diffs_count_added_removed_and_changed() {
+        let old = [(key(1), 5), (key(2), 1), (key(4), 7)];
+        let new = [(key(2), 1), (key(3), 1), (key(4), 8), (key(5), 2)];
+        assert_eq!(
+            Diff::of(&old, &new),
+            Diff {
+                added: 2,
+                removed: 1,
+                counts_changed: 1
+            }
+        );
+        assert_eq!(Diff::of(&old, &old), Diff::default());
+        assert_eq!(Diff::of(&[], &new).added, 4);
+        assert_eq!(Diff::of(&old, &[]).removed, 3);
+    }
+
+    #[test]
+    fn bodies_decode_within_the_limit() {
+        use std::io::Write;
+        let text = b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:1".repeat(10);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(decode(Some(b"gzip"), &gz).unwrap(), text);
+        assert_eq!(decode(None, &text).unwrap(), text);
+        assert!(
+            decode(Some(b"gzip"), &gz[..gz.len() - 9]).is_err(),
+            "truncated"
+        );
+        assert!(decode(Some(b"zstd"), &gz).is_err());
+        // A small body that inflates past the limit.
+        let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        bomb.write_all(&vec![b'0'; MAX_RANGE_BODY + 10]).unwrap();
+        let bomb = bomb.finish().unwrap();
+        assert!(bomb.len() < 100_000);
+        assert!(decode(Some(b"gzip"), &bomb).is_err());
+    }
+}
