@@ -735,3 +735,104 @@ fn hostile_requests_never_crash_the_server() {
     assert_eq!(server.get(&good, &[]).body, *body);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `seekless pwned update INDEX --base-url URL EXTRA…`.
+#[cfg(feature = "update")]
+fn update(index: &Path, server: &Server, extra: &[&str]) -> std::process::Output {
+    Command::new(SEEKLESS)
+        .args(["pwned", "update"])
+        .arg(index)
+        .args(["--base-url", &format!("http://127.0.0.1:{}", server.port)])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[cfg(feature = "update")]
+fn export(index: &Path) -> Vec<u8> {
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "export"])
+        .arg(index)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+#[cfg(feature = "update")]
+#[test]
+fn update_from_serve_equals_the_served_index() {
+    let (dir, sha1, _) = sha1_index("update", 21);
+    let ntlm = prepare(&dir, "ntlm", &corpus(32, 22));
+    let server = Server::start(&[&sha1, &ntlm], &[]);
+    for (source, extra) in [(&sha1, &[][..]), (&ntlm, &["--ntlm"][..])] {
+        let copy = dir.join(format!(
+            "copy-{}",
+            source.file_name().unwrap().to_string_lossy()
+        ));
+        let out = update(&copy, &server, extra);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("1048576 ranges checked, 1048576 changed, 0 not modified"),
+            "{stdout}"
+        );
+        assert!(export(&copy) == export(source), "{extra:?}: same corpus");
+        let stats = Command::new(SEEKLESS)
+            .args(["pwned", "stats"])
+            .arg(&copy)
+            .output()
+            .unwrap();
+        let stats = String::from_utf8(stats.stdout).unwrap();
+        assert!(
+            stats.contains(&format!("source\thttp://127.0.0.1:{}\n", server.port))
+                && stats.contains("validators\t1048576\n"),
+            "{stats}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(feature = "update")]
+#[test]
+fn a_killed_update_leaves_the_old_index_as_it_was() {
+    let (dir, sha1, _) = sha1_index("update-kill", 23);
+    let server = Server::start(&[&sha1], &[]);
+    let index = dir.join("kept.idx");
+    std::fs::copy(&sha1, &index).unwrap();
+    let before = common::snapshot(&dir);
+    let mut child = Command::new(SEEKLESS)
+        .args(["pwned", "update"])
+        .arg(&index)
+        .args(["--base-url", &format!("http://127.0.0.1:{}", server.port)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "still fetching");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        common::snapshot(&dir),
+        before,
+        "nothing changed, nothing left"
+    );
+    // A server that is not there: an error naming a range, nothing changed.
+    drop(server);
+    let out = Command::new(SEEKLESS)
+        .args(["pwned", "update"])
+        .arg(&index)
+        .args(["--base-url", "http://127.0.0.1:9", "--tries", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("range 00000"), "{stderr}");
+    assert_eq!(common::snapshot(&dir), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

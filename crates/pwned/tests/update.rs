@@ -1,0 +1,535 @@
+//! `update` against a range-API server on 127.0.0.1 that this test runs:
+//! full builds, refreshes that fetch only what changed, and injected faults.
+#![cfg(feature = "update")]
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use seekless_pwned::{ErrorKind, Index, Key, Kind, NoUpdateProgress, UpdateOptions, update};
+
+/// What the server answers for one request.
+enum Reply {
+    /// 200 with the range's body and ETag (gzip when asked for and set).
+    Range { gzip: bool },
+    /// 200 with this body instead of the range's.
+    Body(Vec<u8>),
+    /// This status, with `Retry-After` when given.
+    Status(u16, Option<u32>),
+    /// Half of the body, then the connection is closed.
+    ResetMidBody,
+    /// A gzip body cut short (its declared length matches what is sent).
+    TruncatedGzip,
+    /// Headers and part of the body, then nothing for longer than the
+    /// client's timeout.
+    Stall,
+}
+
+/// The corpus the server serves, which a test can change between updates.
+type Corpus = BTreeMap<Key, u64>;
+
+type Faults = dyn Fn(u32, u32) -> Option<Reply> + Send + Sync;
+
+struct Server {
+    addr: String,
+    corpus: Arc<RwLock<Corpus>>,
+    /// Answers with a body (200) given, by prefix.
+    bodies: Arc<Mutex<HashMap<u32, u32>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+impl Server {
+    /// Serves `corpus` of `kind`; `faults(prefix, attempt)` may replace an
+    /// answer (attempts count from 0 per prefix).
+    fn start(kind: Kind, corpus: Corpus, faults: Box<Faults>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let corpus = Arc::new(RwLock::new(corpus));
+        let bodies = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let faults: Arc<Faults> = Arc::from(faults);
+        let attempts = Arc::new(Mutex::new(HashMap::<u32, u32>::new()));
+        let (c, b, s) = (corpus.clone(), bodies.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (c, b, f, a, s) = (
+                    c.clone(),
+                    b.clone(),
+                    faults.clone(),
+                    attempts.clone(),
+                    s.clone(),
+                );
+                std::thread::spawn(move || {
+                    let _ = serve(kind, stream, &c, &b, &*f, &a, &s);
+                });
+            }
+        });
+        Server {
+            addr,
+            corpus,
+            bodies,
+            stop,
+        }
+    }
+
+    fn bodies_served(&self) -> u64 {
+        self.bodies
+            .lock()
+            .unwrap()
+            .values()
+            .map(|&n| u64::from(n))
+            .sum()
+    }
+}
+
+fn range_body(kind: Kind, corpus: &Corpus, prefix: u32) -> Vec<u8> {
+    let first = Key {
+        hi: u64::from(prefix) << 44,
+        mid: 0,
+        lo: 0,
+    };
+    let mut body = Vec::new();
+    for (key, count) in corpus.range(first..) {
+        if key.hi >> 44 != u64::from(prefix) {
+            break;
+        }
+        if !body.is_empty() {
+            body.extend_from_slice(b"\r\n");
+        }
+        let hex = key.to_hex(kind);
+        body.extend_from_slice(&hex.as_bytes()[5..]);
+        body.extend_from_slice(format!(":{count}").as_bytes());
+    }
+    body
+}
+
+/// A strong validator from the content: FNV-1a over the body.
+fn etag(body: &[u8]) -> String {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in body {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("\"{h:016x}-{}\"", body.len())
+}
+
+fn gzip(body: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(body).unwrap();
+    gz.finish().unwrap()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    kind: Kind,
+    stream: TcpStream,
+    corpus: &RwLock<Corpus>,
+    bodies: &Mutex<HashMap<u32, u32>>,
+    faults: &Faults,
+    attempts: &Mutex<HashMap<u32, u32>>,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut out = std::io::BufWriter::new(stream.try_clone()?);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let path = line.split(' ').nth(1).unwrap_or("").to_string();
+        let (mut if_none_match, mut accepts_gzip) = (None, false);
+        loop {
+            line.clear();
+            reader.read_line(&mut line)?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            match name.to_ascii_lowercase().as_str() {
+                "if-none-match" => if_none_match = Some(value.trim().to_string()),
+                "accept-encoding" => accepts_gzip = value.contains("gzip"),
+                _ => {}
+            }
+        }
+        let mode_ok = path.ends_with("?mode=ntlm") == (kind == Kind::Ntlm);
+        let prefix = path
+            .strip_prefix("/range/")
+            .and_then(|p| u32::from_str_radix(&p[..5.min(p.len())], 16).ok());
+        let Some(prefix) = prefix.filter(|_| mode_ok) else {
+            write!(out, "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")?;
+            out.flush()?;
+            continue;
+        };
+        let attempt = {
+            let mut a = attempts.lock().unwrap();
+            let n = a.entry(prefix).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let body = range_body(kind, &corpus.read().unwrap(), prefix);
+        let tag = etag(&body);
+        let reply = faults(prefix, attempt).unwrap_or(Reply::Range {
+            gzip: accepts_gzip && prefix % 2 == 0,
+        });
+        if let Reply::Range { .. } = reply
+            && if_none_match.as_deref() == Some(tag.as_str())
+        {
+            write!(out, "HTTP/1.1 304 Not Modified\r\netag: {tag}\r\n\r\n")?;
+            out.flush()?;
+            continue;
+        }
+        let head = |out: &mut dyn Write, len: usize, extra: &str| {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\netag: {tag}\r\ncontent-length: {len}\r\n{extra}\r\n"
+            )
+        };
+        let counted = !matches!(reply, Reply::Status(..));
+        match reply {
+            Reply::Range { gzip: true } => {
+                let gz = gzip(&body);
+                head(&mut out, gz.len(), "content-encoding: gzip\r\n")?;
+                out.write_all(&gz)?;
+            }
+            Reply::Range { gzip: false } => {
+                head(&mut out, body.len(), "")?;
+                out.write_all(&body)?;
+            }
+            Reply::Body(other) => {
+                head(&mut out, other.len(), "")?;
+                out.write_all(&other)?;
+            }
+            Reply::Status(code, retry_after) => {
+                let extra = retry_after.map_or(String::new(), |s| format!("retry-after: {s}\r\n"));
+                write!(
+                    out,
+                    "HTTP/1.1 {code} Fault\r\ncontent-length: 0\r\n{extra}\r\n"
+                )?;
+            }
+            Reply::ResetMidBody => {
+                let gz = gzip(&body);
+                head(&mut out, gz.len(), "content-encoding: gzip\r\n")?;
+                out.write_all(&gz[..gz.len() / 2])?;
+                out.flush()?;
+                stream.shutdown(Shutdown::Both)?;
+                return Ok(());
+            }
+            Reply::TruncatedGzip => {
+                let gz = gzip(&body);
+                let cut = &gz[..gz.len() - 6];
+                head(&mut out, cut.len(), "content-encoding: gzip\r\n")?;
+                out.write_all(cut)?;
+            }
+            Reply::Stall => {
+                head(&mut out, body.len() + 100, "")?;
+                out.write_all(&body)?;
+                out.flush()?;
+                for _ in 0..100 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return Ok(());
+            }
+        }
+        if counted {
+            *bodies.lock().unwrap().entry(prefix).or_insert(0) += 1;
+        }
+        out.flush()?;
+    }
+}
+
+/// A corpus of `n` random hashes of `kind` with counts.
+fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let key = Key {
+                hi: rng.next(),
+                mid: rng.next(),
+                lo: if kind == Kind::Ntlm {
+                    0
+                } else {
+                    rng.next() as u32
+                },
+            };
+            (key, 1 + rng.next() % 5000)
+        })
+        .collect()
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+fn tempdir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("seekless-update-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn options(server: &Server, kind: Kind) -> UpdateOptions {
+    UpdateOptions {
+        base_url: server.addr.clone(),
+        kind,
+        concurrency: 32,
+        timeout: Duration::from_secs(2),
+        tries: 4,
+        backoff: Duration::from_millis(5),
+        ..UpdateOptions::default()
+    }
+}
+
+fn assert_holds(path: &Path, corpus: &Corpus) {
+    let index = Index::open(path).unwrap();
+    index.verify().unwrap();
+    let got: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+    let want: Vec<(Key, u64)> = corpus.iter().map(|(&k, &c)| (k, c)).collect();
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the index holds exactly the served corpus");
+}
+
+/// Prefixes whose ranges hold at least one hash.
+fn prefixes(corpus: &Corpus) -> Vec<u32> {
+    let mut v: Vec<u32> = corpus.keys().map(|k| (k.hi >> 44) as u32).collect();
+    v.dedup();
+    v
+}
+
+#[test]
+fn full_update_then_a_refresh_that_fetches_only_what_changed() {
+    let kind = Kind::Sha1;
+    let mut served = corpus(kind, 30_000, 1);
+    let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
+    let dir = tempdir("refresh");
+    let path = dir.join("pwned.idx");
+    let first = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert!(first.created);
+    assert_eq!((first.checked, first.not_modified), (1 << 20, 0));
+    assert_eq!(first.changed, 1 << 20);
+    assert_eq!((first.hashes, first.added), (30_000, 30_000));
+    assert_eq!(first.retries, 0);
+    assert_holds(&path, &served);
+    let source = Index::open(&path).unwrap().source().unwrap().unwrap();
+    assert_eq!(source.url, server.addr);
+    assert_eq!(source.validators(), 1 << 20, "every range has its ETag");
+    assert_eq!(server.bodies_served(), 1 << 20);
+
+    // Between the runs: hashes added to some ranges, removed from others,
+    // counts changed in others.
+    let mut rng = Rng(99);
+    let in_use = prefixes(&served);
+    let mut changed = std::collections::BTreeSet::new();
+    let (mut added, mut removed, mut recounted) = (0, 0, 0);
+    for i in 0..60 {
+        let prefix = in_use[(rng.next() % in_use.len() as u64) as usize];
+        let key = *served
+            .keys()
+            .find(|k| (k.hi >> 44) as u32 == prefix)
+            .unwrap();
+        match i % 3 {
+            0 => {
+                let mut new = key;
+                new.lo = new.lo.wrapping_add(1);
+                if served.insert(new, 7).is_none() {
+                    added += 1;
+                }
+            }
+            1 => {
+                served.remove(&key);
+                removed += 1;
+            }
+            _ => {
+                *served.get_mut(&key).unwrap() += 1;
+                recounted += 1;
+            }
+        }
+        changed.insert(prefix);
+    }
+    *server.corpus.write().unwrap() = served.clone();
+    server.bodies.lock().unwrap().clear();
+    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let second = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert!(!second.created);
+    assert_eq!(second.changed as usize, changed.len());
+    assert_eq!(second.not_modified as usize, (1 << 20) - changed.len());
+    assert_eq!(
+        (second.added, second.removed, second.counts_changed),
+        (added, removed, recounted)
+    );
+    assert_eq!(
+        server.bodies_served() as usize,
+        changed.len(),
+        "only changed ranges were sent"
+    );
+    assert_holds(&path, &served);
+    assert_ne!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        before
+    );
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ntlm_update_and_kind_mismatch() {
+    let kind = Kind::Ntlm;
+    let served = corpus(kind, 20_000, 2);
+    let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
+    let dir = tempdir("ntlm");
+    let path = dir.join("ntlm.idx");
+    let summary = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert_eq!(summary.hashes, 20_000);
+    assert_holds(&path, &served);
+    // `full` ignores the stored validators: every range is sent again.
+    server.bodies.lock().unwrap().clear();
+    let full = UpdateOptions {
+        full: true,
+        ..options(&server, kind)
+    };
+    let again = update(&path, &full, &NoUpdateProgress).unwrap();
+    assert_eq!((again.not_modified, again.changed), (0, 0));
+    assert_eq!(server.bodies_served(), 1 << 20);
+    assert_holds(&path, &served);
+    // An NTLM index is not refreshed as SHA-1: refused before any request.
+    let bytes = std::fs::read(&path).unwrap();
+    server.bodies.lock().unwrap().clear();
+    let e = update(&path, &options(&server, Kind::Sha1), &NoUpdateProgress).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::WrongKind { .. }), "{e}");
+    assert_eq!(server.bodies_served(), 0);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Prefixes that get each fault once, then the right answer.
+const FAULTS: [(u32, &str); 9] = [
+    (0x00010, "429"),
+    (0x00020, "503"),
+    (0x00030, "reset"),
+    (0x00040, "truncated gzip"),
+    (0x00050, "garbage"),
+    (0x00060, "unsorted"),
+    (0x00070, "wrong length"),
+    (0x00080, "stall"),
+    (0x00090, "huge"),
+];
+
+fn fault(kind: Kind, corpus: &Corpus, prefix: u32, name: &str) -> Reply {
+    let body = range_body(kind, corpus, prefix);
+    let line = |i: usize| body.split(|&b| b == b'\n').nth(i).unwrap().to_vec();
+    match name {
+        "429" => Reply::Status(429, Some(0)),
+        "503" => Reply::Status(503, None),
+        "reset" => Reply::ResetMidBody,
+        "truncated gzip" => Reply::TruncatedGzip,
+        "garbage" => Reply::Body(b"<html>Service Unavailable</html>".to_vec()),
+        "unsorted" => {
+            let mut b = line(1);
+            b.extend_from_slice(b"\n");
+            b.extend_from_slice(&line(0));
+            Reply::Body(b)
+        }
+        "wrong length" => Reply::Body(line(0)[1..].to_vec()),
+        "stall" => Reply::Stall,
+        _ => Reply::Body(vec![b'A'; seekless_pwned::MAX_RANGE_BODY + 1]),
+    }
+}
+
+/// A corpus with at least two hashes in every faulty range.
+fn faulty_corpus(kind: Kind) -> Corpus {
+    let mut served = corpus(kind, 5_000, 3);
+    let mut rng = Rng(5);
+    for (prefix, _) in FAULTS {
+        for _ in 0..2 {
+            let key = Key {
+                hi: (u64::from(prefix) << 44) | (rng.next() >> 20),
+                mid: rng.next(),
+                lo: rng.next() as u32,
+            };
+            served.insert(key, 3);
+        }
+    }
+    served
+}
+
+#[test]
+fn faults_are_retried_and_never_indexed() {
+    let kind = Kind::Sha1;
+    let served = faulty_corpus(kind);
+    let model = served.clone();
+    let server = Server::start(
+        kind,
+        served.clone(),
+        Box::new(move |prefix, attempt| {
+            let (_, name) = FAULTS.iter().find(|(p, _)| *p == prefix)?;
+            (attempt == 0).then(|| fault(kind, &model, prefix, name))
+        }),
+    );
+    let dir = tempdir("faults");
+    let path = dir.join("pwned.idx");
+    let summary = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert_eq!(
+        summary.retries,
+        FAULTS.len() as u64,
+        "each fault retried once"
+    );
+    assert_holds(&path, &served);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_fault_that_persists_names_the_range_and_keeps_the_old_index() {
+    let kind = Kind::Sha1;
+    let served = faulty_corpus(kind);
+    let dir = tempdir("persist");
+    let path = dir.join("pwned.idx");
+    std::fs::write(&path, b"not touched").unwrap();
+    for (prefix, name) in FAULTS {
+        let model = served.clone();
+        let server = Server::start(
+            kind,
+            served.clone(),
+            Box::new(move |p, _| (p == prefix).then(|| fault(kind, &model, p, name))),
+        );
+        // An unindexable file in place: opened first, so refused. A fresh
+        // path instead, which must stay absent.
+        let fresh = dir.join(format!("{prefix:05X}.idx"));
+        let e = update(&fresh, &options(&server, kind), &NoUpdateProgress).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(&format!("{prefix:05X}")), "{name}: {text}");
+        assert!(!fresh.exists(), "{name}: nothing written");
+        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "{name}: no temporary file left");
+    }
+    // A file that is not an index is never replaced.
+    let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
+    assert!(update(&path, &options(&server, kind), &NoUpdateProgress).is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), b"not touched");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
