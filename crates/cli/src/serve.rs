@@ -14,10 +14,12 @@
 //! - 400 for a malformed prefix or mode, 404 for other paths, 405 for other
 //!   methods; `OPTIONS` answers CORS preflight; every answer carries
 //!   `Access-Control-Allow-Origin: *`.
-//! - gzip or brotli when `Accept-Encoding` asks; a weak `ETag` derived from
-//!   the index header (which holds the directory checksum, itself covering
-//!   every page's checksum) and a `Last-Modified` from the file's time, with
-//!   `304 Not Modified` on revalidation; `Cache-Control: public`.
+//! - gzip or brotli when `Accept-Encoding` asks; a strong `ETag` per range
+//!   computed from the range's content alone (the same across restarts and
+//!   across indexes holding the same range, so `pwned update` refreshes
+//!   incrementally from this server and mirrors chain) and a `Last-Modified`
+//!   from the file's time, with `304 Not Modified` on revalidation;
+//!   `Cache-Control: public`.
 //! - `GET /health`: 200 once every index has been verified (in the
 //!   background after start), 503 while verifying or if an index is damaged.
 //!
@@ -26,7 +28,7 @@
 //! past one machine's cores (replicas behind a load balancer).
 
 use std::fmt::Write as _;
-use std::io::{Read, Write as _};
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,8 +98,6 @@ const DAMAGED: u8 = 2;
 struct Served {
     index: Index,
     path: PathBuf,
-    /// Weak validator, the same for every range of this index.
-    etag: HeaderValue,
     last_modified: Option<HeaderValue>,
     status: AtomicU8,
     damage: OnceLock<String>,
@@ -183,15 +183,6 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>
 
 fn open(path: &Path) -> Result<Served> {
     let index = Index::open(path)?;
-    // The header block (first 4 KiB) holds the counts and the directory
-    // checksum, which covers every page's checksum: a content fingerprint.
-    let mut header = [0u8; 64];
-    std::fs::File::open(path)?.read_exact(&mut header)?;
-    let mut fingerprint = 0xcbf2_9ce4_8422_2325u64;
-    for &b in &header {
-        fingerprint = (fingerprint ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    let etag = HeaderValue::from_str(&format!("W/\"{fingerprint:016x}\""))?;
     let last_modified = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .ok()
@@ -199,7 +190,6 @@ fn open(path: &Path) -> Result<Served> {
     Ok(Served {
         index,
         path: path.to_path_buf(),
-        etag,
         last_modified,
         status: AtomicU8::new(VERIFYING),
         damage: OnceLock::new(),
@@ -545,21 +535,35 @@ async fn range(
     };
     let headers = request.headers();
     let padding = wants_padding(headers);
-    let mut response = if !padding && not_modified(headers, served) {
+    let damaged = |e: seekless_pwned::Error| {
+        text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("index damaged: {e}"),
+        )
+    };
+    // The range's pairs, decoded at most once per request.
+    let mut items = None;
+    let etag = if padding {
+        None
+    } else {
+        match validator(&shared, served, kind, prefix, &mut items) {
+            Ok(etag) => Some(etag),
+            Err(e) => return damaged(e),
+        }
+    };
+    let fresh = etag
+        .as_ref()
+        .is_some_and(|etag| not_modified(headers, etag, served));
+    let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         let encoding = match &shared.cache {
             Some(_) if !padding => negotiate(headers),
             _ => Encoding::Identity,
         };
-        let body = match answer(&shared, served, kind, prefix, padding, encoding) {
+        let body = match answer(&shared, served, kind, prefix, padding, encoding, items) {
             Ok(body) => body,
-            Err(e) => {
-                return text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &format!("index damaged: {e}"),
-                );
-            }
+            Err(e) => return damaged(e),
         };
         let mut response = Response::new(Body::from(body));
         let headers = response.headers_mut();
@@ -580,13 +584,53 @@ async fn range(
         HeaderValue::from_static(CACHE_CONTROL),
     );
     headers.append(header::VARY, HeaderValue::from_static("Add-Padding"));
-    if !padding {
-        headers.insert(header::ETAG, served.etag.clone());
+    if let Some(etag) = etag {
+        headers.insert(header::ETAG, etag);
         if let Some(date) = &served.last_modified {
             headers.insert(header::LAST_MODIFIED, date.clone());
         }
     }
     response
+}
+
+/// The range's strong validator: from the cache when there, else computed
+/// from its pairs (decoded into `items` for the body to reuse).
+fn validator(
+    shared: &Shared,
+    served: &Served,
+    kind: Kind,
+    prefix: u64,
+    items: &mut Option<Vec<(Key, u64)>>,
+) -> seekless_pwned::Result<HeaderValue> {
+    let key = cache_key(kind, prefix, CachedAs::Etag);
+    if let Some(tag) = shared.cache.as_ref().and_then(|c| c.get(key)) {
+        if let Ok(value) = HeaderValue::from_maybe_shared(tag) {
+            return Ok(value);
+        }
+    }
+    let decoded = served.index.range(prefix, 20)?;
+    let tag = seekless_pwned::range_etag(kind, &decoded);
+    *items = Some(decoded);
+    if let Some(cache) = &shared.cache {
+        cache.insert(key, Bytes::from(tag.clone()));
+    }
+    Ok(HeaderValue::from_str(&tag).expect("hex in quotes is a valid header value"))
+}
+
+/// What a cache entry of a range holds: its body in one coding, or its
+/// validator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CachedAs {
+    Body(Encoding),
+    Etag,
+}
+
+fn cache_key(kind: Kind, prefix: u64, what: CachedAs) -> u32 {
+    let slot = match what {
+        CachedAs::Body(encoding) => encoding as u32,
+        CachedAs::Etag => 3,
+    };
+    prefix as u32 | u32::from(kind == Kind::Ntlm) << 20 | slot << 21
 }
 
 /// A content coding of range answers kept in the cache.
@@ -651,9 +695,13 @@ fn answer(
     prefix: u64,
     padding: bool,
     encoding: Encoding,
+    items: Option<Vec<(Key, u64)>>,
 ) -> seekless_pwned::Result<Bytes> {
     let render = || -> seekless_pwned::Result<Bytes> {
-        let items = served.index.range(prefix, 20)?;
+        let items = match items {
+            Some(items) => items,
+            None => served.index.range(prefix, 20)?,
+        };
         Ok(Bytes::from(if padding {
             let seed = shared
                 .seed
@@ -666,9 +714,7 @@ fn answer(
     let Some(cache) = shared.cache.as_ref().filter(|_| !padding) else {
         return render();
     };
-    let key = |encoding: Encoding| {
-        prefix as u32 | u32::from(kind == Kind::Ntlm) << 20 | (encoding as u32) << 21
-    };
+    let key = |encoding: Encoding| cache_key(kind, prefix, CachedAs::Body(encoding));
     if let Some(body) = cache.get(key(encoding)) {
         return Ok(body);
     }
@@ -713,8 +759,8 @@ fn compress(body: &[u8], encoding: Encoding) -> Vec<u8> {
 
 /// Whether the client's cached copy is still good (`If-None-Match` wins
 /// over `If-Modified-Since`, which must repeat our `Last-Modified`).
-fn not_modified(headers: &HeaderMap, served: &Served) -> bool {
-    let ours = served.etag.as_bytes();
+fn not_modified(headers: &HeaderMap, etag: &HeaderValue, served: &Served) -> bool {
+    let ours = etag.as_bytes();
     let ours = ours.strip_prefix(b"W/").unwrap_or(ours);
     let tags: Vec<&[u8]> = headers
         .get_all(header::IF_NONE_MATCH)

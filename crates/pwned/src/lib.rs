@@ -46,7 +46,7 @@ pub use input::Input;
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
-pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex};
+pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex, range_etag};
 pub use source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "update")]
 pub use update::{

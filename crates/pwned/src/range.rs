@@ -111,6 +111,33 @@ fn parse_count(digits: &[u8]) -> Option<u64> {
     })
 }
 
+/// A strong validator (`ETag`) for a range, computed from its content
+/// alone: the same for the same (hash, count) pairs whatever index or
+/// process serves them, different when any pair differs (the first 128 bits
+/// of SHA-1 over the kind and every pair, hash bytes then count as 8
+/// big-endian bytes).
+pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
+    use sha1::{Digest, Sha1};
+    let mut sha = Sha1::new();
+    sha.update([kind.hex_len() as u8]);
+    let mut block = [0u8; 28 * 64];
+    for chunk in items.chunks(64) {
+        for (slot, &(key, count)) in block.chunks_exact_mut(28).zip(chunk) {
+            slot[..20].copy_from_slice(&key.to_bytes());
+            slot[20..].copy_from_slice(&count.to_be_bytes());
+        }
+        sha.update(&block[..28 * chunk.len()]);
+    }
+    let digest = sha.finalize();
+    let mut tag = String::with_capacity(34);
+    tag.push('"');
+    for byte in &digest[..16] {
+        tag.push_str(&format!("{byte:02x}"));
+    }
+    tag.push('"');
+    tag
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +172,37 @@ mod tests {
         assert_eq!(
             got[0].0.to_hex(Kind::Ntlm),
             "8846F0000A6F3E1C0A8C8A3E6E7BB6C2"
+        );
+    }
+
+    #[test]
+    fn etags_follow_the_content() {
+        let a = parse(Kind::Sha1, 0x5BAA6, "1E4C9B93F3F0682250B6CF8331B7EE68FD8:3").unwrap();
+        let b = parse(Kind::Sha1, 0x5BAA6, "1E4C9B93F3F0682250B6CF8331B7EE68FD8:4").unwrap();
+        let tag = range_etag(Kind::Sha1, &a);
+        assert_eq!(tag.len(), 34);
+        assert!(tag.starts_with('"') && tag.ends_with('"'), "strong: {tag}");
+        assert_eq!(tag, range_etag(Kind::Sha1, &a.clone()));
+        assert_ne!(tag, range_etag(Kind::Sha1, &b), "a count changed");
+        assert_ne!(tag, range_etag(Kind::Sha1, &[]));
+        assert_ne!(range_etag(Kind::Sha1, &[]), range_etag(Kind::Ntlm, &[]));
+        let many: Vec<(Key, u64)> = (0..200u64)
+            .map(|i| {
+                (
+                    Key {
+                        hi: i,
+                        mid: 0,
+                        lo: 0,
+                    },
+                    i + 1,
+                )
+            })
+            .collect();
+        let mut dropped = many.clone();
+        dropped.remove(150);
+        assert_ne!(
+            range_etag(Kind::Sha1, &many),
+            range_etag(Kind::Sha1, &dropped)
         );
     }
 
