@@ -493,7 +493,8 @@ fn stats(path: &Path) -> Result<ExitCode> {
     println!("bytes_per_hash\t{per_hash:.3}");
     if let Some(source) = index.source()? {
         println!("source\t{}", source.url);
-        println!("updated\t{}", source.updated);
+        let updated = std::time::UNIX_EPOCH + std::time::Duration::from_secs(source.updated);
+        println!("updated\t{}", crate::date::rfc3339(updated));
         println!("validators\t{}", source.validators());
     }
     Ok(ExitCode::SUCCESS)
