@@ -291,6 +291,10 @@ struct UpdateBar {
 
 #[cfg(feature = "update")]
 impl seekless_pwned::UpdateProgress for UpdateBar {
+    fn resumed(&self, from: u32) {
+        self.bar.set_position(u64::from(from));
+        self.bar.reset_eta();
+    }
     fn range(&self, received: u64, hashes: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         let received = self.received.fetch_add(received, Relaxed) + received;
@@ -320,6 +324,12 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
         s.changed,
         s.not_modified
     );
+    if s.resumed_from > 0 {
+        println!(
+            "  resumed an interrupted update at range {}",
+            seekless_pwned::prefix_hex(s.resumed_from)
+        );
+    }
     println!(
         "  {} hashes: {} added, {} removed, {} counts changed",
         s.hashes, s.added, s.removed, s.counts_changed

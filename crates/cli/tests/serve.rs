@@ -815,31 +815,56 @@ fn update_from_serve_equals_the_served_index() {
 
 #[cfg(feature = "update")]
 #[test]
-fn a_killed_update_leaves_the_old_index_as_it_was() {
+fn a_killed_update_leaves_the_old_index_and_resumes() {
     let (dir, sha1, _) = sha1_index("update-kill", 23);
     let server = Server::start(&[&sha1], &[]);
     let index = dir.join("kept.idx");
     std::fs::copy(&sha1, &index).unwrap();
     let before = common::snapshot(&dir);
+    let journal = dir.join(".kept.idx.update-journal");
     let mut child = Command::new(SEEKLESS)
-        .args(["pwned", "update"])
+        .args(["pwned", "update", "--full"])
         .arg(&index)
         .args(["--base-url", &format!("http://127.0.0.1:{}", server.port)])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait().unwrap().is_none(), "still fetching");
+    // Killed once the journal holds a checkpoint (it starts with a header
+    // of under 100 bytes).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 100 {
+        assert!(Instant::now() < deadline, "no checkpoint written");
+        assert!(child.try_wait().unwrap().is_none(), "still fetching");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(
-        common::snapshot(&dir),
-        before,
-        "nothing changed, nothing left"
+    let after = common::snapshot(&dir);
+    for (path, bytes) in &before {
+        assert!(after.get(path) == Some(bytes), "{path:?} unchanged");
+    }
+    // The rerun goes on from the checkpoint; then nothing is left beside.
+    let out = update(&index, &server, &["--full"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    // A server that is not there: an error naming a range, nothing changed.
+    assert!(
+        stdout.contains("resumed an interrupted update at range"),
+        "{stdout}"
+    );
+    assert!(export(&index) == export(&sha1));
+    let mut names: Vec<PathBuf> = common::snapshot(&dir).into_keys().collect();
+    names.sort();
+    let mut expected: Vec<PathBuf> = before.into_keys().collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    // A server that is not there: an error naming a range, the index kept.
     drop(server);
+    let kept = std::fs::read(&index).unwrap();
     let out = Command::new(SEEKLESS)
         .args(["pwned", "update"])
         .arg(&index)
@@ -849,6 +874,6 @@ fn a_killed_update_leaves_the_old_index_as_it_was() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("range 00000"), "{stderr}");
-    assert_eq!(common::snapshot(&dir), before);
+    assert_eq!(std::fs::read(&index).unwrap(), kept);
     std::fs::remove_dir_all(&dir).unwrap();
 }

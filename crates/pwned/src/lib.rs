@@ -26,6 +26,8 @@ mod format;
 mod hash;
 mod index;
 mod input;
+#[cfg(feature = "update")]
+mod journal;
 mod nameless;
 mod once;
 mod page;
@@ -52,4 +54,4 @@ pub use source::{MAX_VALIDATOR, RANGES, Source};
 pub use update::{
     DEFAULT_BASE_URL, NoUpdateProgress, UpdateOptions, UpdateProgress, UpdateSummary, update,
 };
-pub use writer::{SortedWriter, Written};
+pub use writer::{Checkpoint, SortedWriter, Written};

@@ -25,6 +25,9 @@ pub(crate) struct Encoder {
     pending: Vec<(u64, Key, u64)>,
     first: u64,
     continued: bool,
+    /// The last bucket of a page closed early by [`Encoder::close_page`]: if
+    /// the next key is in it, the next page continues it.
+    closed_in: Option<u64>,
     bits: usize,
     stream: bits::Writer,
     /// Pages written so far, back to back.
@@ -40,6 +43,7 @@ impl Encoder {
             pending: Vec::with_capacity(512),
             first: 0,
             continued: false,
+            closed_in: None,
             bits: 0,
             stream: bits::Writer::new(PAGE_BITS + 64),
             pages: Vec::new(),
@@ -60,6 +64,7 @@ impl Encoder {
         let fixed = 1 + self.layout.l() as usize + gamma_len(count);
         loop {
             let Some(&(last, ..)) = self.pending.last() else {
+                self.continued |= self.closed_in.take() == Some(bucket);
                 self.first = bucket;
                 self.pending.push((bucket, key, count));
                 self.bits = fixed;
@@ -92,6 +97,27 @@ impl Encoder {
             for (_, k, c) in moved {
                 self.push(k, c);
             }
+        }
+    }
+
+    /// The last bucket of the last page closed by [`Encoder::close_page`].
+    pub(crate) fn closed_in(&self) -> Option<u64> {
+        self.closed_in
+    }
+
+    /// Goes on after a page that ended in `bucket`, closed by
+    /// [`Encoder::close_page`] (in another encoder).
+    pub(crate) fn after_closed(&mut self, bucket: Option<u64>) {
+        self.closed_in = bucket;
+    }
+
+    /// Writes out the pending page now (partly filled), so that everything
+    /// pushed so far is in `pages`; a bucket that goes on is flagged on the
+    /// next page.
+    pub(crate) fn close_page(&mut self) {
+        if let Some(&(last, ..)) = self.pending.last() {
+            self.flush();
+            self.closed_in = Some(last);
         }
     }
 

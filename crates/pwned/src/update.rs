@@ -6,11 +6,16 @@
 //! prefix order, checked line by line, and streamed into a [`SortedWriter`]:
 //! no text file, no sort, no spill. When the index already exists, each
 //! range is asked for with its stored validator (`If-None-Match`); a `304`
-//! range is copied from the old index. The new index is written without a
-//! name, checked, and only then takes the old one's place, so an error, a
-//! Ctrl-C or a `kill -9` leaves the old index as it was.
+//! range is copied from the old index. The new index is written beside the
+//! old one (`.NAME.update-partial`), checked, and only then renamed over it,
+//! so an error, a Ctrl-C or a `kill -9` leaves the old index as it was. A
+//! journal beside it (`.NAME.update-journal`, see the `journal` module)
+//! records a checkpoint every 16,384 ranges: a rerun after an interruption
+//! or an error goes on from the last checkpoint instead of fetching every
+//! range again. Both are gone once the new index is in place.
 
-use std::io::{BufWriter, Read};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -20,9 +25,10 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::PAGE;
 use crate::hash::{Key, Kind};
 use crate::index::Index;
-use crate::nameless::Nameless;
+use crate::journal::{Journal, Record, Terms};
 use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
 use crate::source::{RANGES, Source};
 use crate::writer::SortedWriter;
@@ -69,6 +75,8 @@ impl Default for UpdateOptions {
 
 /// Told about an update as it goes; every method has an empty default.
 pub trait UpdateProgress: Sync {
+    /// An interrupted update goes on: ranges before `from` are done.
+    fn resumed(&self, _from: u32) {}
     /// A range is done (in prefix order): bytes received for it (0 when not
     /// modified) and hashes it holds.
     fn range(&self, _received: u64, _hashes: u64) {}
@@ -85,6 +93,8 @@ impl UpdateProgress for NoUpdateProgress {}
 pub struct UpdateSummary {
     /// Whether there was no index before.
     pub created: bool,
+    /// The range an interrupted update went on from (0: from the start).
+    pub resumed_from: u32,
     /// Ranges asked for (all 1,048,576).
     pub checked: u32,
     /// Ranges the server said were not modified (copied from the old index).
@@ -139,22 +149,75 @@ pub fn update(
         Some(old) if !options.full => old.source()?,
         _ => None,
     };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let out = Nameless::create(&dir, "index").map_err(io_err)?;
-    let mut writer = SortedWriter::new(
-        BufWriter::with_capacity(1 << 20, &out.file),
-        options.kind,
-        old.as_ref().map(Index::len),
-    )?;
     let base = options.base_url.trim_end_matches('/').to_string();
-    let mut source = Source::new(base.clone(), 0);
-    let mut summary = UpdateSummary {
-        created: old.is_none(),
-        ..UpdateSummary::default()
+    let terms = Terms {
+        kind: options.kind,
+        full: options.full,
+        url: base.clone(),
+        old: match &old {
+            Some(_) => identity(path).map_err(io_err)?,
+            None => (0, 0),
+        },
     };
+    let (partial_path, journal_path) = beside(path)?;
+    let mut source = Source::new(base.clone(), 0);
+    let mut summary = UpdateSummary::default();
+    // Since the last checkpoint: validators, and ranges seen.
+    let mut fresh_validators: Vec<Option<Vec<u8>>> = Vec::new();
+    let resumed = match Journal::open(&journal_path, &terms).map_err(io_err)? {
+        Some((journal, records)) if !records.is_empty() => Some((journal, records)),
+        _ => None,
+    };
+    let (partial, mut journal, mut writer, start) = match resumed {
+        Some((journal, records)) => {
+            let last = records.last().expect("not empty").clone();
+            let partial = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&partial_path)
+                .map_err(|e| Error::io(partial_path.clone(), e))?;
+            let pages_end = PAGE as u64 * (1 + last.checkpoint.pages);
+            let len = partial.metadata().map_err(io_err)?.len();
+            if len < pages_end {
+                return Err(Error::corrupt(format!(
+                    "{} is shorter than its journal says; remove it and {} to start over",
+                    partial_path.display(),
+                    journal_path.display()
+                )));
+            }
+            partial.set_len(pages_end).map_err(io_err)?;
+            let mut dir = Vec::new();
+            for record in &records {
+                dir.extend_from_slice(&record.checkpoint.dir);
+                for v in &record.validators {
+                    source.push_validator(v.as_deref());
+                }
+            }
+            summary = last.summary.clone();
+            summary.checked = last.next_prefix;
+            summary.resumed_from = last.next_prefix;
+            progress.resumed(last.next_prefix);
+            let mut out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
+            out.seek(SeekFrom::End(0)).map_err(io_err)?;
+            let writer = SortedWriter::resume(out, options.kind, &last.checkpoint, &dir)?;
+            (partial, journal, writer, last.next_prefix)
+        }
+        None => {
+            let partial = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&partial_path)
+                .map_err(|e| Error::io(partial_path.clone(), e))?;
+            let journal = Journal::create(&journal_path, &terms)
+                .map_err(|e| Error::io(journal_path.clone(), e))?;
+            let out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
+            let writer = SortedWriter::new(out, options.kind, old.as_ref().map(Index::len))?;
+            (partial, journal, writer, 0)
+        }
+    };
+    summary.created = old.is_none();
 
     let fetcher = Fetcher::new(options, base, validators)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -166,7 +229,7 @@ pub fn update(
     let concurrency = options.concurrency.max(1);
     runtime.spawn(async move {
         let fetcher = Arc::new(fetcher);
-        let mut answers = futures_util::stream::iter(0..RANGES)
+        let mut answers = futures_util::stream::iter(start..RANGES)
             .map(|prefix| {
                 let fetcher = Arc::clone(&fetcher);
                 tokio::spawn(async move { fetcher.fetch(prefix).await })
@@ -184,7 +247,7 @@ pub fn update(
 
     let mut old_range = Vec::new();
     let result = (|| -> Result<()> {
-        for prefix in 0..RANGES {
+        for prefix in start..RANGES {
             let answer = rx.blocking_recv().ok_or_else(|| {
                 Error::io(None, std::io::Error::other("the fetching tasks stopped"))
             })??;
@@ -194,14 +257,14 @@ pub fn update(
             if let Some(old) = &old {
                 old_range = old.range(u64::from(prefix), 20)?;
             }
-            let hashes = match answer.body {
+            let (received, hashes) = match answer.body {
                 Body::NotModified { validator } => {
                     summary.not_modified += 1;
                     for &(key, count) in &old_range {
                         writer.push(key, count)?;
                     }
-                    source.push_validator(Some(&validator));
-                    old_range.len()
+                    fresh_validators.push(Some(validator));
+                    (0, old_range.len())
                 }
                 Body::Range {
                     validator,
@@ -219,28 +282,54 @@ pub fn update(
                     for &(key, count) in &entries {
                         writer.push(key, count)?;
                     }
-                    source.push_validator(validator.as_deref());
-                    progress.range(received, entries.len() as u64);
-                    continue;
+                    fresh_validators.push(validator);
+                    (received, entries.len())
                 }
             };
-            progress.range(0, hashes as u64);
+            progress.range(received, hashes as u64);
+            let next_prefix = prefix + 1;
+            if next_prefix % CHECKPOINT_RANGES == 0
+                && next_prefix < RANGES
+                && writer.last().is_some()
+            {
+                // Pages first, durable; then the record that points at them.
+                let checkpoint = writer.checkpoint()?;
+                partial.sync_data().map_err(io_err)?;
+                for v in &fresh_validators {
+                    source.push_validator(v.as_deref());
+                }
+                let record = Record {
+                    next_prefix,
+                    checkpoint,
+                    summary: summary.clone(),
+                    validators: std::mem::take(&mut fresh_validators),
+                };
+                journal
+                    .append(&record)
+                    .map_err(|e| Error::io(journal_path.clone(), e))?;
+            }
         }
         Ok(())
     })();
     drop(rx);
     runtime.shutdown_background();
+    // On an error the partial index and its journal stay: a rerun goes on
+    // from the last checkpoint.
     result.map_err(|e| e.with_path(path))?;
 
+    for v in &fresh_validators {
+        source.push_validator(v.as_deref());
+    }
     source.updated = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (buffered, written) = writer.finish(Some(&source))?;
     buffered.into_inner().map_err(|e| io_err(e.into_error()))?;
-    out.file.sync_all().map_err(io_err)?;
+    partial.sync_all().map_err(io_err)?;
     // Checked before it takes the old one's place: header, size, directory
     // and source checksums, and the totals written.
-    let check = Index::from_file(out.file.try_clone().map_err(io_err)?)?;
+    let check = Index::from_file(clone(&partial, &partial_path)?)
+        .map_err(|e| e.with_path(&partial_path))?;
     if check.len() != written.hashes || check.source()?.as_ref() != Some(&source) {
         return Err(Error::corrupt(
             "the new index does not read back as written",
@@ -248,11 +337,62 @@ pub fn update(
     }
     drop(check);
     drop(old);
-    out.persist(path).map_err(io_err)?;
+    std::fs::rename(&partial_path, path).map_err(io_err)?;
+    drop(journal);
+    std::fs::remove_file(&journal_path).map_err(|e| Error::io(journal_path.clone(), e))?;
+    sync_parent(path);
     summary.hashes = written.hashes;
     summary.bytes = written.bytes;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Ranges between checkpoints of the journal (64 in a full update).
+const CHECKPOINT_RANGES: u32 = 1 << 14;
+
+/// The partial index and the journal of an update of `path`, beside it.
+fn beside(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let name = path.file_name().ok_or_else(|| {
+        Error::io(
+            path.to_path_buf(),
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
+        )
+    })?;
+    let name = name.to_string_lossy();
+    Ok((
+        path.with_file_name(format!(".{name}.update-partial")),
+        path.with_file_name(format!(".{name}.update-journal")),
+    ))
+}
+
+/// The length and header checksum of the index at `path`: what a journal
+/// records of the index it refreshes.
+fn identity(path: &Path) -> std::io::Result<(u64, u32)> {
+    let mut file = File::open(path)?;
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header)?;
+    Ok((file.metadata()?.len(), crc32c::crc32c(&header)))
+}
+
+fn clone(file: &File, path: &Path) -> Result<File> {
+    file.try_clone()
+        .map_err(|e| Error::io(path.to_path_buf(), e))
+}
+
+/// Makes a rename in `path`'s directory durable, where directories can be
+/// synced.
+fn sync_parent(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
 }
 
 /// How a new range differs from the old one.

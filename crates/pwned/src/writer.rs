@@ -37,6 +37,46 @@ pub struct SortedWriter<W: Write + Seek> {
     last: Option<(Key, u64)>,
     written: Written,
     dir: Vec<DirEntry>,
+    /// Directory entries already handed out by a checkpoint.
+    checkpointed: usize,
+}
+
+/// A point a [`SortedWriter`] can resume from (see
+/// [`SortedWriter::checkpoint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The layout's bucket bits.
+    pub bucket_bits: u32,
+    /// The bucket of the last hash written, if any (a page that starts in
+    /// it continues it).
+    pub last_bucket: Option<u64>,
+    /// Directory entries (12 bytes each) added since the previous checkpoint.
+    pub dir: Vec<u8>,
+    /// Pages written in all, after the header block.
+    pub pages: u64,
+    /// Totals so far.
+    pub written: Written,
+}
+
+/// A directory entry as stored: first bucket (with flags), checksum.
+struct DirEntryBytes([u8; DIR_ENTRY]);
+
+impl From<DirEntry> for DirEntryBytes {
+    fn from(e: DirEntry) -> Self {
+        let mut b = [0u8; DIR_ENTRY];
+        b[..8].copy_from_slice(&e.first.to_le_bytes());
+        b[8..].copy_from_slice(&e.crc.to_le_bytes());
+        DirEntryBytes(b)
+    }
+}
+
+impl From<DirEntryBytes> for DirEntry {
+    fn from(b: DirEntryBytes) -> Self {
+        DirEntry {
+            first: u64::from_le_bytes(b.0[..8].try_into().expect("8 bytes")),
+            crc: u32::from_le_bytes(b.0[8..].try_into().expect("4 bytes")),
+        }
+    }
 }
 
 /// What a [`SortedWriter`] wrote.
@@ -69,6 +109,7 @@ impl<W: Write + Seek> SortedWriter<W> {
             last: None,
             written: Written::default(),
             dir: Vec::new(),
+            checkpointed: 0,
         })
     }
 
@@ -158,6 +199,74 @@ impl<W: Write + Seek> SortedWriter<W> {
         Ok(())
     }
 
+    /// Makes everything pushed so far durable in `out`'s pages (the last
+    /// page closed partly filled, the layout chosen if it was not), and
+    /// returns what [`SortedWriter::resume`] needs to go on from here in
+    /// another process: the layout's bucket bits, the directory entries
+    /// added since the previous checkpoint, and the totals. `out` is flushed
+    /// but not synced.
+    pub fn checkpoint(&mut self) -> Result<Checkpoint> {
+        if let Some((key, count)) = self.last.take() {
+            self.emit(key, count)?;
+        }
+        if self.encoder.is_none() {
+            self.choose_layout(None)?;
+        }
+        let encoder = self.encoder.as_mut().expect("layout chosen");
+        encoder.close_page();
+        let bucket_bits = encoder.layout().h;
+        let last_bucket = encoder.closed_in();
+        self.drain()?;
+        self.out.flush().map_err(|e| Error::io(None, e))?;
+        let new = &self.dir[self.checkpointed..];
+        let checkpoint = Checkpoint {
+            bucket_bits,
+            last_bucket,
+            dir: new.iter().flat_map(|e| DirEntryBytes::from(*e).0).collect(),
+            pages: self.dir.len() as u64,
+            written: self.written,
+        };
+        self.checkpointed = self.dir.len();
+        Ok(checkpoint)
+    }
+
+    /// Goes on from a sequence of checkpoints: `out` holds the header block
+    /// and the pages they describe, and is positioned after them; `dir` is
+    /// the concatenation of their directory entries.
+    pub fn resume(out: W, kind: Kind, last: &Checkpoint, dir: &[u8]) -> Result<SortedWriter<W>> {
+        let bucket_bits = last.bucket_bits;
+        if bucket_bits > kind.bits().min(64)
+            || dir.len() % DIR_ENTRY != 0
+            || (dir.len() / DIR_ENTRY) as u64 != last.pages
+        {
+            return Err(Error::corrupt("checkpoint does not describe an index"));
+        }
+        let dir: Vec<DirEntry> = dir
+            .chunks_exact(DIR_ENTRY)
+            .map(|b| DirEntryBytes(b.try_into().expect("12 bytes")).into())
+            .collect();
+        let mut encoder = Encoder::new(Layout {
+            kind,
+            h: bucket_bits,
+        });
+        encoder.after_closed(last.last_bucket);
+        Ok(SortedWriter {
+            out,
+            kind,
+            held: Vec::new(),
+            encoder: Some(encoder),
+            last: None,
+            written: last.written,
+            checkpointed: dir.len(),
+            dir,
+        })
+    }
+
+    /// The output being written.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Writes the last page, the directory, the source section (if any) and
     /// the header; returns `out` and what was written.
     pub fn finish(mut self, source: Option<&Source>) -> Result<(W, Written)> {
@@ -196,11 +305,7 @@ pub(crate) fn write_trailer<W: Write + Seek>(
     source: Option<&Source>,
 ) -> Result<Header> {
     let io_err = |e| Error::io(None, e);
-    let mut dir_bytes = Vec::with_capacity(dir.len() * DIR_ENTRY);
-    for entry in dir {
-        dir_bytes.extend_from_slice(&entry.first.to_le_bytes());
-        dir_bytes.extend_from_slice(&entry.crc.to_le_bytes());
-    }
+    let dir_bytes: Vec<u8> = dir.iter().flat_map(|&e| DirEntryBytes::from(e).0).collect();
     // One checksum per block of directory entries, so that a single lookup
     // can check just the block it reads; the header checksums the table.
     let table: Vec<u8> = dir_bytes
@@ -307,6 +412,52 @@ mod tests {
         let index = Index::from_bytes(out.into_inner()).unwrap();
         for &(k, _) in &pairs {
             assert_eq!(index.count(k).unwrap(), u64::MAX, "saturated sum");
+        }
+    }
+
+    #[test]
+    fn checkpoints_resume_in_another_writer() {
+        // Few bucket bits, so checkpoints fall inside buckets too; a
+        // checkpoint before the layout is chosen; two in a row.
+        for (n, expected) in [(20_000, Some(300)), (20_000, None), (3_000, None)] {
+            let pairs = keys(n, 11);
+            let stops = [1, 2, n / 3, n / 3, n / 2 + 1, n - 1];
+            let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, expected).unwrap();
+            let mut dir = Vec::new();
+            let mut last = None;
+            let mut stop = stops.iter().peekable();
+            for (i, &(k, c)) in pairs.iter().enumerate() {
+                while stop.next_if(|&&s| s == i).is_some() {
+                    let point = w.checkpoint().unwrap();
+                    dir.extend_from_slice(&point.dir);
+                    last = Some((point, i));
+                }
+                w.push(k, c).unwrap();
+            }
+            // The process dies after the last checkpoint; another goes on.
+            let (point, from) = last.unwrap();
+            let mut bytes = w.get_mut().get_ref().clone();
+            bytes.truncate(PAGE * (1 + point.pages as usize));
+            let mut out = Cursor::new(bytes);
+            out.seek(SeekFrom::End(0)).unwrap();
+            let mut resumed = SortedWriter::resume(out, Kind::Sha1, &point, &dir).unwrap();
+            for &(k, c) in &pairs[from..] {
+                resumed.push(k, c).unwrap();
+            }
+            let (out, written) = resumed.finish(None).unwrap();
+            assert_eq!(written.hashes, n as u64);
+            let index = Index::from_bytes(out.into_inner()).unwrap();
+            index.verify().unwrap();
+            let back: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+            assert_eq!(back, pairs, "n = {n}, expected {expected:?}");
+            for &(k, c) in pairs.iter().step_by(7) {
+                assert_eq!(
+                    index.count(k).unwrap(),
+                    c,
+                    "n = {n}, expected {expected:?}, bits {}",
+                    index.stats().bucket_bits
+                );
+            }
         }
     }
 

@@ -1,0 +1,406 @@
+//! The update benchmark: `seekless pwned update` side by side with what
+//! users do today (curl fetching every range to a file, then `prepare` of
+//! that directory), against `seekless pwned serve` on 127.0.0.1, in one run.
+//!
+//! ```text
+//! cargo build --release -p seekless
+//! cargo bench -p seekless-pwned --bench pwned_update -- [--per-range 100] [--data DIR]
+//! ```
+//!
+//! It builds (once, cached in DIR, default `bench-data/`) an index with
+//! `--per-range` random SHA-1 hashes in every one of the 1,048,576 ranges
+//! and a copy with 1% of the ranges changed, serves the first with the
+//! release binary (`SEEKLESS_BIN`, default `target/release/seekless`), and
+//! measures with `/usr/bin/time`:
+//! - a full update into a new index, against `curl --parallel
+//!   --parallel-max 64` writing every range to a file followed by `prepare`
+//!   of the directory: wall, CPU seconds, peak RSS, bytes written;
+//! - a refresh where nothing changed, and one where 1% of the ranges did
+//!   (the changed copy served instead): time and bytes received;
+//! - the client's CPU per range at the real size (1,800 lines, gzip):
+//!   decompressing and checking one answer, without the HTTP exchange.
+//!
+//! Server and client share the machine's cores, as on one box they would.
+
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, parse_range};
+
+/// Deterministic random numbers (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// `per_range` random hashes in range `prefix`, sorted, with counts; the
+/// `variant` changes the content of about 1% of the ranges.
+fn range(prefix: u32, per_range: usize, variant: u64, out: &mut Vec<(Key, u64)>) {
+    let changed = variant != 0 && prefix % 100 == 7;
+    let mut rng = Rng(0x5EEC_1E55 ^ (u64::from(prefix) << 8) ^ if changed { variant } else { 0 });
+    out.clear();
+    for _ in 0..per_range {
+        let key = Key {
+            hi: (u64::from(prefix) << 44) | (rng.next() >> 20),
+            mid: rng.next(),
+            lo: rng.next() as u32,
+        };
+        out.push((key, 1 + rng.next() % 1000));
+    }
+    out.sort();
+    out.dedup_by_key(|(k, _)| *k);
+}
+
+fn generate(path: &Path, per_range: usize, variant: u64) {
+    if path.exists() {
+        return;
+    }
+    let started = Instant::now();
+    let tmp = path.with_extension("tmp");
+    let file = std::fs::File::create(&tmp).unwrap();
+    let mut writer = SortedWriter::new(
+        BufWriter::with_capacity(1 << 20, file),
+        Kind::Sha1,
+        Some(per_range as u64 * u64::from(RANGES)),
+    )
+    .unwrap();
+    let mut items = Vec::new();
+    for prefix in 0..RANGES {
+        range(prefix, per_range, variant, &mut items);
+        for &(key, count) in &items {
+            writer.push(key, count).unwrap();
+        }
+    }
+    let (out, written) = writer.finish(None).unwrap();
+    out.into_inner().unwrap().sync_all().unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+    println!(
+        "generated {} ({} hashes, {} bytes) in {:.1} s",
+        path.display(),
+        written.hashes,
+        written.bytes,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+struct Server(Child, u16);
+
+impl Server {
+    fn start(bin: &Path, index: &Path, port: u16) -> Server {
+        let child = Command::new(bin)
+            .args([
+                "pwned",
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "-i",
+            ])
+            .arg(index)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server(child, port)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.1)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What `/usr/bin/time` measured of one command.
+#[derive(Debug, Default, Clone, Copy)]
+struct Measured {
+    wall: f64,
+    cpu: f64,
+    rss_mib: f64,
+}
+
+impl std::ops::Add for Measured {
+    type Output = Measured;
+    fn add(self, o: Measured) -> Measured {
+        Measured {
+            wall: self.wall + o.wall,
+            cpu: self.cpu + o.cpu,
+            rss_mib: self.rss_mib.max(o.rss_mib),
+        }
+    }
+}
+
+/// Runs `command` under `/usr/bin/time`; returns its measures and stdout.
+fn measure(command: &[&str], stdin: Option<&Path>) -> (Measured, String) {
+    let report = std::env::temp_dir().join(format!("seekless-time-{}", std::process::id()));
+    let mut cmd = Command::new("/usr/bin/time");
+    cmd.args(["-f", "%e %U %S %M", "-o"])
+        .arg(&report)
+        .args(command);
+    if let Some(path) = stdin {
+        cmd.stdin(std::fs::File::open(path).unwrap());
+    }
+    let out = cmd.stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "{command:?} failed");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let f: Vec<f64> = text
+        .split_whitespace()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (
+        Measured {
+            wall: f[0],
+            cpu: f[1] + f[2],
+            rss_mib: f[3] / 1024.0,
+        },
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// The client's CPU for one real-size answer: gunzip and check it.
+fn client_cpu_per_range() -> f64 {
+    let mut items = Vec::new();
+    range(0x5BAA6, 1800, 0, &mut items);
+    let mut body = Vec::new();
+    for (i, (key, count)) in items.iter().enumerate() {
+        if i > 0 {
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(&key.to_hex(Kind::Sha1).as_bytes()[5..]);
+        body.extend_from_slice(format!(":{count}").as_bytes());
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    gz.write_all(&body).unwrap();
+    let gz = gz.finish().unwrap();
+    let rounds = 3000;
+    let mut text = Vec::with_capacity(body.len());
+    let mut parsed = Vec::with_capacity(2000);
+    let started = Instant::now();
+    for _ in 0..rounds {
+        text.clear();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut text)
+            .unwrap();
+        parsed.clear();
+        parse_range(Kind::Sha1, 0x5BAA6, &text, &mut parsed).unwrap();
+    }
+    let per = started.elapsed().as_secs_f64() / f64::from(rounds) * 1e6;
+    assert_eq!(parsed.len(), items.len());
+    println!(
+        "client CPU per real-size range (1,800 lines, {} bytes gzip, {} plain): {per:.1} µs \
+         (decompress + check; goal ≤ 150 µs)",
+        gz.len(),
+        body.len()
+    );
+    per
+}
+
+fn main() {
+    let mut per_range = 100usize;
+    let mut data = PathBuf::from("bench-data");
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--per-range" => per_range = args.next().unwrap().parse().unwrap(),
+            "--data" => data = PathBuf::from(args.next().unwrap()),
+            _ => {}
+        }
+    }
+    client_cpu_per_range();
+    let bin = std::env::var_os("SEEKLESS_BIN")
+        .map_or_else(|| PathBuf::from("target/release/seekless"), PathBuf::from);
+    if !bin.exists() {
+        println!(
+            "{} not found: build it (cargo build --release -p seekless) or set SEEKLESS_BIN",
+            bin.display()
+        );
+        return;
+    }
+    let bin = std::fs::canonicalize(bin).unwrap();
+    let curl = Command::new("curl").arg("--version").output().is_ok();
+    std::fs::create_dir_all(&data).unwrap();
+    let served = data.join(format!("update-{per_range}.idx"));
+    let changed = data.join(format!("update-{per_range}-changed.idx"));
+    generate(&served, per_range, 0);
+    generate(&changed, per_range, 0xC4A6);
+    let work = data.join("update-work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let b = bin.to_str().unwrap();
+    let server = Server::start(&bin, &served, 18091);
+    let url = server.url();
+
+    // seekless: one command.
+    let ours = work.join("ours.idx");
+    let (m_ours, out) = measure(
+        &[
+            b,
+            "pwned",
+            "update",
+            ours.to_str().unwrap(),
+            "--base-url",
+            &url,
+        ],
+        None,
+    );
+    print!("{out}");
+    let ours_written = std::fs::metadata(&ours).unwrap().len();
+
+    // curl + prepare: every range to a file, then the directory.
+    let mut peer = None;
+    if curl {
+        let ranges = work.join("ranges");
+        std::fs::create_dir_all(&ranges).unwrap();
+        let config = work.join("curl.cfg");
+        let mut cfg = BufWriter::new(std::fs::File::create(&config).unwrap());
+        for prefix in 0..RANGES {
+            writeln!(
+                cfg,
+                "url = \"{url}/range/{prefix:05X}\"\noutput = \"{}/{prefix:05X}.txt\"",
+                ranges.display()
+            )
+            .unwrap();
+        }
+        cfg.into_inner().unwrap().sync_all().unwrap();
+        let (m_curl, _) = measure(
+            &[
+                "curl",
+                "--silent",
+                "--fail",
+                "--compressed",
+                "--parallel",
+                "--parallel-max",
+                "64",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+            None,
+        );
+        let text_bytes = dir_bytes(&ranges);
+        let theirs = work.join("theirs.idx");
+        let (m_prep, _) = measure(
+            &[
+                b,
+                "pwned",
+                "prepare",
+                ranges.to_str().unwrap(),
+                "-o",
+                theirs.to_str().unwrap(),
+            ],
+            None,
+        );
+        let same = Index::open(&ours).unwrap().len() == Index::open(&theirs).unwrap().len();
+        assert!(same, "both hold the same corpus");
+        let index_bytes = std::fs::metadata(&theirs).unwrap().len();
+        peer = Some((m_curl, m_prep, text_bytes, index_bytes));
+    } else {
+        println!("curl not found: the peer run is skipped");
+    }
+
+    // Refreshes: nothing changed; then 1% of the ranges changed.
+    let (m_none, out_none) = measure(
+        &[
+            b,
+            "pwned",
+            "update",
+            ours.to_str().unwrap(),
+            "--base-url",
+            &url,
+        ],
+        None,
+    );
+    drop(server);
+    let server = Server::start(&bin, &changed, 18092);
+    let (m_some, out_some) = measure(
+        &[
+            b,
+            "pwned",
+            "update",
+            ours.to_str().unwrap(),
+            "--base-url",
+            &server.url(),
+        ],
+        None,
+    );
+    drop(server);
+
+    let hashes = Index::open(&ours).unwrap().len();
+    println!();
+    println!(
+        "full update, {per_range} hashes a range ({hashes} hashes), served on 127.0.0.1 by pwned serve:"
+    );
+    println!(
+        "{:<34} {:>8} {:>8} {:>9} {:>14}",
+        "", "wall s", "CPU s", "RSS MiB", "bytes written"
+    );
+    let row = |name: &str, m: Measured, written: u64| {
+        println!(
+            "{name:<34} {:>8.1} {:>8.1} {:>9.0} {:>14}",
+            m.wall, m.cpu, m.rss_mib, written
+        );
+    };
+    row("seekless pwned update", m_ours, ours_written);
+    if let Some((m_curl, m_prep, text_bytes, index_bytes)) = peer {
+        row("curl --parallel-max 64", m_curl, text_bytes);
+        row("  then seekless pwned prepare", m_prep, index_bytes);
+        row("curl + prepare", m_curl + m_prep, text_bytes + index_bytes);
+        println!(
+            "seekless is {:.2}x faster (wall), {:.2}x less CPU",
+            (m_curl.wall + m_prep.wall) / m_ours.wall,
+            (m_curl.cpu + m_prep.cpu) / m_ours.cpu
+        );
+    }
+    println!(
+        "client CPU per range in the full update (HTTP included): {:.1} µs",
+        m_ours.cpu / f64::from(RANGES) * 1e6
+    );
+    // The summary's third line: "  N bytes received, …".
+    let received = |out: &str| -> String {
+        out.lines()
+            .find_map(|l| l.trim().split_once(" bytes received"))
+            .map_or_else(String::new, |(n, _)| n.to_string())
+    };
+    println!(
+        "refresh, nothing changed: {:.1} s wall, {:.1} CPU s, {} bytes received",
+        m_none.wall,
+        m_none.cpu,
+        received(&out_none)
+    );
+    println!(
+        "refresh, 1% of ranges changed: {:.1} s wall, {:.1} CPU s, {} bytes received",
+        m_some.wall,
+        m_some.cpu,
+        received(&out_some)
+    );
+    print!("{out_some}");
+    let _ = std::fs::remove_dir_all(&work);
+}
