@@ -269,17 +269,20 @@ fn main() {
 
     // seekless: one command.
     let ours = work.join("ours.idx");
-    let (m_ours, out) = measure(
-        &[
-            b,
-            "pwned",
-            "update",
-            ours.to_str().unwrap(),
-            "--base-url",
-            &url,
-        ],
-        None,
-    );
+    let update_from = |url: &str| {
+        measure(
+            &[
+                b,
+                "pwned",
+                "update",
+                ours.to_str().unwrap(),
+                "--base-url",
+                url,
+            ],
+            None,
+        )
+    };
+    let (m_ours, out) = update_from(&url);
     print!("{out}");
     let ours_written = std::fs::metadata(&ours).unwrap().len();
 
@@ -335,30 +338,10 @@ fn main() {
     }
 
     // Refreshes: nothing changed; then 1% of the ranges changed.
-    let (m_none, out_none) = measure(
-        &[
-            b,
-            "pwned",
-            "update",
-            ours.to_str().unwrap(),
-            "--base-url",
-            &url,
-        ],
-        None,
-    );
+    let (m_none, out_none) = update_from(&url);
     drop(server);
     let server = Server::start(&bin, &changed, 18092);
-    let (m_some, out_some) = measure(
-        &[
-            b,
-            "pwned",
-            "update",
-            ours.to_str().unwrap(),
-            "--base-url",
-            &server.url(),
-        ],
-        None,
-    );
+    let (m_some, out_some) = update_from(&server.url());
     drop(server);
 
     let hashes = Index::open(&ours).unwrap().len();
