@@ -754,14 +754,28 @@ fn hostile_requests_never_crash_the_server() {
 
 /// `seekless pwned update INDEX --base-url URL EXTRA…`.
 #[cfg(feature = "update")]
-fn update(index: &Path, server: &Server, extra: &[&str]) -> std::process::Output {
-    Command::new(SEEKLESS)
+fn update_command(index: &Path, base_url: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(SEEKLESS);
+    command
         .args(["pwned", "update"])
         .arg(index)
-        .args(["--base-url", &format!("http://127.0.0.1:{}", server.port)])
-        .args(extra)
-        .output()
-        .unwrap()
+        .args(["--base-url", base_url])
+        .args(extra);
+    command
+}
+
+/// Runs an update from `server` that must succeed; returns its stdout.
+#[cfg(feature = "update")]
+fn update(index: &Path, server: &Server, extra: &[&str]) -> String {
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let out = update_command(index, &url, extra).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 #[cfg(feature = "update")]
@@ -786,13 +800,7 @@ fn update_from_serve_equals_the_served_index() {
             "copy-{}",
             source.file_name().unwrap().to_string_lossy()
         ));
-        let out = update(&copy, &server, extra);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = update(&copy, &server, extra);
         assert!(
             stdout.contains("1048576 ranges checked, 1048576 changed, 0 not modified"),
             "{stdout}"
@@ -822,10 +830,8 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
     std::fs::copy(&sha1, &index).unwrap();
     let before = common::snapshot(&dir);
     let journal = dir.join(".kept.idx.update-journal");
-    let mut child = Command::new(SEEKLESS)
-        .args(["pwned", "update", "--full"])
-        .arg(&index)
-        .args(["--base-url", &format!("http://127.0.0.1:{}", server.port)])
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let mut child = update_command(&index, &url, &["--full"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -845,13 +851,7 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
         assert!(after.get(path) == Some(bytes), "{path:?} unchanged");
     }
     // The rerun goes on from the checkpoint; then nothing is left beside.
-    let out = update(&index, &server, &["--full"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = update(&index, &server, &["--full"]);
     assert!(
         stdout.contains("resumed an interrupted update at range"),
         "{stdout}"
@@ -865,10 +865,7 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
     // A server that is not there: an error naming a range, the index kept.
     drop(server);
     let kept = std::fs::read(&index).unwrap();
-    let out = Command::new(SEEKLESS)
-        .args(["pwned", "update"])
-        .arg(&index)
-        .args(["--base-url", "http://127.0.0.1:9", "--tries", "2"])
+    let out = update_command(&index, "http://127.0.0.1:9", &["--tries", "2"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

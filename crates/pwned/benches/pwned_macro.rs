@@ -29,17 +29,8 @@ use std::time::Instant;
 
 use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, NoProgress, build};
 
-/// Deterministic random numbers (xorshift64*), seeded per corpus.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+mod common;
+use common::Rng;
 
 /// The next hash of a corpus, and its count.
 fn member(rng: &mut Rng) -> (Key, u32) {

@@ -29,17 +29,8 @@ use std::time::{Duration, Instant};
 
 use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, parse_range};
 
-/// Deterministic random numbers (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+mod common;
+use common::Rng;
 
 /// `per_range` random hashes in range `prefix`, sorted, with counts; the
 /// `variant` changes the content of about 1% of the ranges.
