@@ -25,7 +25,9 @@
 //!
 //! The indexes are opened once (memory-mapped) and shared by all workers;
 //! several server processes can map the same file, which is how to scale
-//! past one machine's cores (replicas behind a load balancer).
+//! past one machine's cores (replicas behind a load balancer). A file that
+//! takes a served index's name (noticed within a second, or on SIGHUP) is
+//! opened, verified and then served in its place, with no request dropped.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -33,7 +35,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
@@ -100,17 +102,78 @@ const DAMAGED: u8 = 2;
 struct Served {
     index: Index,
     path: PathBuf,
+    /// The file it was opened from, to notice when another takes its name.
+    identity: Identity,
     last_modified: Option<HeaderValue>,
     status: AtomicU8,
     damage: OnceLock<String>,
 }
 
+/// What tells one file from another under the same name: device and inode
+/// where there are such, with size and modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    file: (u64, u64),
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Identity {
+    fn of(path: &Path) -> std::io::Result<Identity> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        let file = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let file = (0, 0);
+        Ok(Identity {
+            file,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+/// The indexes answering requests now, with what is cached of them. A
+/// request holds the one it started with to its end; a reload puts a new
+/// one in place for the requests after it.
 #[derive(Debug)]
-struct Shared {
-    sha1: Option<Served>,
-    ntlm: Option<Served>,
+struct Indexes {
+    sha1: Option<Arc<Served>>,
+    ntlm: Option<Arc<Served>>,
     seed: AtomicU64,
     cache: Option<Cache>,
+}
+
+impl Indexes {
+    fn new(sha1: Option<Arc<Served>>, ntlm: Option<Arc<Served>>, cache_bytes: usize) -> Indexes {
+        let seed = std::collections::hash_map::RandomState::new();
+        let seed = std::hash::BuildHasher::hash_one(&seed, SystemTime::now());
+        Indexes {
+            sha1,
+            ntlm,
+            seed: AtomicU64::new(seed),
+            cache: (cache_bytes > 0).then(|| Cache::new(cache_bytes)),
+        }
+    }
+
+    fn served(&self) -> impl Iterator<Item = &Arc<Served>> {
+        [&self.sha1, &self.ntlm].into_iter().flatten()
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    current: RwLock<Arc<Indexes>>,
+    cache_bytes: usize,
+}
+
+impl Shared {
+    fn load(&self) -> Arc<Indexes> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Rendered bodies of recently served ranges, within a byte budget,
@@ -184,65 +247,78 @@ pub fn run(args: Args) -> ExitCode {
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn open(path: &Path) -> Result<Served> {
+    // The identity first: a file that takes the name after it is noticed.
+    let identity = Identity::of(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let index = Index::open(path)?;
-    let last_modified = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
+    let last_modified = identity
+        .modified
         .and_then(|t| HeaderValue::from_str(&http_date(t)).ok());
     Ok(Served {
         index,
         path: path.to_path_buf(),
+        identity,
         last_modified,
         status: AtomicU8::new(VERIFYING),
         damage: OnceLock::new(),
     })
 }
 
+/// Verifies a served index, recording the outcome for `/health`.
+fn verify(served: &Served) -> bool {
+    match served.index.verify() {
+        Ok(()) => {
+            served.status.store(VERIFIED, Ordering::Release);
+            true
+        }
+        Err(e) => {
+            let message = format!("{}: {e}", served.path.display());
+            eprintln!("seekless: index damaged: {message}");
+            let _ = served.damage.set(message);
+            served.status.store(DAMAGED, Ordering::Release);
+            false
+        }
+    }
+}
+
 fn serve(args: Args) -> Result<()> {
-    let mut sha1 = None;
-    let mut ntlm = None;
+    let mut sha1: Option<Arc<Served>> = None;
+    let mut ntlm: Option<Arc<Served>> = None;
     for path in &args.indexes {
         let served = open(path)?;
         let slot = match served.index.kind() {
             Kind::Sha1 => &mut sha1,
             Kind::Ntlm => &mut ntlm,
         };
-        if let Some(Served { path: other, .. }) = slot {
+        if let Some(other) = slot {
             return Err(format!(
                 "{} and {} are both {} indexes; give one of each kind",
-                other.display(),
+                other.path.display(),
                 path.display(),
                 served.index.kind()
             )
             .into());
         }
-        *slot = Some(served);
+        *slot = Some(Arc::new(served));
     }
-    let seed = std::collections::hash_map::RandomState::new();
-    let seed = std::hash::BuildHasher::hash_one(&seed, SystemTime::now());
+    let cache_bytes = args.cache_mib.saturating_mul(1 << 20);
+    let first = Arc::new(Indexes::new(sha1, ntlm, cache_bytes));
     let shared = Arc::new(Shared {
-        sha1,
-        ntlm,
-        seed: AtomicU64::new(seed),
-        cache: (args.cache_mib > 0).then(|| Cache::new(args.cache_mib.saturating_mul(1 << 20))),
+        current: RwLock::new(Arc::clone(&first)),
+        cache_bytes,
     });
-    // Verify in the background: /health answers 503 until done.
+    // Verify in the background: /health answers 503 until done. Then watch
+    // for replaced indexes.
+    let (reload_tx, reload_rx) = std::sync::mpsc::channel();
     {
         let shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("verify".into())
             .spawn(move || {
-                for served in [&shared.sha1, &shared.ntlm].into_iter().flatten() {
-                    match served.index.verify() {
-                        Ok(()) => served.status.store(VERIFIED, Ordering::Release),
-                        Err(e) => {
-                            let message = format!("{}: {e}", served.path.display());
-                            eprintln!("seekless: index damaged: {message}");
-                            let _ = served.damage.set(message);
-                            served.status.store(DAMAGED, Ordering::Release);
-                        }
-                    }
+                for served in first.served() {
+                    verify(served);
                 }
+                drop(first);
+                watch(&shared, &reload_rx);
             })?;
     }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
@@ -251,7 +327,103 @@ fn serve(args: Args) -> Result<()> {
         runtime.worker_threads(threads.max(1));
     }
     let runtime = runtime.build()?;
+    runtime.spawn(hangups(reload_tx));
     runtime.block_on(accept_loop(args, shared))
+}
+
+/// How often the watcher looks at the served files' names.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// Sends a reload request on every SIGHUP.
+async fn hangups(reload: std::sync::mpsc::Sender<()>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hangup.recv().await.is_some() {
+            if reload.send(()).is_err() {
+                return;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    drop(reload);
+}
+
+/// Switches to an index file that took a served one's name (`pwned update`
+/// renames the new index over the old one), when it is noticed (every
+/// [`WATCH_EVERY`]) or on SIGHUP. The new index is opened and verified
+/// while the old one goes on answering; requests that started on the old
+/// one finish on it. A new file that cannot be opened, fails verification
+/// or is of the other kind is reported and the old one kept.
+fn watch(shared: &Shared, reload: &std::sync::mpsc::Receiver<()>) {
+    // Files already tried and refused, so each is reported once.
+    let mut refused: Vec<Identity> = Vec::new();
+    loop {
+        let asked = match reload.recv_timeout(WATCH_EVERY) {
+            Ok(()) => true,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        let current = shared.load();
+        let mut next = [current.sha1.clone(), current.ntlm.clone()];
+        let mut changed = false;
+        for slot in &mut next {
+            let Some(served) = slot.clone() else { continue };
+            let Ok(identity) = Identity::of(&served.path) else {
+                continue;
+            };
+            if identity == served.identity || refused.contains(&identity) {
+                continue;
+            }
+            match replacement(&served) {
+                Ok(new) => {
+                    eprintln!(
+                        "seekless: now serving the new {}: {} hashes (were {})",
+                        served.path.display(),
+                        new.index.len(),
+                        served.index.len()
+                    );
+                    *slot = Some(Arc::new(new));
+                    changed = true;
+                }
+                Err(e) => {
+                    eprintln!(
+                        "seekless: {} was replaced, but the new file is not served: {e}; \
+                         still serving the one opened before",
+                        served.path.display()
+                    );
+                    refused.push(identity);
+                }
+            }
+        }
+        if changed {
+            let [sha1, ntlm] = next;
+            let indexes = Arc::new(Indexes::new(sha1, ntlm, shared.cache_bytes));
+            *shared.current.write().unwrap_or_else(|e| e.into_inner()) = indexes;
+        } else if asked {
+            eprintln!("seekless: SIGHUP: no index file was replaced");
+        }
+    }
+}
+
+/// The file now at `old`'s name, opened and verified, of `old`'s kind.
+fn replacement(old: &Served) -> Result<Served> {
+    let new = open(&old.path)?;
+    if new.index.kind() != old.index.kind() {
+        return Err(format!(
+            "it is a {} index, this one serves {}",
+            new.index.kind(),
+            old.index.kind()
+        )
+        .into());
+    }
+    if !verify(&new) {
+        return Err(new.damage.get().cloned().unwrap_or_default().into());
+    }
+    Ok(new)
 }
 
 fn router(shared: Arc<Shared>, access_log: bool) -> Router {
@@ -426,6 +598,7 @@ async fn health(State(shared): State<Arc<Shared>>, method: Method) -> Response {
         Method::OPTIONS => return preflight(),
         _ => return method_not_allowed(),
     }
+    let shared = shared.load();
     let mut report = String::new();
     let mut ok = true;
     for (name, served) in [("sha1", &shared.sha1), ("ntlm", &shared.ntlm)] {
@@ -510,6 +683,7 @@ async fn range(
         Method::OPTIONS => return preflight(),
         _ => return method_not_allowed(),
     }
+    let shared = shared.load();
     let Some(prefix) = params
         .iter()
         .next()
@@ -598,7 +772,7 @@ async fn range(
 /// The range's strong validator: from the cache when there, else computed
 /// from its pairs (decoded into `items` for the body to reuse).
 fn validator(
-    shared: &Shared,
+    shared: &Indexes,
     served: &Served,
     kind: Kind,
     prefix: u64,
@@ -691,7 +865,7 @@ fn negotiate(headers: &HeaderMap) -> Encoding {
 /// else rendered from the index (and compressed, and kept, when a cache
 /// is on). Padded answers are fresh every time and never kept.
 fn answer(
-    shared: &Shared,
+    shared: &Indexes,
     served: &Served,
     kind: Kind,
     prefix: u64,

@@ -91,9 +91,23 @@ fn expected_ranges(index: &Path) -> BTreeMap<String, Vec<u8>> {
     ranges
 }
 
-/// A running server, killed on drop.
+/// A running server, killed on drop; requests go through its [`Probe`].
 struct Server {
     child: Child,
+    probe: Probe,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Probe;
+
+    fn deref(&self) -> &Probe {
+        &self.probe
+    }
+}
+
+/// Sends requests to a server on 127.0.0.1.
+#[derive(Clone, Copy)]
+struct Probe {
     port: u16,
 }
 
@@ -128,13 +142,18 @@ impl Server {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no address announced: {line:?}"));
-        Server { child, port }
+        Server {
+            child,
+            probe: Probe { port },
+        }
     }
 
     fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
+}
 
+impl Probe {
     /// Sends raw request bytes; reads the answer until the server closes.
     fn raw(&self, request: &[u8]) -> std::io::Result<Vec<u8>> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
@@ -743,6 +762,93 @@ fn hostile_requests_never_crash_the_server() {
     drop(idle);
     assert!(server.alive());
     assert_eq!(server.get(&good, &[]).body, *body);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_replaced_index_is_served_without_dropping_requests() {
+    let (dir, first, old) = sha1_index("reload", 31);
+    let second = prepare(&dir, "second", &corpus(40, 32));
+    let new = expected_ranges(&second);
+    let served = dir.join("served.idx");
+    std::fs::copy(&first, &served).unwrap();
+    let mut server = Server::start(&[&served], &[]);
+    assert_eq!(wait_healthy(&server).status, 200);
+    // A prefix whose answer differs between the two indexes.
+    let (prefix, body) = new.iter().find(|(p, _)| !old.contains_key(*p)).unwrap();
+    let path = format!("/range/{prefix}");
+    assert_eq!(server.get(&path, &[]).body, b"");
+
+    // Requests go on, one after another, while the file is replaced: every
+    // one is answered, from the old index or the new.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let client = {
+        let (stop, probe, path, body) = (stop.clone(), server.probe, path.clone(), body.clone());
+        std::thread::spawn(move || {
+            let mut answered = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let response = probe.get(&path, &[]);
+                assert_eq!(response.status, 200, "{}", response.text());
+                assert!(response.body.is_empty() || response.body == body);
+                answered += 1;
+            }
+            answered
+        })
+    };
+    let replace = |with: &Path| {
+        let staged = dir.join("staged.idx");
+        std::fs::copy(with, &staged).unwrap();
+        std::fs::rename(&staged, &served).unwrap();
+    };
+    let wait_for = |server: &Server, want: &[u8]| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while server.get(&path, &[]).body != want {
+            assert!(Instant::now() < deadline, "the new index was not served");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    replace(&second);
+    wait_for(&server, body);
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(client.join().unwrap() > 0);
+    assert_eq!(wait_healthy(&server).status, 200);
+
+    // A damaged file, or one of the other kind, is refused: the index
+    // served before goes on.
+    let mut damaged = std::fs::read(&first).unwrap();
+    damaged[4096 + 100] ^= 0x40;
+    std::fs::write(dir.join("damaged.idx"), damaged).unwrap();
+    replace(&dir.join("damaged.idx"));
+    let ntlm = prepare(&dir, "ntlm", &corpus(32, 33));
+    std::thread::sleep(Duration::from_millis(2500));
+    replace(&ntlm);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(server.get(&path, &[]).body, *body);
+    // SIGHUP: looks at once; the file there now is served.
+    replace(&first);
+    let pid = server.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    wait_for(&server, b"");
+    Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(wait_healthy(&server).status, 200);
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(server.child.wait().unwrap().success());
+    let stderr = server.stderr_text();
+    assert_eq!(stderr.matches("now serving the new").count(), 2, "{stderr}");
+    assert!(stderr.contains("checksum"), "{stderr}");
+    assert!(stderr.contains("it is a NTLM index"), "{stderr}");
+    assert!(
+        stderr.contains("SIGHUP: no index file was replaced"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
