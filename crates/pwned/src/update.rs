@@ -12,7 +12,9 @@
 //! journal beside it (`.NAME.update-journal`, see the `journal` module)
 //! records a checkpoint every 16,384 ranges: a rerun after an interruption
 //! or an error goes on from the last checkpoint instead of fetching every
-//! range again. Both are gone once the new index is in place.
+//! range again. Both are gone once the new index is in place. The partial
+//! index is locked while an update runs, so a second update of the same
+//! index is refused.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom};
@@ -164,6 +166,28 @@ pub fn update(
     let mut summary = UpdateSummary::default();
     // Since the last checkpoint: validators, and ranges seen.
     let mut fresh_validators: Vec<Option<Vec<u8>>> = Vec::new();
+    // The partial index, locked for as long as this update runs: a second
+    // update of the same index stops here instead of writing over it.
+    let partial = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&partial_path)
+        .map_err(|e| Error::io(partial_path.clone(), e))?;
+    match partial.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(Error::io(
+                path.to_path_buf(),
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "another update of this index is running",
+                ),
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(partial_path.clone(), e)),
+    }
     let resumed = match Journal::open(&journal_path, &terms).map_err(io_err)? {
         Some((journal, records)) if !records.is_empty() => Some((journal, records)),
         _ => None,
@@ -171,11 +195,6 @@ pub fn update(
     let (partial, mut journal, mut writer, start) = match resumed {
         Some((journal, records)) => {
             let last = records.last().expect("not empty").clone();
-            let partial = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&partial_path)
-                .map_err(|e| Error::io(partial_path.clone(), e))?;
             let pages_end = PAGE as u64 * (1 + last.checkpoint.pages);
             let len = partial.metadata().map_err(io_err)?.len();
             if len < pages_end {
@@ -203,13 +222,7 @@ pub fn update(
             (partial, journal, writer, last.next_prefix)
         }
         None => {
-            let partial = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&partial_path)
-                .map_err(|e| Error::io(partial_path.clone(), e))?;
+            partial.set_len(0).map_err(io_err)?;
             let journal = Journal::create(&journal_path, &terms)
                 .map_err(|e| Error::io(journal_path.clone(), e))?;
             let out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);

@@ -591,3 +591,31 @@ fn a_fault_that_persists_names_the_range_and_keeps_the_old_index() {
     assert_eq!(std::fs::read(&path).unwrap(), b"not touched");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_second_update_of_the_same_index_is_refused() {
+    let dir = tempdir("locked");
+    let path = dir.join("pwned.idx");
+    // An update under way holds its partial index locked.
+    let held = std::fs::File::create(dir.join(".pwned.idx.update-partial")).unwrap();
+    held.try_lock().unwrap();
+    let options = UpdateOptions {
+        base_url: "http://127.0.0.1:9".into(),
+        tries: 1,
+        ..UpdateOptions::default()
+    };
+    let e = update(&path, &options, &NoUpdateProgress).unwrap_err();
+    assert!(e.to_string().contains("another update"), "{e}");
+    assert!(!path.exists());
+    assert_eq!(
+        std::fs::metadata(dir.join(".pwned.idx.update-partial"))
+            .unwrap()
+            .len(),
+        0
+    );
+    // Once it is gone, the next one runs (and here fails to connect).
+    drop(held);
+    let e = update(&path, &options, &NoUpdateProgress).unwrap_err();
+    assert!(e.to_string().contains("range 00000"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
