@@ -300,7 +300,7 @@ impl seekless_pwned::UpdateProgress for UpdateBar {
         let received = self.received.fetch_add(received, Relaxed) + received;
         let hashes = self.hashes.fetch_add(hashes, Relaxed) + hashes;
         self.bar.inc(1);
-        if self.bar.position() % 512 == 0 {
+        if self.bar.position().is_multiple_of(512) {
             self.bar
                 .set_message(format!("{:.1} MB, {hashes} hashes", received as f64 / 1e6));
         }

@@ -779,10 +779,10 @@ fn validator(
     items: &mut Option<Vec<(Key, u64)>>,
 ) -> seekless_pwned::Result<HeaderValue> {
     let key = cache_key(kind, prefix, CachedAs::Etag);
-    if let Some(tag) = shared.cache.as_ref().and_then(|c| c.get(key)) {
-        if let Ok(value) = HeaderValue::from_maybe_shared(tag) {
-            return Ok(value);
-        }
+    if let Some(tag) = shared.cache.as_ref().and_then(|c| c.get(key))
+        && let Ok(value) = HeaderValue::from_maybe_shared(tag)
+    {
+        return Ok(value);
     }
     let decoded = served.index.range(prefix, 20)?;
     let tag = seekless_pwned::range_etag(kind, &decoded);

@@ -171,7 +171,7 @@ fn kill_9_reopens_the_last_commit() {
         );
         for (k, v) in values.iter().enumerate() {
             let k = k as u64;
-            let want = ((k + batch) % 3 != 0).then_some(tag * 10_000 + k);
+            let want = (!(k + batch).is_multiple_of(3)).then_some(tag * 10_000 + k);
             assert_eq!(*v, want, "round {round}: key {k} is not from commit {tag}");
         }
         last_seen = tag;

@@ -302,15 +302,15 @@ fn step(r: u64, delta: u64, first: bool) -> Result<u64, DecodeError> {
 pub fn lookup(piece: &[u8], r: u64) -> Option<u64> {
     // The widths random pairs take first, straight from the format byte
     // (it implies valid widths, so nothing else needs checking up front).
-    if let Ok(p) = <&[u8; PIECE_SIZE]>::try_from(piece) {
-        if r < 1 << 63 {
-            match p[1] {
-                0x86 => return search_fixed::<6, 8>(p, r),
-                0x87 => return search_fixed::<7, 8>(p, r),
-                0x85 => return search_fixed::<5, 8>(p, r),
-                0x84 => return search_fixed::<4, 8>(p, r),
-                _ => {}
-            }
+    if let Ok(p) = <&[u8; PIECE_SIZE]>::try_from(piece)
+        && r < 1 << 63
+    {
+        match p[1] {
+            0x86 => return search_fixed::<6, 8>(p, r),
+            0x87 => return search_fixed::<7, 8>(p, r),
+            0x85 => return search_fixed::<5, 8>(p, r),
+            0x84 => return search_fixed::<4, 8>(p, r),
+            _ => {}
         }
     }
     let used = used(piece).min(PIECE_DATA);
@@ -1338,7 +1338,11 @@ mod tests {
                     .wrapping_add(1442695040888963407);
                 let e = Entry {
                     z: (x >> 40) % 5000,
-                    v: if x % 3 == 0 { x } else { (x >> 50) + 1000 },
+                    v: if x.is_multiple_of(3) {
+                        x
+                    } else {
+                        (x >> 50) + 1000
+                    },
                 };
                 if entries.iter().any(|o| o.z == e.z) {
                     continue;

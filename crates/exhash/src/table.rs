@@ -282,10 +282,10 @@ impl<S: PageStore> ExHash<S> {
         for i in 0..CHAIN {
             let p = nth(loc.home, i);
             let pc = page.piece(p);
-            if i >= from {
-                if let Some(v) = piece::lookup(pc, loc.geom.r(p, loc.z)) {
-                    return Some((p, v));
-                }
+            if i >= from
+                && let Some(v) = piece::lookup(pc, loc.geom.r(p, loc.z))
+            {
+                return Some((p, v));
             }
             if !piece::overflowed(pc) {
                 break;
@@ -340,10 +340,10 @@ impl<S: PageStore> ExHash<S> {
             self.replace(&loc, p, value);
             return Some(old);
         }
-        if !self.spill.is_empty() {
-            if let Some(slot) = self.spill.get_mut(&key) {
-                return Some(std::mem::replace(slot, value));
-            }
+        if !self.spill.is_empty()
+            && let Some(slot) = self.spill.get_mut(&key)
+        {
+            return Some(std::mem::replace(slot, value));
         }
         self.len += 1;
         self.place_new(h, &loc, value);

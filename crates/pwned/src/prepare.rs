@@ -649,10 +649,10 @@ fn read_all(
                 buf.copy_within(begin..len, 0);
                 len -= begin;
             }
-            if shared.kind.load(Ordering::Relaxed) == 0 {
-                if let Some(kind) = input::detect_kind(&buf[..len], ranged) {
-                    shared.kind.store(kind.code(), Ordering::Relaxed);
-                }
+            if shared.kind.load(Ordering::Relaxed) == 0
+                && let Some(kind) = input::detect_kind(&buf[..len], ranged)
+            {
+                shared.kind.store(kind.code(), Ordering::Relaxed);
             }
             if len > 0 {
                 let chunk = Chunk {

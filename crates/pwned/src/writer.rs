@@ -236,7 +236,7 @@ impl<W: Write + Seek> SortedWriter<W> {
     pub fn resume(out: W, kind: Kind, last: &Checkpoint, dir: &[u8]) -> Result<SortedWriter<W>> {
         let bucket_bits = last.bucket_bits;
         if bucket_bits > kind.bits().min(64)
-            || dir.len() % DIR_ENTRY != 0
+            || !dir.len().is_multiple_of(DIR_ENTRY)
             || (dir.len() / DIR_ENTRY) as u64 != last.pages
         {
             return Err(Error::corrupt("checkpoint does not describe an index"));

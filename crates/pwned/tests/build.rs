@@ -46,15 +46,19 @@ fn corpus(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
     let mut text = Vec::new();
     for (i, &(key, count)) in entries.iter().enumerate() {
         let mut hex = key.to_hex(kind);
-        if rng.next() % 2 == 0 {
+        if rng.next().is_multiple_of(2) {
             hex = hex.to_lowercase();
         }
         text.extend_from_slice(hex.as_bytes());
-        if count != 1 || rng.next() % 3 != 0 {
+        if count != 1 || !rng.next().is_multiple_of(3) {
             text.extend_from_slice(format!(":{count}").as_bytes());
         }
-        if i + 1 < entries.len() || rng.next() % 2 == 0 {
-            text.extend_from_slice(if rng.next() % 2 == 0 { b"\r\n" } else { b"\n" });
+        if i + 1 < entries.len() || rng.next().is_multiple_of(2) {
+            text.extend_from_slice(if rng.next().is_multiple_of(2) {
+                b"\r\n"
+            } else {
+                b"\n"
+            });
         }
     }
     text
