@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release -p seekless
-//! cargo bench -p seekless-pwned --bench pwned_update -- [--per-range 100] [--data DIR]
+//! cargo bench -p seekless-pwned --features update --bench pwned_update -- [--per-range 100] [--data DIR]
 //! ```
 //!
 //! It builds (once, cached in DIR, default `bench-data/`) an index with
@@ -18,16 +18,17 @@
 //! - a refresh where nothing changed, and one where 1% of the ranges did
 //!   (the changed copy served instead): time and bytes received;
 //! - the client's CPU per range at the real size (1,800 lines, gzip):
-//!   decompressing and checking one answer, without the HTTP exchange.
+//!   decompressing and checking one answer, without the HTTP exchange
+//!   (`--client-cpu`: only this).
 //!
 //! Server and client share the machine's cores, as on one box they would.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, parse_range};
+use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, decode_body, parse_range};
 
 mod common;
 use common::Rng;
@@ -197,10 +198,7 @@ fn client_cpu_per_range() -> f64 {
     let mut parsed = Vec::with_capacity(2000);
     let started = Instant::now();
     for _ in 0..rounds {
-        text.clear();
-        flate2::read::GzDecoder::new(&gz[..])
-            .read_to_end(&mut text)
-            .unwrap();
+        text = decode_body(Some(b"gzip"), &gz).unwrap();
         parsed.clear();
         parse_range(Kind::Sha1, 0x5BAA6, &text, &mut parsed).unwrap();
     }
@@ -224,15 +222,20 @@ fn client_cpu_per_range() -> f64 {
 fn main() {
     let mut per_range = 100usize;
     let mut data = PathBuf::from("bench-data");
+    let mut client_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--per-range" => per_range = args.next().unwrap().parse().unwrap(),
             "--data" => data = PathBuf::from(args.next().unwrap()),
+            "--client-cpu" => client_only = true,
             _ => {}
         }
     }
     client_cpu_per_range();
+    if client_only {
+        return;
+    }
     let bin = std::env::var_os("SEEKLESS_BIN").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/seekless"),
         PathBuf::from,

@@ -117,15 +117,56 @@ impl Key {
     }
 
     /// Parses hex of exactly `kind.hex_len()` digits, either case.
+    #[inline]
     pub fn from_hex(kind: Kind, text: &[u8]) -> Option<Key> {
         if text.len() != kind.hex_len() {
             return None;
         }
-        let mut words = [0u32; 5];
-        for (i, word) in words.iter_mut().take(kind.hex_len() / 8).enumerate() {
-            *word = hex8(text[i * 8..i * 8 + 8].try_into().expect("8 digits"))?;
+        let (groups, _) = text.as_chunks::<8>();
+        match kind {
+            Kind::Sha1 => Key::from_hex_groups::<5>(groups.try_into().ok()?),
+            Kind::Ntlm => Key::from_hex_groups::<4>(groups.try_into().ok()?),
         }
-        Some(Key::from_words(words))
+    }
+
+    /// The key whose hex is a range prefix followed by `suffix`, the other
+    /// `kind.hex_len() - 5` digits (either case). `prefix` holds the
+    /// prefix's five ASCII digits in its low bytes, first digit lowest (see
+    /// [`prefix_ascii`]). `suffix` is read where it lies: nothing is copied
+    /// to a buffer and read back.
+    #[inline]
+    pub(crate) fn from_range_hex(kind: Kind, prefix: u64, suffix: &[u8]) -> Option<Key> {
+        if suffix.len() != kind.hex_len() - 5 {
+            return None;
+        }
+        // The first group: the prefix's 5 digits and the suffix's first 3.
+        let head = u64::from(suffix[0]) | u64::from(suffix[1]) << 8 | u64::from(suffix[2]) << 16;
+        let first = (prefix | head << 40).to_le_bytes();
+        let (rest, _) = suffix[3..].as_chunks::<8>();
+        match kind {
+            Kind::Sha1 => {
+                let [a, b, c, d] = <[[u8; 8]; 4]>::try_from(rest).ok()?;
+                Key::from_hex_groups([first, a, b, c, d])
+            }
+            Kind::Ntlm => {
+                let [a, b, c] = <[[u8; 8]; 3]>::try_from(rest).ok()?;
+                Key::from_hex_groups([first, a, b, c])
+            }
+        }
+    }
+
+    /// `N` groups of 8 hex digits, decoded without a branch until the one
+    /// that says whether every digit was one.
+    #[inline(always)]
+    fn from_hex_groups<const N: usize>(groups: [[u8; 8]; N]) -> Option<Key> {
+        let mut words = [0u32; 5];
+        let mut valid = true;
+        for (word, group) in words.iter_mut().zip(groups) {
+            let (value, ok) = hex8_parts(group);
+            *word = value;
+            valid &= ok;
+        }
+        valid.then(|| Key::from_words(words))
     }
 
     /// The key whose hash bytes are the five big-endian words (the last is
@@ -194,10 +235,19 @@ impl Key {
     }
 }
 
-/// Decodes 8 hex digits (either case) into a big-endian `u32`, or `None` if
-/// any byte is not a hex digit. Works on all 8 bytes at once (SWAR).
-#[inline]
-pub(crate) fn hex8(digits: [u8; 8]) -> Option<u32> {
+/// The five ASCII digits of a range prefix in the low bytes of a `u64`,
+/// first digit lowest, for [`Key::from_range_hex`].
+pub(crate) fn prefix_ascii(prefix: &[u8; 5]) -> u64 {
+    u64::from_le_bytes([
+        prefix[0], prefix[1], prefix[2], prefix[3], prefix[4], 0, 0, 0,
+    ])
+}
+
+/// Decodes 8 hex digits (either case) into a big-endian `u32` at once
+/// (SWAR): the value, meaningless unless valid, and whether all 8 bytes are
+/// hex digits.
+#[inline(always)]
+fn hex8_parts(digits: [u8; 8]) -> (u32, bool) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let x = u64::from_le_bytes(digits);
@@ -207,16 +257,14 @@ pub(crate) fn hex8(digits: [u8; 8]) -> Option<u32> {
     let lower = x | (0x20 * ONES);
     let digit = ge(x, 0x30) & !ge(x, 0x3a);
     let letter = ge(lower, 0x61) & !ge(lower, 0x67);
-    if x & HIGH != 0 || (digit | letter) != HIGH {
-        return None;
-    }
+    let valid = (x & HIGH == 0) & ((digit | letter) == HIGH);
     // '0'..'9' -> low nibble; 'a'/'A'.. -> low nibble + 9 (bit 6 marks letters).
     let nibbles = (x & (0x0f * ONES)) + 9 * ((x >> 6) & ONES);
     // Byte i (first digit in byte 0) holds nibble i; gather them big-endian.
     let pairs = ((nibbles & 0x000f_000f_000f_000f) << 4) | ((nibbles >> 8) & 0x000f_000f_000f_000f);
     let quads = ((pairs & 0x0000_00ff_0000_00ff) << 8) | ((pairs >> 16) & 0x0000_00ff_0000_00ff);
     let value = ((quads & 0xffff) << 16) | ((quads >> 32) & 0xffff);
-    Some(value as u32)
+    (value as u32, valid)
 }
 
 #[cfg(test)]
@@ -225,6 +273,49 @@ mod tests {
 
     fn naive_hex8(digits: [u8; 8]) -> Option<u32> {
         u32::from_str_radix(std::str::from_utf8(&digits).ok()?, 16).ok()
+    }
+
+    fn hex8(digits: [u8; 8]) -> Option<u32> {
+        let (value, ok) = hex8_parts(digits);
+        ok.then_some(value)
+    }
+
+    #[test]
+    fn range_hex_is_the_prefix_then_the_suffix() {
+        let mut state = 0x5eed_u64;
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            for _ in 0..200 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let key = Key::from_bytes(&(state as u128 * 0x9e37_79b9_7f4a_7c15).to_be_bytes())
+                    .to_hex(kind);
+                let mixed: String = key
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i % 3 == 0 {
+                            c.to_ascii_lowercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                let (prefix, suffix) = mixed.as_bytes().split_at(5);
+                let prefix = prefix_ascii(prefix.try_into().unwrap());
+                let want = Key::from_hex(kind, key.as_bytes()).unwrap();
+                assert_eq!(Key::from_range_hex(kind, prefix, suffix), Some(want));
+                for pos in 0..suffix.len() {
+                    for bad in [b'g', b':', b'\r', 0x80 | b'1', b'/'] {
+                        let mut broken = suffix.to_vec();
+                        broken[pos] = bad;
+                        assert_eq!(Key::from_range_hex(kind, prefix, &broken), None);
+                    }
+                }
+                assert_eq!(Key::from_range_hex(kind, prefix, &suffix[1..]), None);
+                assert_eq!(Key::from_range_hex(kind, prefix, mixed.as_bytes()), None);
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::PathBuf;
 
-use crate::hash::{Key, Kind, hex8};
+use crate::hash::{Key, Kind, prefix_ascii};
 
 /// One input of `prepare`.
 #[derive(Debug, Clone)]
@@ -196,13 +196,8 @@ pub(crate) fn parse_line(
         )));
     }
     let key = match prefix {
-        None => decode_key(kind, &line[..hex_len]),
-        Some(prefix) => {
-            let mut full = [0u8; 40];
-            full[..5].copy_from_slice(prefix);
-            full[5..kind.hex_len()].copy_from_slice(&line[..hex_len]);
-            decode_key(kind, &full[..kind.hex_len()])
-        }
+        None => Key::from_hex(kind, &line[..hex_len]),
+        Some(prefix) => Key::from_range_hex(kind, prefix_ascii(prefix), &line[..hex_len]),
     }
     .ok_or_else(|| LineError::Bad("hash is not hexadecimal".into()))?;
     if hash_end == line.len() {
@@ -236,15 +231,6 @@ pub(crate) fn parse_line(
     let capped = overflow || value > u64::from(u32::MAX);
     let count = if capped { u32::MAX } else { value as u32 };
     Ok(Line::Hash { key, count, capped })
-}
-
-#[inline]
-fn decode_key(kind: Kind, hex: &[u8]) -> Option<Key> {
-    let mut words = [0u32; 5];
-    for (i, word) in words.iter_mut().take(kind.hex_len() / 8).enumerate() {
-        *word = hex8(hex[i * 8..i * 8 + 8].try_into().expect("8 digits"))?;
-    }
-    Some(Key::from_words(words))
 }
 
 /// The kind of the first non-empty line of `text`, if it has one.

@@ -25,6 +25,8 @@ mod error;
 mod format;
 mod hash;
 mod index;
+#[cfg(feature = "update")]
+mod inflate;
 mod input;
 #[cfg(feature = "update")]
 mod journal;
@@ -52,6 +54,7 @@ pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex, range_et
 pub use source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "update")]
 pub use update::{
-    DEFAULT_BASE_URL, NoUpdateProgress, UpdateOptions, UpdateProgress, UpdateSummary, update,
+    DEFAULT_BASE_URL, NoUpdateProgress, UpdateOptions, UpdateProgress, UpdateSummary, decode_body,
+    update,
 };
 pub use writer::{Checkpoint, SortedWriter, Written};

@@ -2,7 +2,7 @@
 //! lines, checked strictly before anything of it is indexed.
 
 use crate::error::{ErrorKind, Result};
-use crate::hash::{Key, Kind};
+use crate::hash::{Key, Kind, prefix_ascii};
 use crate::source::RANGES;
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
@@ -32,61 +32,38 @@ pub fn parse_range(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64
 }
 
 fn parse_into(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -> Result<()> {
-    let bad = |line: u64, what: String| {
-        ErrorKind::BadRange {
-            prefix: prefix_hex(prefix),
-            line,
-            what,
-        }
-        .into()
-    };
     if prefix >= RANGES {
-        return Err(bad(0, "prefix out of range".into()));
+        return Err(bad(prefix, 0, "prefix out of range".into()));
     }
     if body.len() > MAX_RANGE_BODY {
         return Err(bad(
+            prefix,
             0,
             format!("answer of {} bytes is over {MAX_RANGE_BODY}", body.len()),
         ));
     }
     let suffix_len = kind.hex_len() - PREFIX_DIGITS;
-    let mut hex = [0u8; 40];
-    hex[..PREFIX_DIGITS].copy_from_slice(prefix_hex(prefix).as_bytes());
+    let digits: [u8; PREFIX_DIGITS] = prefix_hex(prefix).as_bytes().try_into().expect("5 digits");
+    let ascii = prefix_ascii(&digits);
+    out.reserve(body.len() / (suffix_len + 4));
     let mut previous: Option<Key> = None;
-    let mut rest = body;
+    let mut pos = 0;
     let mut number = 0u64;
-    while !rest.is_empty() {
+    while pos < body.len() {
         number += 1;
-        let (line, next) = match memchr_newline(rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, &rest[rest.len()..]),
+        let (key, count, next) = match quick_line(kind, ascii, body, pos) {
+            Some(line) => line,
+            None => {
+                strict_line(kind, ascii, body, pos).map_err(|what| bad(prefix, number, what))?
+            }
         };
-        rest = next;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.len() < suffix_len + 2 || line[suffix_len] != b':' {
-            return Err(bad(
-                number,
-                format!(
-                    "expected {suffix_len} hex digits, ':' and a count, got {:?}",
-                    String::from_utf8_lossy(&line[..line.len().min(64)])
-                ),
-            ));
-        }
-        hex[PREFIX_DIGITS..PREFIX_DIGITS + suffix_len].copy_from_slice(&line[..suffix_len]);
-        let key = Key::from_hex(kind, &hex[..kind.hex_len()])
-            .ok_or_else(|| bad(number, "suffix is not hex".into()))?;
-        let digits = &line[suffix_len + 1..];
-        let count = parse_count(digits).ok_or_else(|| {
-            bad(
-                number,
-                format!(
-                    "count {:?} is not a number",
-                    String::from_utf8_lossy(digits)
-                ),
-            )
-        })?;
+        pos = next;
         if previous.is_some_and(|p| p >= key) {
-            return Err(bad(number, "suffixes are not strictly ascending".into()));
+            return Err(bad(
+                prefix,
+                number,
+                "suffixes are not strictly ascending".into(),
+            ));
         }
         previous = Some(key);
         if count > 0 {
@@ -96,8 +73,77 @@ fn parse_into(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -
     Ok(())
 }
 
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+fn bad(prefix: u32, line: u64, what: String) -> crate::error::Error {
+    ErrorKind::BadRange {
+        prefix: prefix_hex(prefix),
+        line,
+        what,
+    }
+    .into()
+}
+
+/// The line at `pos` when it has the usual shape: the suffix, `:`, 1 to 19
+/// digits, then `\r\n`, `\n` or the end. `None` for anything else, which
+/// [`strict_line`] then takes (and names what is wrong). Returns the hash,
+/// the count and where the next line starts; `prefix` is the range's
+/// prefix as [`prefix_ascii`] gives it.
+#[inline]
+fn quick_line(kind: Kind, prefix: u64, body: &[u8], pos: usize) -> Option<(Key, u64, usize)> {
+    let suffix_len = kind.hex_len() - PREFIX_DIGITS;
+    let line = body.get(pos..)?;
+    if line.get(suffix_len) != Some(&b':') {
+        return None;
+    }
+    let key = Key::from_range_hex(kind, prefix, &line[..suffix_len])?;
+    let digits = &line[suffix_len + 1..];
+    let mut count = 0u64;
+    let mut n = 0;
+    // 19 digits never overflow 64 bits; longer counts go the strict way.
+    while n < digits.len().min(19) && digits[n].is_ascii_digit() {
+        count = count * 10 + u64::from(digits[n] - b'0');
+        n += 1;
+    }
+    let end = pos + suffix_len + 1 + n;
+    let next = match &body[end..] {
+        _ if n == 0 => return None,
+        [] => end,
+        [b'\n', ..] => end + 1,
+        [b'\r', b'\n', ..] => end + 2,
+        _ => return None,
+    };
+    Some((key, count, next))
+}
+
+/// The line at `pos`, checked strictly: exactly the suffix's hex digits,
+/// `:`, a decimal count that fits in 64 bits, then CRLF, LF or the end.
+fn strict_line(
+    kind: Kind,
+    prefix: u64,
+    body: &[u8],
+    pos: usize,
+) -> std::result::Result<(Key, u64, usize), String> {
+    let suffix_len = kind.hex_len() - PREFIX_DIGITS;
+    let rest = &body[pos..];
+    let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+        Some(i) => (&rest[..i], pos + i + 1),
+        None => (rest, body.len()),
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.len() < suffix_len + 2 || line[suffix_len] != b':' {
+        return Err(format!(
+            "expected {suffix_len} hex digits, ':' and a count, got {:?}",
+            String::from_utf8_lossy(&line[..line.len().min(64)])
+        ));
+    }
+    let key = Key::from_range_hex(kind, prefix, &line[..suffix_len]).ok_or("suffix is not hex")?;
+    let digits = &line[suffix_len + 1..];
+    let count = parse_count(digits).ok_or_else(|| {
+        format!(
+            "count {:?} is not a number",
+            String::from_utf8_lossy(digits)
+        )
+    })?;
+    Ok((key, count, next))
 }
 
 /// A decimal count of 1 to 20 digits that fits in 64 bits.
@@ -204,6 +250,63 @@ mod tests {
             range_etag(Kind::Sha1, &many),
             range_etag(Kind::Sha1, &dropped)
         );
+    }
+
+    /// `parse_range` with every line taken the strict way.
+    fn strict_only(kind: Kind, prefix: u32, body: &[u8]) -> Option<Vec<(Key, u64)>> {
+        let ascii = prefix_ascii(prefix_hex(prefix).as_bytes().try_into().unwrap());
+        let (mut out, mut pos, mut previous) = (Vec::new(), 0, None);
+        while pos < body.len() {
+            let (key, count, next) = strict_line(kind, ascii, body, pos).ok()?;
+            if previous.is_some_and(|p| p >= key) {
+                return None;
+            }
+            previous = Some(key);
+            if count > 0 {
+                out.push((key, count));
+            }
+            pos = next;
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn the_quick_path_takes_exactly_what_the_strict_one_does() {
+        let good = "003D68EB55068C33ACE09247EE4C639306B:3\r\n\
+                    012C192B2F16F82EA0EB9EF18D9D539B0DD:0\r\n\
+                    1E4C9B93F3F0682250B6CF8331B7EE68FD8:18446744073709551615\n\
+                    1E4C9B93F3F0682250B6CF8331B7EE68FD9:1234567890123456789\r\n\
+                    FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:1\r";
+        let inserts = b"0:9\r\naAfFgG \x80";
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (state >> 33) as usize
+        };
+        for round in 0..20_000 {
+            let mut body = good.as_bytes().to_vec();
+            for _ in 0..1 + round % 3 {
+                let at = next() % (body.len() + 1);
+                match next() % 4 {
+                    0 => body.insert(at, inserts[next() % inserts.len()]),
+                    1 if at < body.len() => {
+                        body.remove(at);
+                    }
+                    2 if at < body.len() => body[at] = inserts[next() % inserts.len()],
+                    _ => body.truncate(at),
+                }
+            }
+            let mut out = Vec::new();
+            let quick = parse_range(Kind::Sha1, 0x5BAA6, &body, &mut out)
+                .ok()
+                .map(|()| out);
+            assert_eq!(
+                quick,
+                strict_only(Kind::Sha1, 0x5BAA6, &body),
+                "{:?}",
+                String::from_utf8_lossy(&body)
+            );
+        }
     }
 
     #[test]

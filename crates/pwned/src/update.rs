@@ -30,6 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::PAGE;
 use crate::hash::{Key, Kind};
 use crate::index::Index;
+use crate::inflate::Inflater;
 use crate::journal::{Journal, Record, Terms};
 use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
 use crate::source::{RANGES, Source};
@@ -598,7 +599,7 @@ impl Fetcher {
             }
             wire.extend_from_slice(&chunk);
         }
-        let text = decode(encoding.as_deref(), &wire).map_err(retry)?;
+        let text = decode_body(encoding.as_deref(), &wire).map_err(retry)?;
         let mut entries = Vec::with_capacity(text.len() / 40 + 1);
         parse_range(self.kind, prefix, &text, &mut entries).map_err(|e| retry(e.to_string()))?;
         Ok(Body::Range {
@@ -609,15 +610,25 @@ impl Fetcher {
     }
 }
 
-/// The body as sent, decoded; at most [`MAX_RANGE_BODY`] bytes.
-fn decode(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<Vec<u8>, String> {
+/// A range answer's body as sent, decoded by its `Content-Encoding`
+/// (`gzip`, `br` or none) to at most [`MAX_RANGE_BODY`] bytes; the error
+/// says what is wrong with it. What [`update`] does with every answer before
+/// [`parse_range`](crate::parse_range) checks it.
+pub fn decode_body(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let limit = MAX_RANGE_BODY as u64 + 1;
-    let mut out = Vec::with_capacity(wire.len() * 3);
+    let mut out = Vec::new();
     let read = match encoding {
         None | Some(b"identity") => return Ok(wire.to_vec()),
-        Some(b"gzip" | b"x-gzip") => flate2::read::GzDecoder::new(wire)
-            .take(limit)
-            .read_to_end(&mut out),
+        Some(b"gzip" | b"x-gzip") => {
+            if let Some(text) = inflate_whole(wire) {
+                return Ok(text);
+            }
+            // Whatever libdeflate refuses (several members, a lying size)
+            // goes through the streaming decoder, which says what is wrong.
+            flate2::read::MultiGzDecoder::new(wire)
+                .take(limit)
+                .read_to_end(&mut out)
+        }
         Some(b"br") => brotli_decompressor::Decompressor::new(wire, 4096)
             .take(limit)
             .read_to_end(&mut out),
@@ -633,6 +644,27 @@ fn decode(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<Vec<u8>, 
         return Err(format!("body decodes to over {MAX_RANGE_BODY} bytes"));
     }
     Ok(out)
+}
+
+/// A one-member gzip body inflated in one call, into a buffer of the size
+/// its trailer states (at most [`MAX_RANGE_BODY`]); `None` when it is
+/// anything else.
+fn inflate_whole(wire: &[u8]) -> Option<Vec<u8>> {
+    thread_local! {
+        static INFLATER: std::cell::RefCell<Option<Inflater>> = const { std::cell::RefCell::new(None) };
+    }
+    let size = u32::from_le_bytes(wire.get(wire.len().checked_sub(4)?..)?.try_into().ok()?);
+    if size as usize > MAX_RANGE_BODY {
+        return None;
+    }
+    let mut out = vec![0u8; size as usize];
+    let inflated = INFLATER.with_borrow_mut(|inflater| {
+        if inflater.is_none() {
+            *inflater = Inflater::new();
+        }
+        inflater.as_mut().is_some_and(|i| i.gzip(wire, &mut out))
+    });
+    inflated.then_some(out)
 }
 
 /// `Retry-After` in seconds (an HTTP date is taken as a short wait), at
@@ -698,18 +730,30 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&text).unwrap();
         let gz = gz.finish().unwrap();
-        assert_eq!(decode(Some(b"gzip"), &gz).unwrap(), text);
-        assert_eq!(decode(None, &text).unwrap(), text);
+        assert_eq!(decode_body(Some(b"gzip"), &gz).unwrap(), text);
+        assert_eq!(decode_body(None, &text).unwrap(), text);
         assert!(
-            decode(Some(b"gzip"), &gz[..gz.len() - 9]).is_err(),
+            decode_body(Some(b"gzip"), &gz[..gz.len() - 9]).is_err(),
             "truncated"
         );
-        assert!(decode(Some(b"zstd"), &gz).is_err());
+        assert!(decode_body(Some(b"zstd"), &gz).is_err());
+        // Two members, as concatenated files are: the streaming decoder.
+        let two = [gz.clone(), gz.clone()].concat();
+        assert!(inflate_whole(&two).is_none());
+        assert_eq!(decode_body(Some(b"gzip"), &two).unwrap(), text.repeat(2));
+        // A trailer that states a wrong size; garbage after the member.
+        let mut lying = gz.clone();
+        let n = lying.len();
+        lying[n - 4] ^= 1;
+        assert!(inflate_whole(&lying).is_none());
+        assert!(decode_body(Some(b"gzip"), &lying).is_err());
+        let trailing = [&gz[..], b"junk"].concat();
+        assert!(decode_body(Some(b"gzip"), &trailing).is_err());
         // A small body that inflates past the limit.
         let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         bomb.write_all(&vec![b'0'; MAX_RANGE_BODY + 10]).unwrap();
         let bomb = bomb.finish().unwrap();
         assert!(bomb.len() < 100_000);
-        assert!(decode(Some(b"gzip"), &bomb).is_err());
+        assert!(decode_body(Some(b"gzip"), &bomb).is_err());
     }
 }
