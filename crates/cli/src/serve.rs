@@ -47,7 +47,6 @@ use seekless_pwned::{Index, Key, Kind};
 
 use crate::date::{http_date, rfc3339};
 use tower::Service;
-use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 /// Lines a padded response holds at least.
 pub const PAD_MIN: usize = 800;
@@ -55,9 +54,6 @@ pub const PAD_MIN: usize = 800;
 pub const PAD_SPREAD: usize = 200;
 /// `Cache-Control` of range answers (31 days, as the HIBP API sends).
 const CACHE_CONTROL: &str = "public, max-age=2678400";
-/// gzip level and brotli quality: 1, as nginx's default `gzip_comp_level`;
-/// range bodies are random hex, higher levels cost time for little gain.
-const COMPRESSION_LEVEL: i32 = 1;
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for requests in flight.
@@ -431,13 +427,7 @@ fn router(shared: Arc<Shared>, access_log: bool) -> Router {
         .route("/range/{prefix}", axum::routing::any(range))
         .route("/health", axum::routing::any(health))
         .fallback(fallback)
-        .with_state(shared)
-        .layer(
-            CompressionLayer::new()
-                .gzip(true)
-                .br(true)
-                .quality(CompressionLevel::Precise(COMPRESSION_LEVEL)),
-        );
+        .with_state(shared);
     let app = app.layer(axum::middleware::map_response(cors));
     if access_log {
         app.layer(axum::middleware::from_fn(log))
@@ -733,10 +723,7 @@ async fn range(
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let encoding = match &shared.cache {
-            Some(_) if !padding => negotiate(headers),
-            _ => Encoding::Identity,
-        };
+        let encoding = negotiate(headers);
         let body = match answer(&shared, served, kind, prefix, padding, encoding, items) {
             Ok(body) => body,
             Err(e) => return damaged(e),
@@ -744,13 +731,9 @@ async fn range(
         let mut response = Response::new(Body::from(body));
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-        if shared.cache.is_some() && !padding {
-            // Compressed here from the cache, so the compression layer
-            // leaves the answer alone; say what it varies on as it would.
-            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
-            if let Some(name) = encoding.name() {
-                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
-            }
+        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+        if let Some(name) = encoding.name() {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
         }
         response
     };
@@ -827,34 +810,34 @@ impl Encoding {
     }
 }
 
-/// The coding to answer in, from `Accept-Encoding`: brotli, else gzip,
-/// else none; a coding with `q=0` is refused.
+/// The coding to answer in, from `Accept-Encoding`: the one with the
+/// highest `q` (1 when not given), brotli on a tie, none when neither is
+/// acceptable (`q=0` refuses a coding), as the compression layer chooses.
 fn negotiate(headers: &HeaderMap) -> Encoding {
-    let (mut br, mut gzip) = (false, false);
+    // Thousandths, as q-values have at most three decimals.
+    let (mut br, mut gzip) = (0u16, 0u16);
     for value in headers.get_all(header::ACCEPT_ENCODING) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
             let mut parts = item.split(';');
             let name = parts.next().unwrap_or("").trim();
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
-            if refused {
-                continue;
-            }
+            let q = parts
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .map_or(1000, |q| {
+                    q.trim()
+                        .parse::<f32>()
+                        .map_or(0, |q| (q.clamp(0.0, 1.0) * 1000.0).round() as u16)
+                });
             if name.eq_ignore_ascii_case("br") {
-                br = true;
+                br = br.max(q);
             } else if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
-                gzip = true;
+                gzip = gzip.max(q);
             }
         }
     }
-    if br {
+    if br > 0 && br >= gzip {
         Encoding::Br
-    } else if gzip {
+    } else if gzip > 0 {
         Encoding::Gzip
     } else {
         Encoding::Identity
@@ -888,7 +871,11 @@ fn answer(
         }))
     };
     let Some(cache) = shared.cache.as_ref().filter(|_| !padding) else {
-        return render();
+        let plain = render()?;
+        return Ok(match encoding {
+            Encoding::Identity => plain,
+            _ => Bytes::from(compress(&plain, encoding, Effort::Fresh)),
+        });
     };
     let key = |encoding: Encoding| cache_key(kind, prefix, CachedAs::Body(encoding));
     if let Some(body) = cache.get(key(encoding)) {
@@ -905,32 +892,42 @@ fn answer(
     if encoding == Encoding::Identity {
         return Ok(plain);
     }
-    let packed = Bytes::from(compress(&plain, encoding));
+    let packed = Bytes::from(compress(&plain, encoding, Effort::Kept));
     cache.insert(key(encoding), packed.clone());
     Ok(packed)
 }
 
-/// Compresses a body once for the cache: gzip level 6, brotli quality 5
-/// (the cost is paid once per range, not per request).
-fn compress(body: &[u8], encoding: Encoding) -> Vec<u8> {
+/// How hard to compress: a body compressed for one answer is compressed
+/// fast (gzip level 1, brotli quality 1, as nginx's default level), one kept
+/// in the cache harder (gzip 6, brotli 5: paid once per range). The value
+/// is the gzip level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effort {
+    Fresh = 1,
+    Kept = 6,
+}
+
+/// Compresses a range body (gzip by libdeflate, whose level 1 packs random
+/// hex to 54%, where zlib's fast level leaves it at 96%).
+fn compress(body: &[u8], encoding: Encoding, effort: Effort) -> Vec<u8> {
     use std::io::Write as _;
-    let mut out = Vec::with_capacity(body.len() / 2 + 64);
     match encoding {
-        Encoding::Identity => out.extend_from_slice(body),
-        Encoding::Gzip => {
-            let mut encoder = flate2::write::GzEncoder::new(&mut out, flate2::Compression::new(6));
-            // Writing to a Vec cannot fail.
-            let _ = encoder.write_all(body);
-            let _ = encoder.finish();
-        }
+        Encoding::Identity => body.to_vec(),
+        Encoding::Gzip => seekless_pwned::gzip(body, effort as u32),
         Encoding::Br => {
-            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+            let quality = match effort {
+                Effort::Fresh => 1,
+                Effort::Kept => 5,
+            };
+            let mut out = Vec::with_capacity(body.len() / 2 + 64);
+            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
+            // Writing to a Vec cannot fail.
             let _ = encoder.write_all(body);
             let _ = encoder.flush();
             drop(encoder);
+            out
         }
     }
-    out
 }
 
 /// Whether the client's cached copy is still good (`If-None-Match` wins

@@ -566,6 +566,16 @@ fn compression_and_revalidation() {
     let r = server.get(&path, &[("Accept-Encoding", "identity")]);
     assert_eq!(r.header("content-encoding"), None);
     assert_eq!(r.body, *body);
+    let choices = [
+        ("gzip, br", Some("br")),
+        ("gzip, br;q=0.5", Some("gzip")),
+        ("br;q=0.2, gzip;q=0.9", Some("gzip")),
+        ("gzip;q=0, br;q=0", None),
+    ];
+    for (accept, coding) in choices {
+        let r = server.get(&path, &[("Accept-Encoding", accept)]);
+        assert_eq!(r.header("content-encoding"), coding, "{accept}");
+    }
 
     // A strong validator per range, from the range's content.
     let etag = r.header("etag").unwrap().to_string();
@@ -603,6 +613,13 @@ fn compression_and_revalidation() {
     for _ in 0..2 {
         let r = server.get(&path, &[("If-None-Match", &etag)]);
         assert_eq!((r.status, r.header("etag")), (304, Some(etag.as_str())));
+    }
+    // The cache answers in the coding the compression layer would choose.
+    for _ in 0..2 {
+        for (accept, coding) in choices {
+            let r = server.get(&path, &[("Accept-Encoding", accept)]);
+            assert_eq!(r.header("content-encoding"), coding, "cached: {accept}");
+        }
     }
     // A rebuilt index with other content changes the validator.
     drop(server);

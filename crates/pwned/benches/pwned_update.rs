@@ -17,6 +17,7 @@
 //!   of the directory: wall, CPU seconds, peak RSS, bytes written;
 //! - a refresh where nothing changed, and one where 1% of the ranges did
 //!   (the changed copy served instead): time and bytes received;
+//! - full updates with 16 and 256 requests in flight (the default is 64);
 //! - the client's CPU per range at the real size (1,800 lines, gzip):
 //!   decompressing and checking one answer, without the HTTP exchange
 //!   (`--client-cpu`: only this).
@@ -100,10 +101,12 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "serve did not start");
-            std::thread::sleep(Duration::from_millis(50));
+        // Ready once it has verified the index (a pass over every page
+        // that would otherwise share the cores with the first contender).
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while !healthy(port) {
+            assert!(Instant::now() < deadline, "serve did not become healthy");
+            std::thread::sleep(Duration::from_millis(100));
         }
         Server(child, port)
     }
@@ -111,6 +114,19 @@ impl Server {
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.1)
     }
+}
+
+/// Whether `GET /health` on `port` answers 200.
+fn healthy(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let request = b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    let mut answer = Vec::new();
+    stream.write_all(request).is_ok()
+        && stream.read_to_end(&mut answer).is_ok()
+        && answer.starts_with(b"HTTP/1.1 200")
 }
 
 impl Drop for Server {
@@ -300,8 +316,13 @@ fn main() {
             &[
                 "curl",
                 "--silent",
+                "--no-progress-meter",
                 "--fail",
                 "--compressed",
+                // The coding update asks for first, so the server does the
+                // same work for both.
+                "--header",
+                "Accept-Encoding: gzip",
                 "--parallel",
                 "--parallel-max",
                 "64",
@@ -329,6 +350,28 @@ fn main() {
         peer = Some((m_curl, m_prep, text_bytes, index_bytes));
     } else {
         println!("curl not found: the peer run is skipped");
+    }
+
+    // The window of requests in flight: wall and client CPU at other
+    // widths than the default 64 (loopback, so latency does not hide in it).
+    let mut widths = Vec::new();
+    for concurrency in ["16", "256"] {
+        let wide = work.join(format!("c{concurrency}.idx"));
+        let (m, _) = measure(
+            &[
+                b,
+                "pwned",
+                "update",
+                wide.to_str().unwrap(),
+                "--base-url",
+                &url,
+                "--concurrency",
+                concurrency,
+            ],
+            None,
+        );
+        std::fs::remove_file(&wide).unwrap();
+        widths.push((concurrency, m));
     }
 
     // Refreshes: nothing changed; then 1% of the ranges changed.
@@ -368,6 +411,12 @@ fn main() {
         "client CPU per range in the full update (HTTP included): {:.1} µs",
         m_ours.cpu / f64::from(RANGES) * 1e6
     );
+    for (concurrency, m) in &widths {
+        println!(
+            "full update with --concurrency {concurrency}: {:.1} s wall, {:.1} CPU s, {:.0} MiB",
+            m.wall, m.cpu, m.rss_mib
+        );
+    }
     // The summary's third line: "  N bytes received, …".
     let received = |out: &str| -> String {
         out.lines()

@@ -23,10 +23,10 @@
 mod bits;
 mod error;
 mod format;
+#[cfg(feature = "gzip")]
+mod gzip;
 mod hash;
 mod index;
-#[cfg(feature = "update")]
-mod inflate;
 mod input;
 #[cfg(feature = "update")]
 mod journal;
@@ -44,6 +44,8 @@ mod writer;
 
 pub use error::{Error, ErrorKind, Result};
 pub use format::{PAGE, VERSION};
+#[cfg(feature = "gzip")]
+pub use gzip::gzip;
 pub use hash::{Key, Kind};
 pub use index::{Index, Iter, Stats};
 pub use input::Input;

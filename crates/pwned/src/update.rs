@@ -28,13 +28,19 @@ use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RE
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::PAGE;
+use crate::gzip::gunzip_whole;
 use crate::hash::{Key, Kind};
 use crate::index::Index;
-use crate::inflate::Inflater;
 use crate::journal::{Journal, Record, Terms};
 use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
 use crate::source::{RANGES, Source};
 use crate::writer::SortedWriter;
+
+/// The codings asked for: gzip preferred. Range bodies are random hex, which
+/// brotli packs only ~3% smaller than gzip, and brotli-decompressor inflates
+/// them 4-5 times slower than libdeflate (measured: ~1 ms against ~0.2 ms a
+/// real-size range).
+const ACCEPTED: &str = "gzip, br;q=0.5";
 
 /// Where the corpus is published.
 pub const DEFAULT_BASE_URL: &str = "https://api.pwnedpasswords.com";
@@ -558,7 +564,7 @@ impl Fetcher {
         validator: Option<&[u8]>,
     ) -> std::result::Result<Body, Fault> {
         let retry = |what: String| Fault::Retry { what, after: None };
-        let mut request = self.client.get(url).header(ACCEPT_ENCODING, "gzip, br");
+        let mut request = self.client.get(url).header(ACCEPT_ENCODING, ACCEPTED);
         if let Some(v) = validator {
             request = request.header(IF_NONE_MATCH, v);
         }
@@ -620,7 +626,7 @@ pub fn decode_body(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<
     let read = match encoding {
         None | Some(b"identity") => return Ok(wire.to_vec()),
         Some(b"gzip" | b"x-gzip") => {
-            if let Some(text) = inflate_whole(wire) {
+            if let Some(text) = gunzip_whole(wire, MAX_RANGE_BODY) {
                 return Ok(text);
             }
             // Whatever libdeflate refuses (several members, a lying size)
@@ -644,27 +650,6 @@ pub fn decode_body(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<
         return Err(format!("body decodes to over {MAX_RANGE_BODY} bytes"));
     }
     Ok(out)
-}
-
-/// A one-member gzip body inflated in one call, into a buffer of the size
-/// its trailer states (at most [`MAX_RANGE_BODY`]); `None` when it is
-/// anything else.
-fn inflate_whole(wire: &[u8]) -> Option<Vec<u8>> {
-    thread_local! {
-        static INFLATER: std::cell::RefCell<Option<Inflater>> = const { std::cell::RefCell::new(None) };
-    }
-    let size = u32::from_le_bytes(wire.get(wire.len().checked_sub(4)?..)?.try_into().ok()?);
-    if size as usize > MAX_RANGE_BODY {
-        return None;
-    }
-    let mut out = vec![0u8; size as usize];
-    let inflated = INFLATER.with_borrow_mut(|inflater| {
-        if inflater.is_none() {
-            *inflater = Inflater::new();
-        }
-        inflater.as_mut().is_some_and(|i| i.gzip(wire, &mut out))
-    });
-    inflated.then_some(out)
 }
 
 /// `Retry-After` in seconds (an HTTP date is taken as a short wait), at
@@ -739,13 +724,13 @@ mod tests {
         assert!(decode_body(Some(b"zstd"), &gz).is_err());
         // Two members, as concatenated files are: the streaming decoder.
         let two = [gz.clone(), gz.clone()].concat();
-        assert!(inflate_whole(&two).is_none());
+        assert!(gunzip_whole(&two, MAX_RANGE_BODY).is_none());
         assert_eq!(decode_body(Some(b"gzip"), &two).unwrap(), text.repeat(2));
         // A trailer that states a wrong size; garbage after the member.
         let mut lying = gz.clone();
         let n = lying.len();
         lying[n - 4] ^= 1;
-        assert!(inflate_whole(&lying).is_none());
+        assert!(gunzip_whole(&lying, MAX_RANGE_BODY).is_none());
         assert!(decode_body(Some(b"gzip"), &lying).is_err());
         let trailing = [&gz[..], b"junk"].concat();
         assert!(decode_body(Some(b"gzip"), &trailing).is_err());
