@@ -278,6 +278,9 @@ fn prepare(
     if summary.spilled > 0 {
         println!("  spilled {} bytes to temporary files", summary.spilled);
     }
+    if summary.streamed {
+        println!("  input in hash order: written as it was read (no sort, no spill)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -377,3 +377,49 @@ fn commands_never_write_over_their_input() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
+    let dir = tempdir("sorted-stdin");
+    // 250,000 distinct hashes, sorted: about 11 MB, three read chunks.
+    let mut state = 0x5eed_u64;
+    let mut lines: Vec<String> = (0..250_000)
+        .map(|i| {
+            let mut hex = String::new();
+            while hex.len() < 40 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                hex.push_str(&format!("{:016X}", state ^ (state >> 29)));
+            }
+            hex.truncate(40);
+            format!("{hex}:{}", 1 + i % 97)
+        })
+        .collect();
+    lines.sort();
+    let sorted = lines.join("\r\n");
+    // The same lines with the second one moved to the very end.
+    let second = lines.remove(1);
+    lines.push(second);
+    let late = lines.join("\n");
+    let index = dir.join("p.idx");
+    let idx = index.to_str().unwrap();
+    let mut exports = Vec::new();
+    for (input, streamed) in [(&sorted, true), (&late, false)] {
+        let out = seekless(&["pwned", "prepare", "-", "-o", idx], input.as_bytes());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("250000 SHA-1 hashes from 250000 lines"),
+            "{stdout}"
+        );
+        assert_eq!(stdout.contains("input in hash order"), streamed, "{stdout}");
+        assert!(seekless(&["pwned", "verify", idx], b"").status.success());
+        exports.push(seekless(&["pwned", "export", idx], b"").stdout);
+    }
+    assert!(exports[0] == exports[1], "the same corpus either way");
+    let mut want = sorted.replace("\r\n", "\n");
+    want.push('\n');
+    assert!(exports[0] == want.as_bytes());
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1,17 +1,21 @@
 //! Building an index from the HIBP text corpus.
 //!
 //! Phase 1 reads the inputs in big chunks on a reader thread while parser
-//! threads turn lines into 24-byte records, partitioned by their top 8 bits.
-//! Each parser holds a bounded buffer per partition; a full buffer is
-//! appended to that partition's spill file. Phase 2 takes partitions in
-//! order, sorts each (radix pass, then tiny comparison sorts), merges
-//! duplicates and packs pages, on all threads; the main thread writes the
-//! pages in order. When the input fits in memory, nothing touches the disk
-//! but the index.
+//! threads turn lines into 24-byte records. While the input is in hash
+//! order (as HIBP's downloaders write it), the records go straight into
+//! pages through the `ordered` stream, and that is the whole build. Once it
+//! is not (or from the start, for input ordered by count), records are
+//! partitioned by their top 8 bits: each holder keeps a bounded buffer per
+//! partition, and a full buffer is appended to that partition's spill file
+//! (`partition`). Phase 2 takes partitions in order, sorts each (radix
+//! pass, then tiny comparison sorts), merges duplicates and packs pages, on
+//! all threads; the main thread writes the pages in order. When the input
+//! fits in memory, nothing touches the disk but the index.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -20,15 +24,15 @@ use std::time::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Layout, PAGE};
 use crate::hash::Kind;
+use crate::index::Index;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
+use crate::ordered::{Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
-use crate::sort::{self, RECORD_BYTES, Record};
-use crate::writer::write_trailer;
+use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
+use crate::sort::{self, RECORD_BYTES, Record, Sink};
+use crate::writer::{Written, write_trailer};
 
-/// Partitions by the top bits of the hash.
-const PART_BITS: u32 = 8;
-const PARTS: usize = 1 << PART_BITS;
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
 const READ: usize = 4 << 20;
@@ -109,6 +113,9 @@ pub struct Summary {
     pub bytes: u64,
     /// Bytes written to spill files.
     pub spilled: u64,
+    /// Whether the input was in hash order from its first line to its last,
+    /// so that it went straight into pages (no partitions, sort or spill).
+    pub streamed: bool,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -147,15 +154,21 @@ pub fn build(
     }
     let out = Nameless::create(&dir, "index").map_err(io_err)?;
     let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
+    let read_back = |w: &mut BufWriter<&File>| {
+        w.flush().map_err(|e| Error::io(None, e))?;
+        Index::from_file(w.get_ref().try_clone().map_err(|e| Error::io(None, e))?)
+    };
     let (writer, summary) = build_into(
         inputs,
         BufWriter::with_capacity(1 << 20, &out.file),
+        &read_back,
         &spill_dir,
         options,
         progress,
     )
     .map_err(|e| e.with_path(output))?;
     writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    out.file.set_len(summary.bytes).map_err(io_err)?;
     out.file.sync_all().map_err(io_err)?;
     out.persist(output).map_err(io_err)?;
     Ok(summary)
@@ -164,19 +177,28 @@ pub fn build(
 /// Builds an index in memory.
 pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u8>, Summary)> {
     let spill_dir = options.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let read_back = |w: &mut io::Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
     let (cursor, summary) = build_into(
         inputs,
         io::Cursor::new(Vec::new()),
+        &read_back,
         &spill_dir,
         options,
         &NoProgress,
     )?;
-    Ok((cursor.into_inner(), summary))
+    let mut bytes = cursor.into_inner();
+    bytes.truncate(summary.bytes as usize);
+    Ok((bytes, summary))
 }
 
+/// Builds into `out` (from its start). `read_back` opens what has been
+/// written to `out` as an index (used when input that looked sorted turns
+/// out not to be). The file may end up longer than the index: the caller
+/// cuts it to `summary.bytes`.
 fn build_into<W: Write + Seek>(
     inputs: Vec<Input>,
     mut out: W,
+    read_back: &dyn Fn(&mut W) -> Result<Index>,
     spill_dir: &Path,
     options: &BuildOptions,
     progress: &dyn Progress,
@@ -186,17 +208,43 @@ fn build_into<W: Write + Seek>(
     let mut parts = input::expand(inputs).map_err(|(path, e)| Error::io(path, e))?;
     progress.input(parts.iter().map(Part::size).sum());
     let spill = Spill::new(spill_dir);
-    let collected = collect(&mut parts, threads, options, &spill, progress)?;
-    let mut summary = collected.summary;
-    let kind = collected.kind.unwrap_or(Kind::Sha1);
+    let Collected {
+        kind,
+        output,
+        duplicates: merged,
+        buffers,
+        total,
+        mut summary,
+    } = collect(
+        &mut parts, threads, options, &spill, progress, &mut out, read_back,
+    )?;
+    let kind = kind.unwrap_or(Kind::Sha1);
     summary.kind = Some(kind);
+    match output {
+        Output::Written(written) => {
+            // In hash order from the first line to the last: done.
+            summary.hashes = written.hashes;
+            summary.duplicates = written.duplicates;
+            summary.bytes = written.bytes;
+            summary.streamed = true;
+            summary.seconds = started.elapsed().as_secs_f64();
+            return Ok((out, summary));
+        }
+        Output::Partitioned(out) => {
+            out.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::io(None, e))?;
+        }
+    }
+    // Merges made before partitioning, less the records that only split a
+    // count (see `ordered`), plus those the sort finds.
+    let mut duplicates = merged;
     let layout = Layout::for_count(kind, summary.lines);
 
     // Partitions are independent groups of pages when a partition boundary
     // is also a bucket boundary; with fewer bucket bits, one group.
     let sizes: Vec<u64> = (0..PARTS)
         .map(|p| {
-            let held: usize = collected.buffers[p].iter().map(Vec::len).sum();
+            let held: usize = buffers[p].iter().map(Vec::len).sum();
             held as u64 + spill.records[p].load(Ordering::Relaxed)
         })
         .collect();
@@ -204,8 +252,7 @@ fn build_into<W: Write + Seek>(
     progress.writing(groups.len() as u64);
     out.write_all(&[0u8; PAGE])
         .map_err(|e| Error::io(None, e))?;
-    let buffers: Vec<Mutex<Vec<Vec<Record>>>> =
-        collected.buffers.into_iter().map(Mutex::new).collect();
+    let buffers: Vec<Mutex<Vec<Vec<Record>>>> = buffers.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(threads);
@@ -249,7 +296,7 @@ fn build_into<W: Write + Seek>(
                         pages_written += p.dir.len() as u64;
                         dir.extend(p.dir);
                         summary.hashes += p.hashes;
-                        summary.duplicates += p.duplicates;
+                        duplicates += p.duplicates as i64;
                         progress.written();
                     }
                     Err(e) => {
@@ -263,14 +310,8 @@ fn build_into<W: Write + Seek>(
     if let Some(e) = first_error {
         return Err(e);
     }
-    let header = write_trailer(
-        &mut out,
-        layout,
-        &dir,
-        summary.hashes,
-        collected.total,
-        None,
-    )?;
+    summary.duplicates = duplicates.max(0) as u64;
+    let header = write_trailer(&mut out, layout, &dir, summary.hashes, total, None)?;
     summary.bytes = header.file_len().unwrap_or(0);
     summary.spilled = spill.bytes.load(Ordering::Relaxed);
     summary.seconds = started.elapsed().as_secs_f64();
@@ -357,18 +398,33 @@ fn pack(
     })
 }
 
-/// Records read in phase 1, by partition.
-struct Collected {
+/// What phase 1 left: the index written (input in order), or records by
+/// partition.
+struct Collected<'o, W> {
     kind: Option<Kind>,
+    output: Output<'o, W>,
+    /// Merges made before the records were partitioned (may be negative:
+    /// see [`Streamed`]).
+    duplicates: i64,
     /// `buffers[partition][thread]`.
     buffers: Vec<Vec<Vec<Record>>>,
     total: u64,
     summary: Summary,
 }
 
+/// Where phase 1 left the output.
+enum Output<'o, W> {
+    /// The whole index, from input in hash order.
+    Written(Written),
+    /// Nothing that phase 2 needs (it writes from the start).
+    Partitioned(&'o mut W),
+}
+
 /// A chunk of whole lines from one input file: `data[..len]`.
 struct Chunk {
     seq: u64,
+    /// Place among the chunks sent (`seq` also counts overlong lines).
+    order: u64,
     part: usize,
     data: Vec<u8>,
     len: usize,
@@ -392,12 +448,14 @@ enum Failure {
 }
 
 /// State shared by the reader and the parsers.
-struct Shared<'a> {
+struct Shared {
     kind: AtomicU8,
     skip_invalid: bool,
     /// The earliest failure so far, by chunk sequence number.
     failure: Mutex<Option<(u64, Failure)>>,
     stop: AtomicBool,
+    /// Whether parsers hand their records to the stream (see `ordered`).
+    streaming: AtomicBool,
     lines: AtomicU64,
     invalid: AtomicU64,
     /// The earliest invalid line skipped: (seq, part, line in chunk, what).
@@ -408,10 +466,9 @@ struct Shared<'a> {
     capped: AtomicU64,
     total: AtomicU64,
     names: Vec<String>,
-    spill: &'a Spill,
 }
 
-impl Shared<'_> {
+impl Shared {
     fn fail(&self, seq: u64, failure: Failure) {
         let mut slot = self.failure.lock().expect("failure lock");
         if slot.as_ref().is_none_or(|(s, _)| seq < *s) {
@@ -456,18 +513,21 @@ impl Shared<'_> {
     }
 }
 
-fn collect(
+fn collect<'o, W: Write + Seek>(
     parts: &mut [Part],
     threads: usize,
     options: &BuildOptions,
     spill: &Spill,
     progress: &dyn Progress,
-) -> Result<Collected> {
+    out: &'o mut W,
+    read_back: &dyn Fn(&mut W) -> Result<Index>,
+) -> Result<Collected<'o, W>> {
     let shared = Shared {
         kind: AtomicU8::new(0),
         skip_invalid: options.skip_invalid,
         failure: Mutex::new(None),
         stop: AtomicBool::new(false),
+        streaming: AtomicBool::new(true),
         lines: AtomicU64::new(0),
         invalid: AtomicU64::new(0),
         first_invalid: Mutex::new(None),
@@ -476,47 +536,75 @@ fn collect(
         capped: AtomicU64::new(0),
         total: AtomicU64::new(0),
         names: parts.iter().map(|p| p.name.clone()).collect(),
-        spill,
     };
     let prefixes: Vec<Option<[u8; 5]>> = parts.iter().map(|p| p.prefix).collect();
-    // Each parser keeps one bounded buffer per partition.
-    let per_buffer = (options.memory / (threads as u64 * PARTS as u64 * RECORD_BYTES as u64))
+    // Each parser, and the stream once it falls back, keeps one bounded
+    // buffer per partition.
+    let holders = threads as u64 + 1;
+    let per_buffer = (options.memory / (holders * PARTS as u64 * RECORD_BYTES as u64))
         .clamp(64, 1 << 26) as usize;
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(threads * 2);
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let (run_tx, run_rx) = mpsc::sync_channel::<Run>(threads * 2);
+    let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Vec<Record>>();
     let chunk_rx = Mutex::new(chunk_rx);
+    let runs_pool_rx = Mutex::new(runs_pool_rx);
     let mut per_thread: Vec<Vec<Vec<Record>>> = Vec::new();
-    std::thread::scope(|s| {
+    let streamed = std::thread::scope(|s| {
         let shared = &shared;
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let (chunk_rx, pool_tx, prefixes) = (&chunk_rx, pool_tx.clone(), &prefixes);
+                let (run_tx, runs_pool_rx) = (run_tx.clone(), &runs_pool_rx);
                 s.spawn(move || {
-                    let mut buffers: Vec<Vec<Record>> = (0..PARTS).map(|_| Vec::new()).collect();
+                    let mut partitions = Partitions::new(per_buffer, spill);
                     loop {
                         let chunk = chunk_rx.lock().expect("chunk lock").recv();
                         let Ok(chunk) = chunk else { break };
-                        if !shared.skip(chunk.seq) {
-                            parse_chunk(
-                                shared,
-                                &chunk,
-                                prefixes[chunk.part].as_ref(),
-                                &mut buffers,
-                                per_buffer,
-                            );
+                        let prefix = prefixes[chunk.part].as_ref();
+                        if shared.streaming.load(Ordering::Acquire) {
+                            let memory = runs_pool_rx
+                                .lock()
+                                .expect("runs lock")
+                                .try_recv()
+                                .unwrap_or_default();
+                            let mut run = Run::new(chunk.order, memory);
+                            if !shared.skip(chunk.seq) {
+                                parse_chunk(shared, &chunk, prefix, &mut run);
+                            }
+                            // Every run goes, even empty: the stream takes
+                            // them in order.
+                            let _ = run_tx.send(run);
+                        } else if !shared.skip(chunk.seq) {
+                            parse_chunk(shared, &chunk, prefix, &mut partitions);
                         }
                         let _ = pool_tx.send(chunk.data);
                     }
-                    buffers
+                    partitions.buffers
                 })
             })
             .collect();
-        drop(pool_tx);
-        read_all(parts, shared, &chunk_tx, &pool_rx, progress);
-        drop(chunk_tx);
+        drop((pool_tx, run_tx));
+        let reader = s.spawn(move || {
+            read_all(parts, shared, &chunk_tx, &pool_rx, progress);
+        });
+        let streamed = stream(
+            shared,
+            run_rx,
+            &runs_pool_tx,
+            out,
+            read_back,
+            per_buffer,
+            spill,
+        );
+        if streamed.is_err() {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        reader.join().expect("reader thread");
         for h in handles {
             per_thread.push(h.join().expect("parser thread"));
         }
+        streamed
     });
     if let Some((seq, failure)) = shared.failure.lock().expect("failure lock").take() {
         return Err(match failure {
@@ -540,8 +628,23 @@ fn collect(
             let line = shared.line_number(seq, part, local);
             format!("{}:{line}: {what}", shared.names[part])
         });
-    let mut buffers: Vec<Vec<Vec<Record>>> =
-        (0..PARTS).map(|_| Vec::with_capacity(threads)).collect();
+    let streamed = streamed?;
+    let mut duplicates = 0;
+    let output = match streamed {
+        Streamed::Written(written) => Output::Written(written),
+        Streamed::Partitioned {
+            out,
+            buffers,
+            duplicates: merged,
+        } => {
+            per_thread.push(buffers);
+            duplicates = merged;
+            Output::Partitioned(out)
+        }
+    };
+    let mut buffers: Vec<Vec<Vec<Record>>> = (0..PARTS)
+        .map(|_| Vec::with_capacity(threads + 1))
+        .collect();
     for thread in per_thread {
         for (p, records) in thread.into_iter().enumerate() {
             buffers[p].push(records);
@@ -550,6 +653,8 @@ fn collect(
     let kind = Kind::from_code(shared.kind.load(Ordering::Relaxed));
     Ok(Collected {
         kind,
+        output,
+        duplicates,
         buffers,
         total: shared.total.load(Ordering::Relaxed),
         summary: Summary {
@@ -563,6 +668,44 @@ fn collect(
     })
 }
 
+/// Takes the parsers' runs into a [`Stream`] (made at the first run, when
+/// the reader has seen what kind the input is) until they stop coming.
+fn stream<'o, W: Write + Seek>(
+    shared: &Shared,
+    runs: mpsc::Receiver<Run>,
+    reuse: &mpsc::Sender<Vec<Record>>,
+    out: &'o mut W,
+    read_back: &dyn Fn(&mut W) -> Result<Index>,
+    per_buffer: usize,
+    spill: &Spill,
+) -> Result<Streamed<'o, W>> {
+    let mut out = Some(out);
+    let mut stream = None;
+    let start = |out: &mut Option<&'o mut W>| {
+        Stream::new(
+            out.take().expect("one stream"),
+            shared.kind(),
+            &shared.streaming,
+            per_buffer,
+            spill,
+            read_back,
+        )
+    };
+    for run in runs {
+        if stream.is_none() {
+            stream = Some(start(&mut out)?);
+        }
+        let stream = stream.as_mut().expect("made above");
+        for memory in stream.take(run)? {
+            let _ = reuse.send(memory);
+        }
+    }
+    match stream {
+        Some(stream) => stream.finish(),
+        None => start(&mut out)?.finish(),
+    }
+}
+
 /// The reader: every input in order, in chunks of whole lines. Buffers
 /// are allocated once (room for a read plus the partial line carried over)
 /// and recycled by the parsers.
@@ -574,6 +717,7 @@ fn read_all(
     progress: &dyn Progress,
 ) {
     let mut seq = 0u64;
+    let mut order = 0u64;
     let mut carry: Vec<u8> = Vec::new();
     for (index, part) in parts.iter_mut().enumerate() {
         let name = part.name.clone();
@@ -657,6 +801,7 @@ fn read_all(
             if len > 0 {
                 let chunk = Chunk {
                     seq,
+                    order,
                     part: index,
                     data: buf,
                     len,
@@ -665,6 +810,7 @@ fn read_all(
                     return;
                 }
                 seq += 1;
+                order += 1;
             }
             if eof {
                 break;
@@ -674,13 +820,7 @@ fn read_all(
 }
 
 /// Parses a chunk into per-partition buffers, spilling full ones.
-fn parse_chunk(
-    shared: &Shared,
-    chunk: &Chunk,
-    prefix: Option<&[u8; 5]>,
-    buffers: &mut [Vec<Record>],
-    per_buffer: usize,
-) {
+fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &mut impl Sink) {
     let kind = shared.kind();
     let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
     let data = &chunk.data[..chunk.len];
@@ -695,17 +835,8 @@ fn parse_chunk(
                 count,
                 capped: c,
             }) => {
-                let p = (key.hi >> (64 - PART_BITS)) as usize;
-                let buffer = &mut buffers[p];
-                if buffer.capacity() == 0 {
-                    buffer.reserve_exact(per_buffer);
-                }
-                buffer.push(Record::new(key, count));
-                if buffer.len() >= per_buffer {
-                    if let Err(e) = shared.spill.write(p, buffer) {
-                        return shared.fail(u64::MAX, Failure::Error(e));
-                    }
-                    buffer.clear();
+                if let Err(e) = sink.put(Record::new(key, count)) {
+                    return shared.fail(u64::MAX, Failure::Error(e));
                 }
                 lines += 1;
                 capped += u64::from(c);
@@ -771,76 +902,6 @@ fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .map_or(data.len(), |i| pos + i)
-}
-
-/// Spill files, one per partition, created when first needed.
-struct Spill {
-    root: PathBuf,
-    files: Vec<Mutex<Option<Nameless>>>,
-    bytes: AtomicU64,
-    /// Records spilled, per partition.
-    records: Vec<AtomicU64>,
-}
-
-impl Spill {
-    fn new(root: &Path) -> Spill {
-        Spill {
-            root: root.to_path_buf(),
-            files: (0..PARTS).map(|_| Mutex::new(None)).collect(),
-            bytes: AtomicU64::new(0),
-            records: (0..PARTS).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    fn write(&self, p: usize, records: &[Record]) -> Result<()> {
-        let mut bytes = Vec::with_capacity(records.len() * RECORD_BYTES);
-        for r in records {
-            r.write(&mut bytes);
-        }
-        let mut file = self.files[p].lock().expect("spill lock");
-        if file.is_none() {
-            let created = Nameless::scratch(&self.root, "spill")
-                .map_err(|e| Error::io(self.root.clone(), e))?;
-            *file = Some(created);
-        }
-        let f = &mut file.as_mut().expect("created above").file;
-        f.write_all(&bytes)
-            .map_err(|e| Error::io(self.root.clone(), e))?;
-        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        self.records[p].fetch_add(records.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Appends partition `p`'s spilled records to `out`; its file goes
-    /// away with its handle.
-    fn read(&self, p: usize, out: &mut Vec<Record>) -> Result<()> {
-        let Some(spilled) = self.files[p].lock().expect("spill lock").take() else {
-            return Ok(());
-        };
-        let io_err = |e| Error::io(self.root.clone(), e);
-        let file = &spilled.file;
-        let len = file.metadata().map_err(io_err)?.len();
-        out.reserve((len / RECORD_BYTES as u64) as usize);
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        let mut buf = vec![0u8; RECORD_BYTES * 8192];
-        loop {
-            let n = input::fill(&mut reader, &mut buf).map_err(io_err)?;
-            for record in buf[..n].chunks_exact(RECORD_BYTES) {
-                out.push(Record::read(record));
-            }
-            if n < buf.len() {
-                if n % RECORD_BYTES != 0 {
-                    return Err(Error::corrupt(format!(
-                        "spill file of partition {p} in {} is torn",
-                        self.root.display()
-                    )));
-                }
-                break;
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

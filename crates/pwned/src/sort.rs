@@ -1,6 +1,13 @@
-//! Records as `prepare` holds them, and sorting a partition of them.
+//! Records as `prepare` holds them, where the parser puts them, and sorting
+//! a partition of them.
 
+use crate::error::Result;
 use crate::hash::Key;
+
+/// Where the parser puts the records of a chunk of lines.
+pub(crate) trait Sink {
+    fn put(&mut self, record: Record) -> Result<()>;
+}
 
 /// One parsed line: a hash and its (capped) count, 24 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -600,3 +600,111 @@ fn one_shot_lookups_read_one_directory_block() {
     index.verify().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Builds `text` cut at line ends into `pieces` inputs (each read as its
+/// own chunks, so order is also checked across them).
+fn build_pieces(
+    text: &[u8],
+    pieces: usize,
+    options: &BuildOptions,
+) -> seekless_pwned::Result<(Vec<u8>, Summary)> {
+    let mut inputs = Vec::new();
+    let mut rest = text;
+    for i in 0..pieces {
+        let want = rest.len() / (pieces - i);
+        let cut = if i + 1 == pieces {
+            rest.len()
+        } else {
+            rest[want..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(rest.len(), |p| want + p + 1)
+        };
+        inputs.push(Input::Bytes {
+            name: format!("piece{i}"),
+            data: rest[..cut].to_vec(),
+        });
+        rest = &rest[cut..];
+    }
+    build_to_vec(inputs, options)
+}
+
+#[test]
+fn input_in_hash_order_streams_and_any_disorder_falls_back() {
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        let mut entries = random_entries(kind, 20_000, 41);
+        entries.sort_by_key(|&(key, _)| key);
+        let n = entries.len();
+        // Each case: a name, the lines, and whether they are in order.
+        type Case = (&'static str, Vec<(Key, u32)>, bool);
+        let mut cases: Vec<Case> = vec![("sorted", entries.clone(), true)];
+        for (name, from, to) in [
+            ("first line last", 0, n - 1),
+            ("a middle line first", n / 2, 0),
+            ("last line in the middle", n - 1, n / 2),
+            ("one line a little late", n / 3, n / 3 + 40),
+        ] {
+            let mut moved = entries.clone();
+            let line = moved.remove(from);
+            moved.insert(to, line);
+            cases.push((name, moved, false));
+        }
+        let mut reversed = entries.clone();
+        reversed.reverse();
+        cases.push(("reversed", reversed, false));
+        let mut repeated = entries.clone();
+        repeated.push(entries[n / 4]);
+        cases.push(("a hash again at the end", repeated, false));
+        for (name, lines, in_order) in cases {
+            let text = corpus(kind, &lines, 5);
+            let expect = expected(&lines);
+            for pieces in [1, 7] {
+                for (threads, memory) in [(1, 1 << 30), (2, 1 << 30), (2, 256 << 10)] {
+                    let options = BuildOptions {
+                        threads,
+                        memory,
+                        tmp_dir: Some(std::env::temp_dir()),
+                        skip_invalid: false,
+                    };
+                    let what =
+                        format!("{kind:?} {name}, {pieces} pieces, {threads} threads, {memory} B");
+                    let (bytes, summary) = build_pieces(&text, pieces, &options).unwrap();
+                    assert_eq!(summary.streamed, in_order, "{what}");
+                    assert_eq!(summary.hashes, expect.len() as u64, "{what}");
+                    assert_eq!(summary.lines, lines.len() as u64, "{what}");
+                    assert_eq!(
+                        summary.duplicates,
+                        (lines.len() - expect.len()) as u64,
+                        "{what}"
+                    );
+                    assert_eq!(summary.bytes, bytes.len() as u64, "{what}");
+                    let index = Index::from_bytes(bytes).unwrap();
+                    check_index(&index, &expect, &mut Rng(3));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn counts_merged_while_streaming_survive_the_fall_back() {
+    let kind = Kind::Sha1;
+    let mut entries = random_entries(kind, 2_000, 43);
+    entries.sort_by_key(|&(key, _)| key);
+    // One hash three times in a row: 3 × (2^32 − 1) once merged.
+    let big = entries[10].0;
+    for _ in 0..3 {
+        entries.insert(11, (big, u32::MAX));
+    }
+    let late = entries[5];
+    entries.push(late);
+    let (bytes, summary) = build_pieces(&corpus(kind, &entries, 9), 3, &options(2)).unwrap();
+    assert!(!summary.streamed);
+    let expect = expected(&entries);
+    assert_eq!(
+        expect[&big],
+        3 * u64::from(u32::MAX) + u64::from(entries[10].1)
+    );
+    assert_eq!(summary.duplicates, (entries.len() - expect.len()) as u64);
+    check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut Rng(5));
+}

@@ -1,0 +1,125 @@
+//! Records held by partition, the top 8 bits of their hash: one bounded
+//! buffer per partition per holder, and a spill file per partition that
+//! full buffers are appended to. A partition is sorted and packed on its
+//! own once every record is read.
+
+use std::io::{BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+use crate::input;
+use crate::nameless::Nameless;
+use crate::sort::{RECORD_BYTES, Record, Sink};
+
+/// Partitions by the top bits of the hash.
+pub(crate) const PART_BITS: u32 = 8;
+pub(crate) const PARTS: usize = 1 << PART_BITS;
+
+/// One holder's partition buffers, spilling a buffer when it is full.
+#[derive(Debug)]
+pub(crate) struct Partitions<'a> {
+    pub buffers: Vec<Vec<Record>>,
+    /// Records a buffer holds before it is spilled.
+    pub per_buffer: usize,
+    pub spill: &'a Spill,
+}
+
+impl<'a> Partitions<'a> {
+    pub(crate) fn new(per_buffer: usize, spill: &'a Spill) -> Partitions<'a> {
+        Partitions {
+            buffers: (0..PARTS).map(|_| Vec::new()).collect(),
+            per_buffer,
+            spill,
+        }
+    }
+}
+
+impl Sink for Partitions<'_> {
+    #[inline]
+    fn put(&mut self, record: Record) -> Result<()> {
+        let p = (record.hi >> (64 - PART_BITS)) as usize;
+        let buffer = &mut self.buffers[p];
+        if buffer.capacity() == 0 {
+            buffer.reserve_exact(self.per_buffer);
+        }
+        buffer.push(record);
+        if buffer.len() >= self.per_buffer {
+            self.spill.write(p, buffer)?;
+            buffer.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Spill files, one per partition, created when first needed.
+#[derive(Debug)]
+pub(crate) struct Spill {
+    root: PathBuf,
+    files: Vec<Mutex<Option<Nameless>>>,
+    pub bytes: AtomicU64,
+    /// Records spilled, per partition.
+    pub records: Vec<AtomicU64>,
+}
+
+impl Spill {
+    pub(crate) fn new(root: &Path) -> Spill {
+        Spill {
+            root: root.to_path_buf(),
+            files: (0..PARTS).map(|_| Mutex::new(None)).collect(),
+            bytes: AtomicU64::new(0),
+            records: (0..PARTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub(crate) fn write(&self, p: usize, records: &[Record]) -> Result<()> {
+        let mut bytes = Vec::with_capacity(records.len() * RECORD_BYTES);
+        for r in records {
+            r.write(&mut bytes);
+        }
+        let mut file = self.files[p].lock().expect("spill lock");
+        if file.is_none() {
+            let created = Nameless::scratch(&self.root, "spill")
+                .map_err(|e| Error::io(self.root.clone(), e))?;
+            *file = Some(created);
+        }
+        let f = &mut file.as_mut().expect("created above").file;
+        f.write_all(&bytes)
+            .map_err(|e| Error::io(self.root.clone(), e))?;
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.records[p].fetch_add(records.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Appends partition `p`'s spilled records to `out`; its file goes
+    /// away with its handle.
+    pub(crate) fn read(&self, p: usize, out: &mut Vec<Record>) -> Result<()> {
+        let Some(spilled) = self.files[p].lock().expect("spill lock").take() else {
+            return Ok(());
+        };
+        let io_err = |e| Error::io(self.root.clone(), e);
+        let file = &spilled.file;
+        let len = file.metadata().map_err(io_err)?.len();
+        out.reserve((len / RECORD_BYTES as u64) as usize);
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        let mut buf = vec![0u8; RECORD_BYTES * 8192];
+        loop {
+            let n = input::fill(&mut reader, &mut buf).map_err(io_err)?;
+            for record in buf[..n].chunks_exact(RECORD_BYTES) {
+                out.push(Record::read(record));
+            }
+            if n < buf.len() {
+                if n % RECORD_BYTES != 0 {
+                    return Err(Error::corrupt(format!(
+                        "spill file of partition {p} in {} is torn",
+                        self.root.display()
+                    )));
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+}
