@@ -60,7 +60,7 @@ pub enum Command {
         #[arg(long, value_name = "URL", default_value = seekless_pwned::DEFAULT_BASE_URL)]
         base_url: String,
         /// Requests in flight at once.
-        #[arg(long, value_name = "N", default_value_t = 64,
+        #[arg(long, value_name = "N", default_value_t = seekless_pwned::DEFAULT_CONCURRENCY,
               value_parser = clap::value_parser!(u16).range(1..=1024))]
         concurrency: u16,
         /// Ignore stored validators: fetch every range whole.

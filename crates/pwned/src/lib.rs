@@ -58,7 +58,7 @@ pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex, range_et
 pub use source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "update")]
 pub use update::{
-    DEFAULT_BASE_URL, NoUpdateProgress, UpdateOptions, UpdateProgress, UpdateSummary, decode_body,
-    update,
+    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
+    UpdateSummary, decode_body, update,
 };
 pub use writer::{Checkpoint, SortedWriter, Written};
