@@ -122,11 +122,14 @@ impl Key {
         if text.len() != kind.hex_len() {
             return None;
         }
-        let (groups, _) = text.as_chunks::<8>();
-        match kind {
-            Kind::Sha1 => Key::from_hex_groups::<5>(groups.try_into().ok()?),
-            Kind::Ntlm => Key::from_hex_groups::<4>(groups.try_into().ok()?),
-        }
+        let (groups, _) = text.as_chunks::<16>();
+        let (hi, hi_ok) = hex16_parts(groups[0]);
+        let (mid, mid_ok) = hex16_parts(groups[1]);
+        let (lo, lo_ok) = match kind {
+            Kind::Sha1 => hex8_parts(text[32..40].try_into().expect("8 digits")),
+            Kind::Ntlm => (0, true),
+        };
+        (hi_ok & mid_ok & lo_ok).then_some(Key { hi, mid, lo })
     }
 
     /// The key whose hex is a range prefix followed by `suffix`, the other
@@ -243,6 +246,63 @@ pub(crate) fn prefix_ascii(prefix: &[u8; 5]) -> u64 {
     ])
 }
 
+/// Decodes 16 hex digits (either case) into a big-endian `u64`: the value,
+/// meaningless unless valid, and whether all 16 bytes are hex digits. One
+/// SSE2 register on x86-64 (SSE2 is part of it), two [`hex8_parts`] elsewhere.
+#[inline(always)]
+fn hex16_parts(digits: [u8; 16]) -> (u64, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of every x86-64 processor (the target's
+        // baseline), so the function's one required feature is there.
+        unsafe { hex16_sse2(digits) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (hi, hi_ok) = hex8_parts(digits[..8].try_into().expect("8 digits"));
+        let (lo, lo_ok) = hex8_parts(digits[8..].try_into().expect("8 digits"));
+        ((u64::from(hi) << 32) | u64::from(lo), hi_ok & lo_ok)
+    }
+}
+
+/// [`hex16_parts`] in one SSE2 register.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn hex16_sse2(digits: [u8; 16]) -> (u64, bool) {
+    {
+        use std::arch::x86_64::{
+            _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_cvtsi128_si64,
+            _mm_movemask_epi8, _mm_or_si128, _mm_packus_epi16, _mm_set_epi64x, _mm_set1_epi8,
+            _mm_set1_epi16, _mm_slli_epi16, _mm_srli_epi16,
+        };
+        let word = |i: usize| i64::from_le_bytes(digits[i..i + 8].try_into().expect("8 bytes"));
+        let v = _mm_set_epi64x(word(8), word(0));
+        let between = |v, lo: u8, hi: u8| {
+            _mm_and_si128(
+                _mm_cmpgt_epi8(v, _mm_set1_epi8(lo as i8 - 1)),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(hi as i8 + 1)),
+            )
+        };
+        // Bytes from 0x80 up compare as negative: neither digit nor letter.
+        let digit = between(v, b'0', b'9');
+        let letter = between(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', b'f');
+        let valid = _mm_movemask_epi8(_mm_or_si128(digit, letter)) == 0xffff;
+        // Each digit's value: its low nibble, plus 9 for a letter.
+        let nibbles = _mm_add_epi8(
+            _mm_and_si128(v, _mm_set1_epi8(0x0f)),
+            _mm_and_si128(letter, _mm_set1_epi8(9)),
+        );
+        // Each 16-bit lane holds two digits, the first in its low byte.
+        let pairs = _mm_or_si128(
+            _mm_slli_epi16(_mm_and_si128(nibbles, _mm_set1_epi16(0x00ff)), 4),
+            _mm_srli_epi16(nibbles, 8),
+        );
+        let bytes = _mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs)) as u64;
+        (bytes.swap_bytes(), valid)
+    }
+}
+
 /// Decodes 8 hex digits (either case) into a big-endian `u32` at once
 /// (SWAR): the value, meaningless unless valid, and whether all 8 bytes are
 /// hex digits.
@@ -316,6 +376,28 @@ mod tests {
                 assert_eq!(Key::from_range_hex(kind, prefix, mixed.as_bytes()), None);
             }
         }
+    }
+
+    #[test]
+    fn hex16_matches_naive_on_every_byte() {
+        let base = *b"0aF93bC7e5D1284f";
+        for pos in 0..16 {
+            for b in 0..=255u8 {
+                let mut d = base;
+                d[pos] = b;
+                let naive = std::str::from_utf8(&d)
+                    .ok()
+                    .filter(|t| !t.starts_with('+'))
+                    .and_then(|t| u64::from_str_radix(t, 16).ok());
+                let (value, ok) = hex16_parts(d);
+                assert_eq!(ok.then_some(value), naive, "{d:?}");
+            }
+        }
+        assert_eq!(hex16_parts(*b"ffffffffFFFFFFFF"), (u64::MAX, true));
+        assert_eq!(
+            hex16_parts(*b"0123456789abcdef"),
+            (0x0123_4567_89ab_cdef, true)
+        );
     }
 
     #[test]

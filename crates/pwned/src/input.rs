@@ -164,6 +164,46 @@ pub(crate) enum LineError {
     Mixed,
 }
 
+/// The line at `pos` of `data` when it has the usual shape: the hash
+/// (`hex_len` digits; after the range prefix, whose digits `prefix` holds as
+/// [`prefix_ascii`] gives them, in a per-range file), `:`, a count of 1 to 9
+/// digits that is not 0, then `\n`, `\r\n` or the end. Returns the key, the
+/// count and where the next line starts; `None` for anything else, which
+/// [`parse_line`] then takes (and judges).
+#[inline]
+pub(crate) fn quick_line(
+    kind: Kind,
+    prefix: Option<u64>,
+    hex_len: usize,
+    data: &[u8],
+    pos: usize,
+) -> Option<(Key, u32, usize)> {
+    let line = data.get(pos..)?;
+    if line.get(hex_len) != Some(&b':') {
+        return None;
+    }
+    let key = match prefix {
+        None => Key::from_hex(kind, &line[..hex_len])?,
+        Some(prefix) => Key::from_range_hex(kind, prefix, &line[..hex_len])?,
+    };
+    let digits = &line[hex_len + 1..];
+    let mut count = 0u32;
+    let mut n = 0;
+    while n < digits.len().min(9) && digits[n].is_ascii_digit() {
+        count = count * 10 + u32::from(digits[n] - b'0');
+        n += 1;
+    }
+    let end = pos + hex_len + 1 + n;
+    let next = match &data[end..] {
+        _ if count == 0 => return None,
+        [] => end,
+        [b'\n', ..] => end + 1,
+        [b'\r', b'\n', ..] => end + 2,
+        _ => return None,
+    };
+    Some((key, count, next))
+}
+
 /// Parses one line (without its `\n`) of a corpus of `kind`; `prefix` is the
 /// range prefix of a per-range file.
 #[inline]

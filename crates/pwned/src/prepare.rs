@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Layout, PAGE};
-use crate::hash::Kind;
+use crate::hash::{Kind, prefix_ascii};
 use crate::index::Index;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
@@ -824,10 +824,21 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &
     let kind = shared.kind();
     let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
     let data = &chunk.data[..chunk.len];
+    let ascii = prefix.map(prefix_ascii);
     let mut pos = 0;
     let mut local = 0u64;
     let (mut lines, mut zero, mut capped, mut total) = (0u64, 0u64, 0u64, 0u64);
     while pos < data.len() {
+        if let Some((key, count, next)) = input::quick_line(kind, ascii, hex_len, data, pos) {
+            if let Err(e) = sink.put(Record::new(key, count)) {
+                return shared.fail(u64::MAX, Failure::Error(e));
+            }
+            lines += 1;
+            total = total.saturating_add(u64::from(count));
+            pos = next;
+            local += 1;
+            continue;
+        }
         let end = line_end(data, pos, hex_len);
         match input::parse_line(kind, prefix, &data[pos..end]) {
             Ok(Line::Hash {
