@@ -218,6 +218,49 @@ mod tests {
     }
 
     #[test]
+    fn pushes_of_every_width_land_where_a_bit_list_says() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut w = Writer::new(8192);
+        for round in 0..3 {
+            // Reused after clear(): what the last round left must not show.
+            w.clear();
+            let mut want: Vec<bool> = Vec::new();
+            while want.len() < 8000 {
+                let len = (next() % 65) as u32;
+                let value = if len == 64 {
+                    next()
+                } else {
+                    next() & ((1 << len) - 1)
+                };
+                if round == 1 && len < 3 {
+                    w.zeros(u64::from(len) * 40);
+                    want.extend(std::iter::repeat_n(false, len as usize * 40));
+                    continue;
+                }
+                w.push(value, len);
+                want.extend((0..len).map(|i| value >> i & 1 == 1));
+            }
+            assert_eq!(w.len(), want.len());
+            let mut buf = vec![0xa5u8; want.len().div_ceil(8)];
+            w.copy_to(&mut buf);
+            for (i, &bit) in want.iter().enumerate() {
+                assert_eq!(read(&buf, i, 1) == 1, bit, "round {round}, bit {i}");
+            }
+            // The last byte's unused bits are zero.
+            assert_eq!(
+                u64::from(buf[buf.len() - 1]) >> (want.len() - (buf.len() - 1) * 8),
+                0
+            );
+        }
+    }
+
+    #[test]
     fn write_then_read_and_select() {
         let mut w = Writer::new(4096);
         // zeros/ones pattern: 0 0 1 1 0 1, then values.
