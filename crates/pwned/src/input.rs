@@ -186,22 +186,33 @@ pub(crate) fn quick_line(
         None => Key::from_hex(kind, &line[..hex_len])?,
         Some(prefix) => Key::from_range_hex(kind, prefix, &line[..hex_len])?,
     };
-    let digits = &line[hex_len + 1..];
-    let mut count = 0u32;
+    // Nine digits always fit 32 bits.
+    let (count, next) = count_then_next(data, pos + hex_len + 1, 9)?;
+    (count > 0).then_some((key, count as u32, next))
+}
+
+/// The decimal count at `at` of `data`, 1 to `max` digits (at most 19, so
+/// it fits 64 bits), followed by `\n`, `\r\n` or the end of `data`: the
+/// count and where the next line starts. `None` for anything else.
+#[inline]
+pub(crate) fn count_then_next(data: &[u8], at: usize, max: usize) -> Option<(u64, usize)> {
+    debug_assert!(max <= 19);
+    let digits = data.get(at..)?;
+    let mut count = 0u64;
     let mut n = 0;
-    while n < digits.len().min(9) && digits[n].is_ascii_digit() {
-        count = count * 10 + u32::from(digits[n] - b'0');
+    while n < digits.len().min(max) && digits[n].is_ascii_digit() {
+        count = count * 10 + u64::from(digits[n] - b'0');
         n += 1;
     }
-    let end = pos + hex_len + 1 + n;
+    let end = at + n;
     let next = match &data[end..] {
-        _ if count == 0 => return None,
+        _ if n == 0 => return None,
         [] => end,
         [b'\n', ..] => end + 1,
         [b'\r', b'\n', ..] => end + 2,
         _ => return None,
     };
-    Some((key, count, next))
+    Some((count, next))
 }
 
 /// Parses one line (without its `\n`) of a corpus of `kind`; `prefix` is the

@@ -3,6 +3,7 @@
 
 use crate::error::{ErrorKind, Result};
 use crate::hash::{Key, Kind, prefix_ascii};
+use crate::input::count_then_next;
 use crate::source::RANGES;
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
@@ -95,22 +96,8 @@ fn quick_line(kind: Kind, prefix: u64, body: &[u8], pos: usize) -> Option<(Key, 
         return None;
     }
     let key = Key::from_range_hex(kind, prefix, &line[..suffix_len])?;
-    let digits = &line[suffix_len + 1..];
-    let mut count = 0u64;
-    let mut n = 0;
     // 19 digits never overflow 64 bits; longer counts go the strict way.
-    while n < digits.len().min(19) && digits[n].is_ascii_digit() {
-        count = count * 10 + u64::from(digits[n] - b'0');
-        n += 1;
-    }
-    let end = pos + suffix_len + 1 + n;
-    let next = match &body[end..] {
-        _ if n == 0 => return None,
-        [] => end,
-        [b'\n', ..] => end + 1,
-        [b'\r', b'\n', ..] => end + 2,
-        _ => return None,
-    };
+    let (count, next) = count_then_next(body, pos + suffix_len + 1, 19)?;
     Some((key, count, next))
 }
 
