@@ -148,6 +148,15 @@ impl Server {
         }
     }
 
+    /// Sends the server a signal (`"TERM"`, `"HUP"`, …); it must be there.
+    fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name}");
+    }
+
     fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
@@ -639,14 +648,7 @@ fn health_logs_and_graceful_shutdown() {
     assert!(health.text().contains("ok"));
     server.get("/range/5BAA6", &[]);
     // SIGTERM: the server stops accepting, finishes, and exits 0.
-    let pid = server.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    server.signal("TERM");
     let start = Instant::now();
     let status = loop {
         if let Some(status) = server.child.try_wait().unwrap() {
@@ -664,8 +666,7 @@ fn health_logs_and_graceful_shutdown() {
     let mut server = Server::start(&[&index], &["--access-log"]);
     server.get("/range/5BAA6", &[]);
     server.get("/nope", &[]);
-    let pid = server.child.id().to_string();
-    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    server.signal("INT");
     let status = server.child.wait().unwrap();
     assert!(status.success());
     let stderr = server.stderr_text();
@@ -844,19 +845,12 @@ fn a_replaced_index_is_served_without_dropping_requests() {
     assert_eq!(server.get(&path, &[]).body, *body);
     // SIGHUP: looks at once; the file there now is served.
     replace(&first);
-    let pid = server.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    server.signal("HUP");
     wait_for(&server, b"");
-    Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    server.signal("HUP");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(wait_healthy(&server).status, 200);
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    server.signal("TERM");
     assert!(server.child.wait().unwrap().success());
     let stderr = server.stderr_text();
     assert_eq!(stderr.matches("now serving the new").count(), 2, "{stderr}");

@@ -196,11 +196,9 @@ mod tests {
 
     #[test]
     fn nth_set_bit_matches_a_loop() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = crate::testing::rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             for word in [x, x & (x >> 3), x | 1, u64::MAX, 1 << 63] {
                 let mut w = word;
                 let mut n = 1;
@@ -219,13 +217,7 @@ mod tests {
 
     #[test]
     fn pushes_of_every_width_land_where_a_bit_list_says() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::testing::rng(0x2545_F491_4F6C_DD1D);
         let mut w = Writer::new(8192);
         for round in 0..3 {
             // Reused after clear(): what the last round left must not show.

@@ -331,8 +331,23 @@ fn hex8_parts(digits: [u8; 8]) -> (u32, bool) {
 mod tests {
     use super::*;
 
-    fn naive_hex8(digits: [u8; 8]) -> Option<u32> {
-        u32::from_str_radix(std::str::from_utf8(&digits).ok()?, 16).ok()
+    /// Every byte value at every position of `base` (hex digits): the
+    /// decoder gives what `from_str_radix` does, `None` where it fails.
+    fn every_byte_everywhere<const N: usize>(
+        base: [u8; N],
+        decode: impl Fn([u8; N]) -> Option<u64>,
+    ) {
+        for pos in 0..N {
+            for b in 0..=255u8 {
+                let mut d = base;
+                d[pos] = b;
+                let naive = std::str::from_utf8(&d)
+                    .ok()
+                    .filter(|t| !t.starts_with('+'))
+                    .and_then(|t| u64::from_str_radix(t, 16).ok());
+                assert_eq!(decode(d), naive, "{d:?}");
+            }
+        }
     }
 
     fn hex8(digits: [u8; 8]) -> Option<u32> {
@@ -342,14 +357,11 @@ mod tests {
 
     #[test]
     fn range_hex_is_the_prefix_then_the_suffix() {
-        let mut state = 0x5eed_u64;
+        let mut next = crate::testing::rng(0x5eed);
         for kind in [Kind::Sha1, Kind::Ntlm] {
             for _ in 0..200 {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let key = Key::from_bytes(&(state as u128 * 0x9e37_79b9_7f4a_7c15).to_be_bytes())
-                    .to_hex(kind);
+                let wide = u128::from(next()) << 64 | u128::from(next());
+                let key = Key::from_bytes(&wide.to_be_bytes()).to_hex(kind);
                 let mixed: String = key
                     .chars()
                     .enumerate()
@@ -380,19 +392,10 @@ mod tests {
 
     #[test]
     fn hex16_matches_naive_on_every_byte() {
-        let base = *b"0aF93bC7e5D1284f";
-        for pos in 0..16 {
-            for b in 0..=255u8 {
-                let mut d = base;
-                d[pos] = b;
-                let naive = std::str::from_utf8(&d)
-                    .ok()
-                    .filter(|t| !t.starts_with('+'))
-                    .and_then(|t| u64::from_str_radix(t, 16).ok());
-                let (value, ok) = hex16_parts(d);
-                assert_eq!(ok.then_some(value), naive, "{d:?}");
-            }
-        }
+        every_byte_everywhere(*b"0aF93bC7e5D1284f", |d| {
+            let (value, ok) = hex16_parts(d);
+            ok.then_some(value)
+        });
         assert_eq!(hex16_parts(*b"ffffffffFFFFFFFF"), (u64::MAX, true));
         assert_eq!(
             hex16_parts(*b"0123456789abcdef"),
@@ -402,15 +405,7 @@ mod tests {
 
     #[test]
     fn hex8_matches_naive_on_every_byte() {
-        let base = *b"0aF93bC7";
-        for pos in 0..8 {
-            for b in 0..=255u8 {
-                let mut d = base;
-                d[pos] = b;
-                let expect = if b == b'+' { None } else { naive_hex8(d) };
-                assert_eq!(hex8(d), expect, "{d:?}");
-            }
-        }
+        every_byte_everywhere(*b"0aF93bC7", |d| hex8(d).map(u64::from));
         assert_eq!(hex8(*b"ffffffff"), Some(u32::MAX));
         assert_eq!(hex8(*b"00000000"), Some(0));
         assert_eq!(hex8(*b"12345678"), Some(0x1234_5678));

@@ -40,6 +40,8 @@ mod range;
 pub mod sample;
 mod sort;
 mod source;
+#[cfg(test)]
+mod testing;
 #[cfg(feature = "update")]
 mod update;
 mod writer;

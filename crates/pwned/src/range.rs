@@ -265,11 +265,8 @@ mod tests {
                     1E4C9B93F3F0682250B6CF8331B7EE68FD9:1234567890123456789\r\n\
                     FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:1\r";
         let inserts = b"0:9\r\naAfFgG \x80";
-        let mut state = 7u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-            (state >> 33) as usize
-        };
+        let mut rng = crate::testing::rng(7);
+        let mut next = || (rng() >> 33) as usize;
         for round in 0..20_000 {
             let mut body = good.as_bytes().to_vec();
             for _ in 0..1 + round % 3 {

@@ -103,13 +103,7 @@ mod tests {
 
     #[test]
     fn sorts_like_the_standard_sort() {
-        let mut x = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::testing::rng(0x1234_5678_9abc_def0);
         for n in [0, 1, 255, 256, 5000, 70_000] {
             let mut records: Vec<Record> = (0..n)
                 .map(|i| Record {
