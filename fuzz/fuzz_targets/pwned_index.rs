@@ -1,5 +1,5 @@
-//! Arbitrary pages and directories behind a valid header (format version 1
-//! or 2): opening, lookups, one-shot lookups, ranges, iteration and verify
+//! Arbitrary pages and directories behind a valid header (format version
+//! 1, 2, or 4 with fewer key bits: a compact index): opening, lookups, one-shot lookups, ranges, iteration and verify
 //! must never panic, and whatever they return must agree with each other.
 #![no_main]
 
@@ -27,9 +27,14 @@ fuzz_target!(|data: &[u8]| {
     }
     file.truncate(PAGE * (1 + pages));
     file.extend_from_slice(&dir);
-    // Version 2 checksums the directory in blocks of 341 entries; version 1
-    // as a whole.
-    let version: u16 = if data[0] & 2 == 0 { 1 } else { 2 };
+    // Versions 2 and 4 checksum the directory in blocks of 341 entries;
+    // version 1 as a whole. Version 4 keeps 32 to 160 bits of each hash.
+    let version: u16 = match data[0] & 6 {
+        0 => 1,
+        2 => 2,
+        _ => 4,
+    };
+    let key_bits = 32 + u16::from(data[0] >> 3) * 4;
     let dir_crc = if version == 1 {
         crc32c::crc32c(&dir)
     } else {
@@ -48,6 +53,9 @@ fuzz_target!(|data: &[u8]| {
     header[12..16].copy_from_slice(&(PAGE as u32).to_le_bytes());
     header[24..32].copy_from_slice(&(pages as u64).to_le_bytes());
     header[40..44].copy_from_slice(&dir_crc.to_le_bytes());
+    if version == 4 {
+        header[56..58].copy_from_slice(&key_bits.to_le_bytes());
+    }
     let crc = crc32c::crc32c(&header[..60]);
     header[60..64].copy_from_slice(&crc.to_le_bytes());
     let probe = Key { hi: u64::from_le_bytes([data[0]; 8]), mid: 0, lo: 0 };

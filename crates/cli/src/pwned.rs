@@ -34,6 +34,13 @@ pub enum Command {
         /// Skip malformed lines (and count them) instead of stopping.
         #[arg(long)]
         skip_invalid: bool,
+        /// A compact index: keep only the top N bits of each hash (32 to
+        /// 159 for SHA-1, to 127 for NTLM), summing the counts of hashes
+        /// that share them. A lookup of a hash not in the corpus then finds
+        /// one by chance with probability hashes / 2^N (`stats` prints it);
+        /// `serve` and `export`, which need whole hashes, refuse the index.
+        #[arg(long, value_name = "N")]
+        key_bits: Option<u32>,
     },
     /// Check passwords (or hashes) against an index: one line per input,
     /// its count first (0 = not found).
@@ -114,7 +121,18 @@ pub fn run(command: Command) -> ExitCode {
             memory,
             tmp_dir,
             skip_invalid,
-        } => prepare(inputs, &output, threads, memory, tmp_dir, skip_invalid),
+            key_bits,
+        } => prepare(
+            inputs,
+            &output,
+            BuildOptions {
+                tmp_dir,
+                skip_invalid,
+                key_bits,
+                threads: threads.map_or(BuildOptions::default().threads, |t| t.max(1)),
+                memory: memory.unwrap_or_else(seekless_pwned::default_memory),
+            },
+        ),
         Command::Check {
             index,
             hashes,
@@ -224,14 +242,7 @@ impl Progress for BuildProgress {
     }
 }
 
-fn prepare(
-    inputs: Vec<String>,
-    output: &Path,
-    threads: Option<usize>,
-    memory: Option<u64>,
-    tmp_dir: Option<PathBuf>,
-    skip_invalid: bool,
-) -> Result<ExitCode> {
+fn prepare(inputs: Vec<String>, output: &Path, options: BuildOptions) -> Result<ExitCode> {
     let paths: Vec<&Path> = inputs.iter().map(Path::new).collect();
     crate::guard::output_apart(output, &paths)?;
     let inputs: Vec<Input> = if inputs.is_empty() {
@@ -239,17 +250,6 @@ fn prepare(
     } else {
         inputs.iter().map(|a| Input::from_arg(a)).collect()
     };
-    let mut options = BuildOptions {
-        tmp_dir,
-        skip_invalid,
-        ..BuildOptions::default()
-    };
-    if let Some(threads) = threads {
-        options.threads = threads.max(1);
-    }
-    if let Some(memory) = memory {
-        options.memory = memory;
-    }
     let progress = BuildProgress {
         bar: progress::bytes(0, "reading"),
     };
@@ -280,6 +280,12 @@ fn prepare(
     }
     if summary.streamed {
         println!("  input in hash order: written as it was read (no sort, no spill)");
+    }
+    if let Some(bits) = summary.key_bits {
+        println!(
+            "  top {bits} bits of each hash kept: a hash not in the corpus is found by chance with probability {:.2e}",
+            summary.false_positive_rate()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -497,6 +503,10 @@ fn stats(path: &Path) -> Result<ExitCode> {
     println!("total_count\t{}", s.total_count);
     println!("pages\t{}", s.pages);
     println!("bucket_bits\t{}", s.bucket_bits);
+    println!("key_bits\t{}", s.key_bits);
+    if s.is_compact() {
+        println!("false_positive_rate\t{:.3e}", s.false_positive_rate());
+    }
     println!("bytes\t{}", s.bytes);
     let per_hash = if s.hashes == 0 {
         0.0
@@ -536,6 +546,11 @@ fn verify(path: &Path) -> Result<ExitCode> {
 
 fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
     let index = Index::open(path)?;
+    if let s @ seekless_pwned::Stats { key_bits, .. } = index.stats()
+        && s.is_compact()
+    {
+        return Err(seekless_pwned::Error::from(ErrorKind::Compact { key_bits }).into());
+    }
     let kind = index.kind();
     let write = |out: &mut dyn Write| -> Result<()> {
         let mut line = Vec::with_capacity(64);

@@ -246,6 +246,18 @@ fn open(path: &Path) -> Result<Served> {
     // The identity first: a file that takes the name after it is noticed.
     let identity = Identity::of(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let index = Index::open(path)?;
+    let stats = index.stats();
+    if stats.is_compact() {
+        let compact = seekless_pwned::ErrorKind::Compact {
+            key_bits: stats.key_bits,
+        };
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            seekless_pwned::Error::from(compact)
+        )
+        .into());
+    }
     let last_modified = identity
         .modified
         .and_then(|t| HeaderValue::from_str(&http_date(t)).ok());

@@ -423,3 +423,107 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
     assert!(exports[0] == want.as_bytes());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() {
+    let dir = tempdir("compact");
+    let corpus = dir.join("corpus.txt");
+    // Two hashes that share their top 64 bits (and differ after).
+    let twin = "5BAA61E4C9B93F3F0000000000000000000000AA:10\n";
+    std::fs::write(&corpus, format!("{CORPUS}\n{twin}")).unwrap();
+    let index = dir.join("compact.idx");
+    let idx = index.to_str().unwrap();
+    let out = prepare(&corpus, &index, &["--key-bits", "64"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(summary.contains("4 SHA-1 hashes from 6 lines"), "{summary}");
+    assert!(
+        summary.contains("top 64 bits of each hash kept"),
+        "{summary}"
+    );
+
+    let out = seekless(
+        &["pwned", "check", "-i", idx, "password", "123456", "nope"],
+        b"",
+    );
+    let counts: Vec<&str> = std::str::from_utf8(&out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    // "password" shares its top 64 bits with the twin: the counts summed.
+    assert_eq!(counts, ["9545835", "37359195", "0"]);
+    let okon = |hash: &str| {
+        let out = seekless(&["--path", idx, "--hash", hash], b"");
+        (out.status.code(), text(&out.stdout))
+    };
+    assert_eq!(
+        okon("7C4A8D09CA3762AF61E59520943DC26494F8941B"),
+        (Some(1), "1\n".into())
+    );
+    assert_eq!(
+        okon("7C4A8D09CA3762AE61E59520943DC26494F8941B"),
+        (Some(0), "0\n".into())
+    );
+
+    let out = seekless(&["pwned", "stats", idx], b"");
+    let stats = text(&out.stdout);
+    assert!(
+        stats.contains("format_version\t4")
+            && stats.contains("key_bits\t64")
+            && stats.contains("false_positive_rate\t2.168e-19"),
+        "{stats}"
+    );
+    let out = seekless(&["pwned", "verify", idx], b"");
+    assert!(out.status.success(), "{}", text(&out.stdout));
+
+    // Export and serve need whole hashes: refused, nothing written.
+    let exported = dir.join("out.txt");
+    let out = seekless(
+        &["pwned", "export", idx, "-o", exported.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("top 64 bits"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!exported.exists());
+    #[cfg(feature = "serve")]
+    {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
+            .args(["pwned", "serve", "--index", idx, "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            panic!("serve started on a compact index");
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("top 64 bits"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+
+    // Fewer than 32 bits, or more than SHA-1 has: refused.
+    for bits in ["31", "161"] {
+        let out = prepare(&corpus, &dir.join("no.idx"), &["--key-bits", bits]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("from 32 to 160 bits"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -12,9 +12,13 @@
 //! (count = ⌊1/U⌋, so half the hashes are seen once), ordered by count as
 //! HIBP publishes it, uppercase, CRLF. Then it measures:
 //! - prepare: seekless (median of 3) against `LC_ALL=C sort -S 50%
-//!   --parallel=2` of the same file, and with `--peers` PyPI pwnedpass's
-//!   index build (`rewrite`, which needs the sorted file);
-//! - size: bytes per hash of each index;
+//!   --parallel=2` of the same file; okon's CLI in turn with ours when the
+//!   environment variable `OKON_CLI` gives its path (okon is in no package
+//!   registry: build it from github.com/stryku/okon with
+//!   `cmake -DCMAKE_BUILD_TYPE=Release -DOKON_WITH_CLI=ON`); with `--peers`
+//!   PyPI pwnedpass's index build (`rewrite`, which needs the sorted file);
+//! - size: bytes per hash of each index, and of a compact one
+//!   (`--key-bits 64`);
 //! - warm lookups: random members and non-members, batch, one thread;
 //! - cold lookups (root, Linux): the index's pages dropped from the page
 //!   cache before each lookup (directory resident), latency and bytes read
@@ -185,7 +189,12 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     // Read the corpus once so that every contender starts with it cached.
     shell(&format!("cat {} > /dev/null", corpus.display()));
     let options = BuildOptions::default();
-    let mut ours = Vec::new();
+    // okon's CLI, built from its repository, when OKON_CLI names it: run in
+    // turn with ours (ours, okon, ours, okon, …) on the same cached file.
+    let okon_cli = std::env::var_os("OKON_CLI").map(PathBuf::from);
+    let okon_out = data.join(format!("okon-{n}.okon"));
+    let okon_wd = data.join(format!("okon-{n}-wd"));
+    let (mut ours, mut okon, mut okon_ok) = (Vec::new(), Vec::new(), true);
     let mut summary = None;
     for _ in 0..3 {
         let (secs, s) = time(|| {
@@ -199,13 +208,67 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
         });
         ours.push(secs);
         summary = Some(s);
+        if let Some(cli) = &okon_cli {
+            let _ = std::fs::remove_dir_all(&okon_wd);
+            std::fs::create_dir_all(&okon_wd).unwrap();
+            let (secs, ok) = shell(&format!(
+                "{} --prepare {} --wd {} --output {} > /dev/null",
+                cli.display(),
+                corpus.display(),
+                okon_wd.display(),
+                okon_out.display()
+            ));
+            okon.push(secs);
+            okon_ok &= ok;
+        }
     }
+    let _ = std::fs::remove_dir_all(&okon_wd);
     let summary = summary.unwrap();
     let ours = median(ours);
     println!(
         "prepare  seekless            {ours:8.2} s  ({} threads, median of 3; {} hashes, {} bytes)",
         options.threads, summary.hashes, summary.bytes
     );
+    match &okon_cli {
+        Some(_) if okon_ok => {
+            let okon = median(okon);
+            println!(
+                "prepare  okon (built here)   {okon:8.2} s  (okon-cli --prepare, median of 3, in turn with ours; ratio {:.2}x)",
+                okon / ours
+            );
+            let size = std::fs::metadata(&okon_out).map_or(0, |m| m.len());
+            println!(
+                "size     okon (built here)   {:8.2} B/hash (no counts)",
+                size as f64 / n as f64
+            );
+            let _ = std::fs::remove_file(&okon_out);
+        }
+        Some(cli) => println!("prepare  okon                  failed ({})", cli.display()),
+        None => println!(
+            "prepare  okon                  not run: set OKON_CLI to okon-cli's path (github.com/stryku/okon, cmake -DCMAKE_BUILD_TYPE=Release -DOKON_WITH_CLI=ON)"
+        ),
+    }
+    // A compact index: the top 64 bits of each hash, counts exact.
+    let compact_path = data.join(format!("seekless-{n}-64.idx"));
+    let compact = BuildOptions {
+        key_bits: Some(64),
+        ..options.clone()
+    };
+    let (compact_secs, compact_summary) = time(|| {
+        build(
+            vec![Input::Path(corpus.clone())],
+            &compact_path,
+            &compact,
+            &NoProgress,
+        )
+        .unwrap()
+    });
+    let compact_index = Index::open(&compact_path).unwrap();
+    for (key, count) in members(n).iter().step_by(n / 1000) {
+        assert!(compact_index.count(*key).unwrap() >= u64::from(*count));
+    }
+    drop(compact_index);
+    let _ = std::fs::remove_file(&compact_path);
     let sorted = data.join(format!("sorted-{n}.txt"));
     let (sort_secs, ok) = shell(&format!(
         "LC_ALL=C sort -S 50% --parallel=2 -o {} {}",
@@ -217,13 +280,13 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
         "prepare  GNU sort            {sort_secs:8.2} s  (sort -S 50% --parallel=2; ratio {:.1}x)",
         sort_secs / ours
     );
-    let okon = 10.59 * n as f64 / 55_000_000.0;
-    println!(
-        "prepare  okon (published)    {okon:8.2} s  (10.59 s for 55M on an i7-6700, scaled; ratio {:.1}x)",
-        okon / ours
-    );
     let ours_bph = summary.bytes_per_hash();
     println!("size     seekless            {ours_bph:8.2} B/hash (exact counts)");
+    println!(
+        "size     seekless --key-bits 64 {:5.2} B/hash (exact counts; false positives {:.1e} a lookup; built in {compact_secs:.2} s)",
+        compact_summary.bytes_per_hash(),
+        compact_summary.false_positive_rate()
+    );
     println!("size     okon (published)       22.30 B/hash (no counts)");
 
     let pwnedpass_file = data.join(format!("pwnedpass-{n}.bin"));

@@ -71,6 +71,20 @@ pub enum ErrorKind {
         /// The kind asked for.
         wanted: crate::Kind,
     },
+    /// A compact index was asked to keep fewer than 32 bits of a hash, or
+    /// more than it has.
+    KeyBits {
+        /// The bits asked for.
+        key_bits: u32,
+        /// The kind of the hashes.
+        kind: crate::Kind,
+    },
+    /// The index keeps only the top bits of each hash (`--key-bits`), and
+    /// what was asked needs whole hashes (ranges, export, update).
+    Compact {
+        /// The bits of each hash the index keeps.
+        key_bits: u32,
+    },
     /// A range could not be fetched.
     Fetch {
         /// The range's 5-hex-digit prefix.
@@ -163,6 +177,16 @@ impl fmt::Display for Error {
             ErrorKind::WrongKind { found, wanted } => {
                 write!(f, "the index holds {found} hashes, not {wanted}")
             }
+            ErrorKind::KeyBits { key_bits, kind } => write!(
+                f,
+                "cannot keep {key_bits} bits of {kind} hashes: from {} to {} bits",
+                crate::format::MIN_KEY_BITS,
+                kind.bits()
+            ),
+            ErrorKind::Compact { key_bits } => write!(
+                f,
+                "the index keeps only the top {key_bits} bits of each hash (built with --key-bits); this needs whole hashes"
+            ),
             ErrorKind::Fetch {
                 prefix,
                 what,

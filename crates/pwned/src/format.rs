@@ -5,8 +5,14 @@ use crate::hash::Kind;
 
 /// File magic.
 pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";
-/// The format version this build writes (it also reads versions 1 and 2).
-pub const VERSION: u16 = 3;
+/// The newest format version this build reads and writes. It writes the
+/// oldest version that can describe an index: 3 for whole hashes, 4 for
+/// hashes kept to their top bits (`--key-bits`); it reads every version.
+pub const VERSION: u16 = 4;
+/// The version of an index of whole hashes.
+pub(crate) const VERSION_WHOLE: u16 = 3;
+/// Fewest hash bits an index may keep.
+pub const MIN_KEY_BITS: u32 = 32;
 /// Page size: one random read per lookup.
 pub const PAGE: usize = 4096;
 /// Bytes of a page before its bit stream: hash count, count-lengths start,
@@ -31,29 +37,59 @@ pub(crate) struct Layout {
     pub kind: Kind,
     /// Bucket bits.
     pub h: u32,
+    /// The top bits of each hash that the index keeps: `kind.bits()`, or
+    /// fewer in a compact index.
+    pub key_bits: u32,
 }
 
 impl Layout {
-    /// The layout with the fewest bits per hash for `n` hashes.
+    /// The layout with the fewest bits per hash for `n` whole hashes.
+    #[cfg(test)]
     pub(crate) fn for_count(kind: Kind, n: u64) -> Layout {
-        let bits = kind.bits();
+        Layout::compact(kind, n, kind.bits())
+    }
+
+    /// The layout with the fewest bits per hash for `n` hashes of which the
+    /// top `key_bits` are kept.
+    pub(crate) fn compact(kind: Kind, n: u64, key_bits: u32) -> Layout {
+        let bits = key_bits;
         let h = if n <= 1 {
             0
         } else {
             let floor = 63 - n.leading_zeros();
-            let cost = |h: u32| f64::from(bits - h) + (2f64).powi(h as i32) / n as f64;
+            let cost =
+                |h: u32| f64::from(bits.saturating_sub(h)) + (2f64).powi(h as i32) / n as f64;
             if cost(floor + 1) < cost(floor) {
                 floor + 1
             } else {
                 floor
             }
         };
-        Layout { kind, h: h.min(64) }
+        Layout {
+            kind,
+            h: h.min(64).min(bits),
+            key_bits,
+        }
+    }
+
+    /// A layout of whole hashes with `h` bucket bits.
+    #[cfg(test)]
+    pub(crate) fn whole(kind: Kind, h: u32) -> Layout {
+        Layout {
+            kind,
+            h,
+            key_bits: kind.bits(),
+        }
+    }
+
+    /// Whether hashes are kept to fewer bits than they have.
+    pub(crate) fn is_compact(&self) -> bool {
+        self.key_bits < self.kind.bits()
     }
 
     /// Remainder bits.
     pub(crate) fn l(&self) -> u32 {
-        self.kind.bits() - self.h
+        self.key_bits - self.h
     }
 
     /// The bucket of a key: its top `h` bits.
@@ -69,7 +105,7 @@ impl Layout {
     /// The remainder chunks of a key: (start bit in the hash, width).
     #[inline]
     pub(crate) fn chunks(&self) -> impl Iterator<Item = (u32, u32)> + use<> {
-        let bits = self.kind.bits();
+        let bits = self.key_bits;
         let h = self.h;
         (0..self.l().div_ceil(CHUNK)).map(move |c| {
             let start = h + c * CHUNK;
@@ -81,7 +117,7 @@ impl Layout {
 /// The fixed-size file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Header {
-    /// Format version (1 or 2).
+    /// Format version (1 to 4).
     pub version: u16,
     pub layout: Layout,
     pub hashes: u64,
@@ -111,6 +147,9 @@ impl Header {
         b[40..44].copy_from_slice(&self.dir_crc.to_le_bytes());
         b[44..52].copy_from_slice(&self.source_len.to_le_bytes());
         b[52..56].copy_from_slice(&self.source_crc.to_le_bytes());
+        if self.version >= 4 {
+            b[56..58].copy_from_slice(&(self.layout.key_bits as u16).to_le_bytes());
+        }
         let crc = crc32c::crc32c(&b[0..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -148,9 +187,22 @@ impl Header {
         if version < 3 && b[44..60].iter().any(|&x| x != 0) {
             return Err(Error::corrupt("reserved header bytes are not zero"));
         }
+        let key_bits = if version < 4 {
+            kind.bits()
+        } else {
+            u32::from(u16_at(56))
+        };
+        if !(MIN_KEY_BITS..=kind.bits()).contains(&key_bits) || h > key_bits {
+            return Err(Error::corrupt(format!(
+                "{key_bits} key bits for {kind} hashes with {h} bucket bits"
+            )));
+        }
+        if b[58..60] != [0, 0] {
+            return Err(Error::corrupt("reserved header bytes are not zero"));
+        }
         Ok(Header {
             version,
-            layout: Layout { kind, h },
+            layout: Layout { kind, h, key_bits },
             hashes: u64_at(16),
             pages: u64_at(24),
             total: u64_at(32),
@@ -198,23 +250,20 @@ mod tests {
         assert_eq!(Layout::for_count(Kind::Sha1, 1 << 20).h, 20);
         let l = Layout::for_count(Kind::Sha1, 1_000_000_000);
         assert!(l.h == 29 || l.h == 30);
-        let widths: Vec<_> = Layout {
-            kind: Kind::Sha1,
-            h: 26,
-        }
-        .chunks()
-        .collect();
+        let widths: Vec<_> = Layout::whole(Kind::Sha1, 26).chunks().collect();
         assert_eq!(widths, [(26, 56), (82, 56), (138, 22)]);
+        let compact = Layout::compact(Kind::Sha1, 55_000_000, 64);
+        assert_eq!((compact.h, compact.l()), (26, 38));
+        assert_eq!(compact.chunks().collect::<Vec<_>>(), [(26, 38)]);
+        // Never more bucket bits than kept bits.
+        assert_eq!(Layout::compact(Kind::Ntlm, u64::MAX, 32).h, 32);
     }
 
     #[test]
     fn header_round_trip_and_damage() {
         let h = Header {
-            version: VERSION,
-            layout: Layout {
-                kind: Kind::Ntlm,
-                h: 17,
-            },
+            version: VERSION_WHOLE,
+            layout: Layout::whole(Kind::Ntlm, 17),
             hashes: 123_456,
             pages: 789,
             total: u64::MAX,
@@ -231,11 +280,34 @@ mod tests {
             ErrorKind::Corrupt { .. }
         ));
         let mut newer = bytes;
-        newer[8] = 4;
+        newer[8] = 5;
         assert!(matches!(
             Header::decode(&newer).unwrap_err().kind(),
-            ErrorKind::NewerVersion { version: 4 }
+            ErrorKind::NewerVersion { version: 5 }
         ));
+        // Version 4 records the key bits; they must make sense.
+        let compact = Header {
+            version: VERSION,
+            layout: Layout::compact(Kind::Sha1, 1 << 20, 64),
+            ..h
+        };
+        assert_eq!(Header::decode(&compact.encode()).unwrap(), compact);
+        for key_bits in [0, 31, 161, 20] {
+            let bad = Header {
+                layout: Layout {
+                    key_bits,
+                    ..compact.layout
+                },
+                ..compact
+            };
+            assert!(
+                matches!(
+                    Header::decode(&bad.encode()).unwrap_err().kind(),
+                    ErrorKind::Corrupt { .. }
+                ),
+                "{key_bits} key bits"
+            );
+        }
         assert!(matches!(
             Header::decode(b"hello").unwrap_err().kind(),
             ErrorKind::NotAnIndex

@@ -198,6 +198,23 @@ impl Key {
         String::from_utf8(out).expect("hex is ASCII")
     }
 
+    /// The key with only its top `bits` bits kept (the rest zero).
+    #[inline]
+    pub fn truncated(self, bits: u32) -> Key {
+        let keep = |word_start: u32, width: u32| -> u64 {
+            match bits.saturating_sub(word_start) {
+                0 => 0,
+                n if n >= width => u64::MAX,
+                n => !(u64::MAX >> n),
+            }
+        };
+        Key {
+            hi: self.hi & keep(0, 64),
+            mid: self.mid & keep(64, 64),
+            lo: self.lo & (keep(128, 32) >> 32) as u32,
+        }
+    }
+
     /// `len` bits (1..=57) starting `start` bits from the most significant
     /// end, as an integer.
     #[inline]
@@ -440,6 +457,18 @@ mod tests {
             start += len;
         }
         assert_eq!(rebuilt, key);
+        // Keeping the top bits: the same as rebuilding from them alone.
+        for bits in 1..=160 {
+            let mut kept = Key::default();
+            let mut start = 0;
+            while start < bits {
+                let len = (bits - start).min(56);
+                kept = kept.with_bits(start, len, key.bits(start, len));
+                start += len;
+            }
+            assert_eq!(key.truncated(bits), kept, "{bits} bits");
+        }
+        assert_eq!(key.truncated(0), Key::default());
         assert!(Key::from_hex(Kind::Sha1, b"5baa61e4c9b93f3f0682250b6cf8331b7ee68fd").is_none());
         assert!(Key::from_hex(Kind::Ntlm, b"8846F7EAEE8FB117AD06BDD830B7586G").is_none());
     }

@@ -72,8 +72,35 @@ pub struct Stats {
     pub pages: u64,
     /// Bucket bits.
     pub bucket_bits: u32,
+    /// The top bits of each hash the index keeps: all of them (160 for
+    /// SHA-1, 128 for NTLM), or fewer in a compact index.
+    pub key_bits: u32,
     /// File size in bytes.
     pub bytes: u64,
+}
+
+impl Stats {
+    /// Whether the index keeps fewer bits than its hashes have.
+    pub fn is_compact(&self) -> bool {
+        self.key_bits < self.kind.bits()
+    }
+
+    /// The probability that a lookup of a hash that is not in the corpus
+    /// finds one that shares its kept bits: the share of all `2^key_bits`
+    /// values the index holds (0 for an index of whole hashes).
+    pub fn false_positive_rate(&self) -> f64 {
+        if self.is_compact() {
+            false_positive_rate(self.hashes, self.key_bits)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The chance that a hash outside the corpus shares its top `key_bits`
+/// bits with one of `hashes` distinct values.
+pub(crate) fn false_positive_rate(hashes: u64, key_bits: u32) -> f64 {
+    hashes as f64 / 2f64.powi(key_bits as i32)
 }
 
 fn bit(set: &[u64], i: usize) -> bool {
@@ -259,6 +286,7 @@ impl Index {
             total_count: self.header.total,
             pages: self.header.pages,
             bucket_bits: self.header.layout.h,
+            key_bits: self.header.layout.key_bits,
             bytes: self.data.bytes().len() as u64,
         }
     }
@@ -402,12 +430,22 @@ impl Index {
     /// `prefix` (`prefix < 2^bits`, `bits ≤ 64`), in hash order: the HIBP
     /// range API's `/range/5BAA6` is `range(0x5BAA6, 20)`. Reads only the
     /// pages that hold the range.
+    ///
+    /// A compact index (one that keeps only the top bits of each hash)
+    /// cannot tell its hashes whole: it answers [`ErrorKind::Compact`].
     pub fn range(&self, prefix: u64, bits: u32) -> Result<Vec<(Key, u64)>> {
+        let layout = self.layout();
+        if layout.is_compact() {
+            return Err(ErrorKind::Compact {
+                key_bits: layout.key_bits,
+            }
+            .into());
+        }
         let bits = bits.min(64);
         if bits < 64 && prefix >> bits != 0 {
             return Ok(Vec::new());
         }
-        let h = self.layout().h;
+        let h = layout.h;
         let (first, last) = if bits <= h {
             let span = h - bits;
             let first = if span == 64 { 0 } else { prefix << span };
@@ -428,7 +466,6 @@ impl Index {
         }
         let mut out = Vec::new();
         let mut page_items = Vec::new();
-        let layout = self.layout();
         while i < self.firsts.len() && self.firsts[i] <= last {
             page_items.clear();
             self.page(i)?
@@ -440,7 +477,8 @@ impl Index {
         Ok(out)
     }
 
-    /// Every (hash, count) in hash order.
+    /// Every (hash, count) in hash order. A compact index gives each hash
+    /// as the bits it keeps, the rest zero.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             index: self,

@@ -102,7 +102,8 @@ impl Record {
         b
     }
 
-    fn decode(b: &[u8]) -> Option<Record> {
+    /// Decodes a record of an update of `kind` hashes (always whole).
+    fn decode(b: &[u8], kind: Kind) -> Option<Record> {
         let mut r = Reader(b);
         let next_prefix = r.u32()?;
         let bucket_bits = u32::from(r.u8()?);
@@ -142,6 +143,7 @@ impl Record {
             next_prefix,
             checkpoint: Checkpoint {
                 bucket_bits,
+                key_bits: kind.bits(),
                 last_bucket: has_last.then_some(last),
                 dir,
                 pages,
@@ -212,7 +214,7 @@ impl Journal {
             if crc != crc32c::crc32c(payload) {
                 break;
             }
-            let Some(record) = Record::decode(payload) else {
+            let Some(record) = Record::decode(payload, terms.kind) else {
                 break;
             };
             records.push(record);
@@ -247,6 +249,7 @@ mod tests {
             next_prefix: next,
             checkpoint: Checkpoint {
                 bucket_bits: 30,
+                key_bits: 160,
                 last_bucket: Some(7),
                 dir: vec![5; 24],
                 pages: 2,

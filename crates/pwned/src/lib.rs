@@ -47,7 +47,7 @@ mod update;
 mod writer;
 
 pub use error::{Error, ErrorKind, Result};
-pub use format::{PAGE, VERSION};
+pub use format::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "gzip")]
 pub use gzip::gzip;
 pub use hash::{Key, Kind};

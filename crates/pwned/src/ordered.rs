@@ -92,6 +92,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
     pub(crate) fn new(
         out: &'o mut W,
         kind: Kind,
+        key_bits: u32,
         streaming: &'s AtomicBool,
         per_buffer: usize,
         spill: &'s Spill,
@@ -99,7 +100,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
     ) -> Result<Stream<'o, 's, W>> {
         Ok(Stream {
             streaming,
-            writer: Some(SortedWriter::new(out, kind, None)?),
+            writer: Some(SortedWriter::compact(out, kind, key_bits, None)?),
             out: None,
             last: None,
             early: BTreeMap::new(),

@@ -2,7 +2,7 @@
 //! (docs/format-pwned.md, "Page").
 
 use crate::bits;
-use crate::format::{CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
+use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
 use crate::hash::{Key, Kind};
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
@@ -292,6 +292,14 @@ impl<'a> Page<'a> {
                 acc = (acc << len) | u128::from(bits::read(self.stream, low, len));
                 low += len as usize;
             }
+            // A compact index keeps the top bits: the rest are zero.
+            let mut pad = layout.kind.bits() - layout.key_bits;
+            while pad > 0 {
+                let len = pad.min(CHUNK);
+                top = (top << len) | (acc >> (128 - len)) as u64;
+                acc <<= len;
+                pad -= len;
+            }
             let key = match layout.kind {
                 Kind::Sha1 => Key {
                     hi: (top << 32) | (acc >> 96) as u64,
@@ -387,10 +395,7 @@ mod tests {
 
     #[test]
     fn one_bucket_larger_than_a_page_is_continued() {
-        let layout = Layout {
-            kind: Kind::Sha1,
-            h: 20,
-        };
+        let layout = Layout::whole(Kind::Sha1, 20);
         let mut enc = Encoder::new(layout);
         let keys: Vec<Key> = (0..1000u64)
             .map(|i| Key {

@@ -31,7 +31,7 @@ use crate::ordered::{Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
 use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
-use crate::writer::{Written, write_trailer};
+use crate::writer::{Written, check_key_bits, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
@@ -49,6 +49,9 @@ pub struct BuildOptions {
     pub tmp_dir: Option<PathBuf>,
     /// Count and skip malformed lines instead of stopping.
     pub skip_invalid: bool,
+    /// Keep only the top bits of each hash (a compact index; `None`: whole
+    /// hashes). Hashes that share them are merged, their counts summed.
+    pub key_bits: Option<u32>,
 }
 
 impl Default for BuildOptions {
@@ -58,6 +61,7 @@ impl Default for BuildOptions {
             memory: default_memory(),
             tmp_dir: None,
             skip_invalid: false,
+            key_bits: None,
         }
     }
 }
@@ -113,6 +117,8 @@ pub struct Summary {
     pub bytes: u64,
     /// Bytes written to spill files.
     pub spilled: u64,
+    /// The top bits of each hash kept, for a compact index.
+    pub key_bits: Option<u32>,
     /// Whether the input was in hash order from its first line to its last,
     /// so that it went straight into pages (no partitions, sort or spill).
     pub streamed: bool,
@@ -121,6 +127,14 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// For a compact index, the chance that a lookup of a hash outside the
+    /// corpus finds one that shares its kept bits (0 otherwise).
+    pub fn false_positive_rate(&self) -> f64 {
+        self.key_bits.map_or(0.0, |bits| {
+            crate::index::false_positive_rate(self.hashes, bits)
+        })
+    }
+
     /// Index bytes per distinct hash.
     pub fn bytes_per_hash(&self) -> f64 {
         if self.hashes == 0 {
@@ -220,6 +234,7 @@ fn build_into<W: Write + Seek>(
     )?;
     let kind = kind.unwrap_or(Kind::Sha1);
     summary.kind = Some(kind);
+    summary.key_bits = options.key_bits;
     match output {
         Output::Written(written) => {
             // In hash order from the first line to the last: done.
@@ -238,7 +253,7 @@ fn build_into<W: Write + Seek>(
     // Merges made before partitioning, less the records that only split a
     // count (see `ordered`), plus those the sort finds.
     let mut duplicates = merged;
-    let layout = Layout::for_count(kind, summary.lines);
+    let layout = Layout::compact(kind, summary.lines, key_bits(options, kind)?);
 
     // Partitions are independent groups of pages when a partition boundary
     // is also a bucket boundary; with fewer bucket bits, one group.
@@ -318,6 +333,13 @@ fn build_into<W: Write + Seek>(
     Ok((out, summary))
 }
 
+/// The bits of each hash the index keeps, checked against the kind.
+fn key_bits(options: &BuildOptions, kind: Kind) -> Result<u32> {
+    let bits = options.key_bits.unwrap_or(kind.bits());
+    check_key_bits(kind, bits)?;
+    Ok(bits)
+}
+
 /// Smallest group of partitions, in records: the last page of a group is
 /// partly empty, so groups must span many pages (about 140 here).
 const MIN_GROUP: u64 = 32 << 10;
@@ -379,9 +401,9 @@ fn pack(
         sort::sort(&mut records, PART_BITS, scratch);
         let mut iter = records.iter().peekable();
         while let Some(r) = iter.next() {
-            let key = r.key();
+            let key = r.key().truncated(layout.key_bits);
             let mut count = u64::from(r.count);
-            while let Some(next) = iter.next_if(|n| n.key() == key) {
+            while let Some(next) = iter.next_if(|n| n.key().truncated(layout.key_bits) == key) {
                 count = count.saturating_add(u64::from(next.count));
                 duplicates += 1;
             }
@@ -451,6 +473,8 @@ enum Failure {
 struct Shared {
     kind: AtomicU8,
     skip_invalid: bool,
+    /// The bits of each hash to keep (`None`: all).
+    key_bits: Option<u32>,
     /// The earliest failure so far, by chunk sequence number.
     failure: Mutex<Option<(u64, Failure)>>,
     stop: AtomicBool,
@@ -525,6 +549,7 @@ fn collect<'o, W: Write + Seek>(
     let shared = Shared {
         kind: AtomicU8::new(0),
         skip_invalid: options.skip_invalid,
+        key_bits: options.key_bits,
         failure: Mutex::new(None),
         stop: AtomicBool::new(false),
         streaming: AtomicBool::new(true),
@@ -682,9 +707,11 @@ fn stream<'o, W: Write + Seek>(
     let mut out = Some(out);
     let mut stream = None;
     let start = |out: &mut Option<&'o mut W>| {
+        let kind = shared.kind();
         Stream::new(
             out.take().expect("one stream"),
-            shared.kind(),
+            kind,
+            shared.key_bits.unwrap_or(kind.bits()),
             &shared.streaming,
             per_buffer,
             spill,

@@ -161,6 +161,14 @@ pub fn update(
         }
         .into());
     }
+    if let Some(old) = &old
+        && old.stats().is_compact()
+    {
+        return Err(ErrorKind::Compact {
+            key_bits: old.stats().key_bits,
+        }
+        .into());
+    }
     let validators = match &old {
         Some(old) if !options.full => old.source()?,
         _ => None,

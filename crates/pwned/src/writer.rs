@@ -6,7 +6,9 @@
 use std::io::{Seek, SeekFrom, Write};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, PAGE, VERSION};
+use crate::format::{
+    BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE, VERSION, VERSION_WHOLE,
+};
 use crate::hash::{Key, Kind};
 use crate::page::{DirEntry, Encoder};
 use crate::source::Source;
@@ -31,6 +33,8 @@ const ESTIMATE_AFTER: usize = 1 << 18;
 pub struct SortedWriter<W: Write + Seek> {
     out: W,
     kind: Kind,
+    /// The top bits of each hash that are kept.
+    key_bits: u32,
     /// Pairs held until the layout is chosen.
     held: Vec<(Key, u64)>,
     encoder: Option<Encoder>,
@@ -47,6 +51,8 @@ pub struct SortedWriter<W: Write + Seek> {
 pub struct Checkpoint {
     /// The layout's bucket bits.
     pub bucket_bits: u32,
+    /// The top bits of each hash that are kept.
+    pub key_bits: u32,
     /// The bucket of the last hash written, if any (a page that starts in
     /// it continues it).
     pub last_bucket: Option<u64>,
@@ -98,14 +104,29 @@ impl<W: Write + Seek> SortedWriter<W> {
     /// Starts an index of `kind` at the current start of `out`. `expected`,
     /// the number of hashes when known, chooses the layout at once;
     /// otherwise the first hashes are held back to estimate it.
-    pub fn new(mut out: W, kind: Kind, expected: Option<u64>) -> Result<SortedWriter<W>> {
+    pub fn new(out: W, kind: Kind, expected: Option<u64>) -> Result<SortedWriter<W>> {
+        SortedWriter::compact(out, kind, kind.bits(), expected)
+    }
+
+    /// Starts a compact index that keeps only the top `key_bits` bits of
+    /// each hash ([`MIN_KEY_BITS`](crate::MIN_KEY_BITS) up to the kind's
+    /// bits): hashes that share them are merged, their counts summed, and a
+    /// lookup of any hash that shares them answers with that sum.
+    pub fn compact(
+        mut out: W,
+        kind: Kind,
+        key_bits: u32,
+        expected: Option<u64>,
+    ) -> Result<SortedWriter<W>> {
+        check_key_bits(kind, key_bits)?;
         out.write_all(&[0u8; PAGE])
             .map_err(|e| Error::io(None, e))?;
         Ok(SortedWriter {
             out,
             kind,
+            key_bits,
             held: Vec::new(),
-            encoder: expected.map(|n| Encoder::new(Layout::for_count(kind, n))),
+            encoder: expected.map(|n| Encoder::new(Layout::compact(kind, n, key_bits))),
             last: None,
             written: Written::default(),
             dir: Vec::new(),
@@ -129,6 +150,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         if count == 0 {
             return Ok(());
         }
+        let key = key.truncated(self.key_bits);
         match self.last {
             Some((last, sum)) if key == last => {
                 self.last = Some((key, sum.saturating_add(count)));
@@ -179,7 +201,7 @@ impl<W: Write + Seek> SortedWriter<W> {
             let share = reach / 2f64.powi(64);
             (self.held.len() as f64 / share).min(u64::MAX as f64) as u64
         });
-        let mut encoder = Encoder::new(Layout::for_count(self.kind, n));
+        let mut encoder = Encoder::new(Layout::compact(self.kind, n, self.key_bits));
         for (key, count) in self.held.drain(..) {
             encoder.push(key, count);
         }
@@ -215,12 +237,14 @@ impl<W: Write + Seek> SortedWriter<W> {
         let encoder = self.encoder.as_mut().expect("layout chosen");
         encoder.close_page();
         let bucket_bits = encoder.layout().h;
+        let key_bits = encoder.layout().key_bits;
         let last_bucket = encoder.closed_in();
         self.drain()?;
         self.out.flush().map_err(|e| Error::io(None, e))?;
         let new = &self.dir[self.checkpointed..];
         let checkpoint = Checkpoint {
             bucket_bits,
+            key_bits,
             last_bucket,
             dir: new.iter().flat_map(|e| DirEntryBytes::from(*e).0).collect(),
             pages: self.dir.len() as u64,
@@ -234,8 +258,9 @@ impl<W: Write + Seek> SortedWriter<W> {
     /// and the pages they describe, and is positioned after them; `dir` is
     /// the concatenation of their directory entries.
     pub fn resume(out: W, kind: Kind, last: &Checkpoint, dir: &[u8]) -> Result<SortedWriter<W>> {
-        let bucket_bits = last.bucket_bits;
-        if bucket_bits > kind.bits().min(64)
+        let (bucket_bits, key_bits) = (last.bucket_bits, last.key_bits);
+        check_key_bits(kind, key_bits)?;
+        if bucket_bits > key_bits.min(64)
             || !dir.len().is_multiple_of(DIR_ENTRY)
             || (dir.len() / DIR_ENTRY) as u64 != last.pages
         {
@@ -248,11 +273,13 @@ impl<W: Write + Seek> SortedWriter<W> {
         let mut encoder = Encoder::new(Layout {
             kind,
             h: bucket_bits,
+            key_bits,
         });
         encoder.after_closed(last.last_bucket);
         Ok(SortedWriter {
             out,
             kind,
+            key_bits,
             held: Vec::new(),
             encoder: Some(encoder),
             last: None,
@@ -294,6 +321,16 @@ impl<W: Write + Seek> SortedWriter<W> {
     }
 }
 
+/// Refuses to keep fewer than [`MIN_KEY_BITS`] bits of a hash, or more
+/// than it has.
+pub(crate) fn check_key_bits(kind: Kind, key_bits: u32) -> Result<()> {
+    if (MIN_KEY_BITS..=kind.bits()).contains(&key_bits) {
+        Ok(())
+    } else {
+        Err(ErrorKind::KeyBits { key_bits, kind }.into())
+    }
+}
+
 /// Writes what follows the pages (the directory, its block checksums, the
 /// source section) and then the header at the start of `out`.
 pub(crate) fn write_trailer<W: Write + Seek>(
@@ -314,7 +351,11 @@ pub(crate) fn write_trailer<W: Write + Seek>(
         .collect();
     let section = source.map(Source::encode).unwrap_or_default();
     let header = Header {
-        version: VERSION,
+        version: if layout.is_compact() {
+            VERSION
+        } else {
+            VERSION_WHOLE
+        },
         layout,
         hashes,
         pages: dir.len() as u64,
@@ -488,7 +529,7 @@ mod tests {
             assert_eq!(Index::count_once_in(&bytes, k).unwrap(), c);
         }
         index.verify().unwrap();
-        assert_eq!(index.stats().version, VERSION);
+        assert_eq!(index.stats().version, VERSION_WHOLE);
         // A flipped byte in the section: lookups still work, the source
         // and verify report the damage.
         let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();

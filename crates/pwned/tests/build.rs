@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use seekless_pwned::{
-    BuildOptions, ErrorKind, Index, Input, Key, Kind, Summary, build, build_to_vec,
+    BuildOptions, ErrorKind, Index, Input, Key, Kind, SortedWriter, Summary, VERSION, build,
+    build_to_vec,
 };
 
 /// A small deterministic generator (xorshift64*), so tests need no crate.
@@ -180,6 +181,7 @@ fn spilling_to_disk_builds_the_same_index() {
         memory: 256 << 10,
         tmp_dir: Some(tmp.clone()),
         skip_invalid: false,
+        key_bits: None,
     };
     let (spilled, summary) = build_to_vec(vec![input()], &spilling).unwrap();
     assert!(summary.spilled > 0, "a 256 KiB budget must spill");
@@ -665,6 +667,7 @@ fn input_in_hash_order_streams_and_any_disorder_falls_back() {
                         memory,
                         tmp_dir: Some(std::env::temp_dir()),
                         skip_invalid: false,
+                        key_bits: None,
                     };
                     let what =
                         format!("{kind:?} {name}, {pieces} pieces, {threads} threads, {memory} B");
@@ -707,4 +710,143 @@ fn counts_merged_while_streaming_survive_the_fall_back() {
     );
     assert_eq!(summary.duplicates, (entries.len() - expect.len()) as u64);
     check_index(&Index::from_bytes(bytes).unwrap(), &expect, &mut Rng(5));
+}
+
+/// The model of a compact index: the top `bits` bits of each hash, with
+/// the counts of the hashes that share them summed.
+fn kept(expect: &BTreeMap<Key, u64>, bits: u32) -> BTreeMap<Key, u64> {
+    let mut map = BTreeMap::new();
+    for (&key, &count) in expect {
+        let sum = map.entry(key.truncated(bits)).or_insert(0u64);
+        *sum = sum.saturating_add(count);
+    }
+    map
+}
+
+#[test]
+fn compact_indexes_sum_the_counts_of_hashes_that_share_their_top_bits() {
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        let mut entries = random_entries(kind, 6_000, 47);
+        let mut rng = Rng(53);
+        for i in 0..300 {
+            let (key, count) = entries[(rng.next() % 6_000) as usize];
+            // Twins below bit 64 (the same top 40 and 64 bits), and below
+            // bit 40 only (the same top 40 bits, other top 64 bits).
+            let mut low = key;
+            low.mid ^= 1 + i;
+            entries.push((low, count / 2 + 1));
+            let mut high = key;
+            high.hi ^= 1 << (i % 24);
+            entries.push((high, 3));
+            // And one that differs in the last bit alone.
+            let mut last = key;
+            match kind {
+                Kind::Sha1 => last.lo ^= 1,
+                Kind::Ntlm => last.mid ^= 1,
+            }
+            entries.push((last, 1));
+        }
+        let whole = expected(&entries);
+        let mut sorted = entries.clone();
+        sorted.sort_by_key(|&(key, _)| key);
+        for key_bits in [40, 64, kind.bits() - 1] {
+            let model = kept(&whole, key_bits);
+            assert!(model.len() < whole.len(), "the twins share kept bits");
+            for (order, lines) in [("by count", &entries), ("in hash order", &sorted)] {
+                let text = corpus(kind, lines, 9);
+                for memory in [1 << 30, 128 << 10] {
+                    let what = format!("{kind} {key_bits} bits {order}, {memory} B");
+                    let options = BuildOptions {
+                        threads: 2,
+                        memory,
+                        tmp_dir: Some(std::env::temp_dir()),
+                        skip_invalid: false,
+                        key_bits: Some(key_bits),
+                    };
+                    let (bytes, summary) = build_pieces(&text, 3, &options).unwrap();
+                    assert_eq!(summary.streamed, order == "in hash order", "{what}");
+                    assert_eq!(summary.hashes, model.len() as u64, "{what}");
+                    assert_eq!(summary.key_bits, Some(key_bits));
+                    for (&key, &count) in whole.iter().step_by(5) {
+                        let sum = model[&key.truncated(key_bits)];
+                        assert_eq!(Index::count_once_in(&bytes, key).unwrap(), sum, "{what}");
+                        assert!(sum >= count);
+                    }
+                    let index = Index::from_bytes(bytes).unwrap();
+                    let stats = index.stats();
+                    assert_eq!((stats.key_bits, stats.version), (key_bits, VERSION));
+                    assert!(stats.is_compact());
+                    for &key in whole.keys() {
+                        assert_eq!(
+                            index.count(key).unwrap(),
+                            model[&key.truncated(key_bits)],
+                            "{what}"
+                        );
+                    }
+                    let listed: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+                    let want: Vec<(Key, u64)> = model.iter().map(|(&k, &c)| (k, c)).collect();
+                    assert!(listed == want, "{what}");
+                    index.verify().unwrap();
+                    let e = index.range(0x5BAA6, 20).unwrap_err();
+                    assert!(matches!(e.kind(), ErrorKind::Compact { .. }), "{e}");
+                }
+            }
+        }
+        // Too few bits, or more than the hashes have.
+        for key_bits in [31, kind.bits() + 1] {
+            let options = BuildOptions {
+                key_bits: Some(key_bits),
+                ..options(2)
+            };
+            let e = build_to_vec(
+                vec![Input::Bytes {
+                    name: "corpus".into(),
+                    data: corpus(kind, &entries[..10], 1),
+                }],
+                &options,
+            )
+            .unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::KeyBits { .. }), "{e}");
+        }
+    }
+}
+
+#[test]
+fn a_compact_index_finds_random_non_members_at_the_stated_rate() {
+    // 2^20 hashes kept to 32 bits: a random hash outside them shares its
+    // top 32 bits with one of them with probability 2^20 / 2^32.
+    let mut rng = Rng(59);
+    let mut keys: Vec<Key> = (0..1 << 20).map(|_| rng.key(Kind::Sha1)).collect();
+    keys.sort();
+    let out = std::io::Cursor::new(Vec::new());
+    let mut writer = SortedWriter::compact(out, Kind::Sha1, 32, None).unwrap();
+    for &key in &keys {
+        writer.push(key, 1).unwrap();
+    }
+    let index = Index::from_bytes(writer.finish(None).unwrap().0.into_inner()).unwrap();
+    let stats = index.stats();
+    let rate = stats.false_positive_rate();
+    assert!((rate - stats.hashes as f64 / 2f64.powi(32)).abs() < 1e-12);
+    assert!(stats.hashes > (1 << 20) - 1000, "few collisions at 2^20");
+    let probes = 400_000;
+    let found = (0..probes)
+        .filter(|_| index.count(rng.key(Kind::Sha1)).unwrap() > 0)
+        .count();
+    let want = rate * probes as f64;
+    assert!(
+        (found as f64 - want).abs() < 0.35 * want,
+        "{found} found, {want:.0} expected"
+    );
+    // Whole SHA-1 hashes at 160 bits: nothing found by chance.
+    assert_eq!(
+        Index::from_bytes(index_bytes(
+            Kind::Sha1,
+            &random_entries(Kind::Sha1, 100, 1),
+            1
+        ))
+        .unwrap()
+        .stats()
+        .false_positive_rate(),
+        0.0
+    );
 }
