@@ -44,6 +44,7 @@ mod source;
 mod testing;
 #[cfg(feature = "update")]
 mod update;
+mod writeback;
 mod writer;
 
 pub use error::{Error, ErrorKind, Result};

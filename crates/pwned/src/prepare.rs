@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -31,6 +30,7 @@ use crate::ordered::{Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
 use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
+use crate::writeback::Writeback;
 use crate::writer::{Written, check_key_bits, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
@@ -168,13 +168,13 @@ pub fn build(
     }
     let out = Nameless::create(&dir, "index").map_err(io_err)?;
     let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
-    let read_back = |w: &mut BufWriter<&File>| {
+    let read_back = |w: &mut BufWriter<Writeback>| {
         w.flush().map_err(|e| Error::io(None, e))?;
-        Index::from_file(w.get_ref().try_clone().map_err(|e| Error::io(None, e))?)
+        Index::from_file(out.file.try_clone().map_err(|e| Error::io(None, e))?)
     };
     let (writer, summary) = build_into(
         inputs,
-        BufWriter::with_capacity(1 << 20, &out.file),
+        BufWriter::with_capacity(1 << 20, Writeback::new(&out.file)),
         &read_back,
         &spill_dir,
         options,
