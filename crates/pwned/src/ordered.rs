@@ -3,43 +3,82 @@
 //! parsers into pages: no partitions, no sort, no spill, memory bounded
 //! whatever the corpus size. Nothing says the input is sorted; it is
 //! noticed. Parsers hand each chunk's records over as a [`Run`], noting
-//! whether they never decrease; the [`Stream`] takes the runs in input
-//! order and writes them with a [`SortedWriter`] while each continues the
-//! last. At the first one that does not (an unsorted tail, a hash seen
-//! earlier), it falls back to the general build without reading the input
-//! again: the index written so far is read back into partitions, together
-//! with every run not yet written, and the parsers go on into partitions.
+//! whether they never decrease, and pack a long sorted run into pages
+//! themselves ([`Run::pack`]), so that the work is shared by all threads.
+//! The [`Stream`] takes the runs in input order and writes them with a
+//! [`SortedWriter`] while each continues the last: packed pages as they
+//! are, the records of a short run one by one. At the first run that does
+//! not continue (an unsorted tail, a hash seen earlier), it falls back to
+//! the general build without reading the input again: the index written so
+//! far is read back into partitions, together with every run not yet
+//! written, and the parsers go on into partitions.
 
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Result;
-use crate::hash::{Key, Kind};
+use crate::format::{Layout, PAGE_BITS};
+use crate::hash::Key;
 use crate::index::Index;
+use crate::page::{DirEntry, Encoder, Merged};
 use crate::partition::{Partitions, Spill};
 use crate::sort::{Record, Sink};
 use crate::writer::{SortedWriter, Written};
+
+/// Pages a run must fill at least to be packed by its parser: its last page
+/// is left partly filled, which costs under 1% of the index from here on.
+pub(crate) const MIN_PACKED_PAGES: usize = 64;
 
 /// The records of one chunk, in input order.
 #[derive(Debug, Default)]
 pub(crate) struct Run {
     /// The chunk's place in the input (0, 1, 2, … over all inputs).
     pub order: u64,
+    /// Bytes of text the records were read from.
+    pub bytes: usize,
     pub records: Vec<Record>,
     /// Whether no record is smaller than the one before it.
     pub sorted: bool,
+    /// What the parser packed into `pages`, when it did.
+    packed: Option<Merged>,
+    pages: Vec<u8>,
+    dir: Vec<DirEntry>,
 }
 
 impl Run {
-    /// An empty run for chunk `order`, in `records`' memory.
-    pub(crate) fn new(order: u64, mut records: Vec<Record>) -> Run {
-        records.clear();
+    /// An empty run for chunk `order` of `bytes` bytes, in `memory` (a run
+    /// done with).
+    pub(crate) fn new(order: u64, bytes: usize, memory: Run) -> Run {
+        let mut run = memory;
+        run.records.clear();
+        run.pages.clear();
+        run.dir.clear();
         Run {
             order,
-            records,
+            bytes,
             sorted: true,
+            packed: None,
+            ..run
         }
+    }
+
+    /// Packs the records into pages of `layout` when they are in order and
+    /// fill at least `min_pages` pages (otherwise the stream writes them one
+    /// by one).
+    pub(crate) fn pack(&mut self, layout: Layout, min_pages: usize) {
+        let per_page = PAGE_BITS / (layout.l() as usize + 4);
+        if !self.sorted || self.records.len() < min_pages * per_page {
+            return;
+        }
+        let mut encoder = Encoder::new(layout);
+        encoder.pages = std::mem::take(&mut self.pages);
+        encoder.dir = std::mem::take(&mut self.dir);
+        let merged = encoder.push_sorted(&self.records);
+        encoder.flush();
+        self.pages = encoder.pages;
+        self.dir = encoder.dir;
+        self.packed = Some(merged);
     }
 }
 
@@ -54,15 +93,27 @@ impl Sink for Run {
     }
 }
 
+/// Where the output is.
+enum State<'o, W: Write + Seek> {
+    /// Nothing written yet.
+    Waiting(&'o mut W),
+    /// Runs in order so far.
+    Writing(Box<SortedWriter<&'o mut W>>),
+    /// Fallen back: the records go into partitions.
+    Partitioned(&'o mut W),
+    /// Between two of the above.
+    Moving,
+}
+
 /// Runs taken in input order, written while they stay in order.
 pub(crate) struct Stream<'o, 's, W: Write + Seek> {
     /// Whether parsers hand over runs (until the fall back).
     streaming: &'s AtomicBool,
-    writer: Option<SortedWriter<&'o mut W>>,
-    /// The output, once the writer is done with it.
-    out: Option<&'o mut W>,
-    /// The largest hash written.
-    last: Option<Key>,
+    state: State<'o, W>,
+    /// The layout, chosen from the first run with records.
+    layout: &'s dyn Fn(&Run) -> Result<Layout>,
+    /// The largest hash written, and whether it was packed.
+    last: Option<(Key, bool)>,
     /// Runs that came before their turn.
     early: BTreeMap<u64, Run>,
     next: u64,
@@ -91,17 +142,16 @@ pub(crate) enum Streamed<'o, W: Write + Seek> {
 impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
     pub(crate) fn new(
         out: &'o mut W,
-        kind: Kind,
-        key_bits: u32,
+        layout: &'s dyn Fn(&Run) -> Result<Layout>,
         streaming: &'s AtomicBool,
         per_buffer: usize,
         spill: &'s Spill,
         read_back: &'s dyn Fn(&mut W) -> Result<Index>,
-    ) -> Result<Stream<'o, 's, W>> {
-        Ok(Stream {
+    ) -> Stream<'o, 's, W> {
+        Stream {
             streaming,
-            writer: Some(SortedWriter::compact(out, kind, key_bits, None)?),
-            out: None,
+            state: State::Waiting(out),
+            layout,
             last: None,
             early: BTreeMap::new(),
             next: 0,
@@ -109,45 +159,81 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
             merged: 0,
             split: 0,
             read_back,
-        })
+        }
     }
 
-    /// Takes a run; returns the memory of any run done with, for reuse.
-    pub(crate) fn take(&mut self, run: Run) -> Result<Vec<Vec<Record>>> {
+    /// Takes a run; returns any run done with, for reuse.
+    pub(crate) fn take(&mut self, run: Run) -> Result<Vec<Run>> {
         let mut done = Vec::new();
-        if self.writer.is_none() {
+        if matches!(self.state, State::Partitioned(_)) {
             self.partition(&run)?;
-            done.push(run.records);
+            done.push(run);
             return Ok(done);
         }
         self.early.insert(run.order, run);
         while let Some(run) = self.early.remove(&self.next) {
             self.next += 1;
-            let continues = run.sorted
-                && match (self.last, run.records.first()) {
-                    (Some(last), Some(first)) => last <= first.key(),
-                    _ => true,
-                };
-            if !continues {
+            if !self.continues(&run)? {
                 self.fall_back()?;
                 self.partition(&run)?;
-                done.push(run.records);
+                done.push(run);
                 for (_, run) in std::mem::take(&mut self.early) {
                     self.partition(&run)?;
-                    done.push(run.records);
+                    done.push(run);
                 }
                 return Ok(done);
             }
-            let writer = self.writer.as_mut().expect("streaming");
-            for record in &run.records {
-                writer.push(record.key(), u64::from(record.count))?;
+            if let Some(last) = run.records.last() {
+                let State::Writing(writer) = &mut self.state else {
+                    unreachable!("a run with records starts the writer");
+                };
+                match run.packed {
+                    Some(merged) => {
+                        let kept = last.key().truncated(writer.key_bits());
+                        writer.append(&run.pages, &run.dir, merged, kept)?;
+                    }
+                    None => {
+                        for record in &run.records {
+                            writer.push(record.key(), u64::from(record.count))?;
+                        }
+                    }
+                }
+                self.last = Some((last.key(), run.packed.is_some()));
             }
-            if let Some(r) = run.records.last() {
-                self.last = Some(r.key());
-            }
-            done.push(run.records);
+            done.push(run);
         }
         Ok(done)
+    }
+
+    /// Whether `run` goes on from what is written (starting the writer at
+    /// the first run with records). Next to packed pages, where nothing
+    /// can be merged any more, a hash must be greater than the one before
+    /// in its kept bits; otherwise equal hashes are merged by the writer.
+    fn continues(&mut self, run: &Run) -> Result<bool> {
+        let Some(first) = run.records.first() else {
+            return Ok(true);
+        };
+        if !run.sorted {
+            return Ok(false);
+        }
+        if let State::Waiting(_) = self.state {
+            let layout = (self.layout)(run)?;
+            let State::Waiting(out) = std::mem::replace(&mut self.state, State::Moving) else {
+                unreachable!("matched above");
+            };
+            self.state = State::Writing(Box::new(SortedWriter::with_layout(out, layout)?));
+        }
+        let State::Writing(writer) = &self.state else {
+            unreachable!("started above");
+        };
+        let bits = writer.key_bits();
+        Ok(match self.last {
+            None => true,
+            Some((last, packed)) if packed || run.packed.is_some() => {
+                last.truncated(bits) < first.key().truncated(bits)
+            }
+            Some((last, _)) => last <= first.key(),
+        })
     }
 
     fn partition(&mut self, run: &Run) -> Result<()> {
@@ -162,29 +248,35 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
     /// as several records that the build sums again).
     fn fall_back(&mut self) -> Result<()> {
         self.streaming.store(false, Ordering::Release);
-        let writer = self.writer.take().expect("streaming");
-        let (out, written) = writer.finish(None)?;
-        self.merged = written.duplicates;
-        let index = (self.read_back)(out)?;
-        for item in index.iter() {
-            let (key, mut count) = item?;
-            loop {
-                let part = count.min(u64::from(u32::MAX));
-                self.partitions.put(Record::new(key, part as u32))?;
-                count -= part;
-                if count == 0 {
-                    break;
+        let out = match std::mem::replace(&mut self.state, State::Moving) {
+            State::Writing(writer) => {
+                let (out, written) = writer.finish(None)?;
+                self.merged = written.duplicates;
+                let index = (self.read_back)(out)?;
+                for item in index.iter() {
+                    let (key, mut count) = item?;
+                    loop {
+                        let part = count.min(u64::from(u32::MAX));
+                        self.partitions.put(Record::new(key, part as u32))?;
+                        count -= part;
+                        if count == 0 {
+                            break;
+                        }
+                        self.split += 1;
+                    }
                 }
-                self.split += 1;
+                out
             }
-        }
-        self.out = Some(out);
+            State::Waiting(out) | State::Partitioned(out) => out,
+            State::Moving => unreachable!("never left moving"),
+        };
+        self.state = State::Partitioned(out);
         Ok(())
     }
 
     /// After the last run.
     pub(crate) fn finish(mut self) -> Result<Streamed<'o, W>> {
-        if !self.early.is_empty() && self.writer.is_some() {
+        if !self.early.is_empty() && !matches!(self.state, State::Partitioned(_)) {
             // A chunk never came (the build is failing): nothing after the
             // gap can be written in order.
             self.fall_back()?;
@@ -192,17 +284,234 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
                 self.partition(&run)?;
             }
         }
-        Ok(match (self.writer, self.out) {
-            (Some(writer), _) => {
+        if let State::Waiting(_) = self.state {
+            // No record at all: an empty index.
+            let layout = (self.layout)(&Run::default())?;
+            let State::Waiting(out) = std::mem::replace(&mut self.state, State::Moving) else {
+                unreachable!("matched above");
+            };
+            self.state = State::Writing(Box::new(SortedWriter::with_layout(out, layout)?));
+        }
+        Ok(match self.state {
+            State::Writing(writer) => {
                 let (_, written) = writer.finish(None)?;
                 Streamed::Written(written)
             }
-            (None, Some(out)) => Streamed::Partitioned {
+            State::Partitioned(out) => Streamed::Partitioned {
                 out,
                 buffers: self.partitions.buffers,
                 duplicates: self.merged as i64 - self.split as i64,
             },
-            (None, None) => unreachable!("the writer hands the output back"),
+            State::Waiting(_) | State::Moving => unreachable!("a writer was started"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::hash::Kind;
+
+    /// Sorted records, with runs of equal hashes and of hashes that share
+    /// their top 40 bits.
+    fn sorted_records(n: usize, seed: u64) -> Vec<Record> {
+        let mut next = crate::testing::rng(seed);
+        let mut records = Vec::new();
+        while records.len() < n {
+            let key = Key {
+                hi: next(),
+                mid: next(),
+                lo: next() as u32,
+            };
+            records.push(Record::new(key, 1 + (next() % 9) as u32));
+            match next() % 16 {
+                0 => records.push(Record::new(key, 2)),
+                1 => records.push(Record::new(
+                    Key {
+                        mid: !key.mid,
+                        ..key
+                    },
+                    3,
+                )),
+                _ => {}
+            }
+        }
+        records.sort_by_key(Record::key);
+        records
+    }
+
+    /// Counts by kept bits.
+    fn model(records: &[Record], bits: u32) -> BTreeMap<Key, u64> {
+        let mut map = BTreeMap::new();
+        for r in records {
+            *map.entry(r.key().truncated(bits)).or_insert(0) += u64::from(r.count);
+        }
+        map
+    }
+
+    /// Cuts `records` into runs of random lengths (some empty, some of many
+    /// pages; unless `anywhere`, each cut where the kept bits change),
+    /// packing some of them.
+    fn runs(records: &[Record], layout: Layout, seed: u64, anywhere: bool) -> Vec<Run> {
+        let mut next = crate::testing::rng(seed);
+        let kept = |r: &Record| r.key().truncated(layout.key_bits);
+        let mut runs = Vec::new();
+        let mut rest = records;
+        while !rest.is_empty() {
+            let mut len = match next() % 4 {
+                0 => 0,
+                1 => (next() % 50) as usize,
+                _ => (next() % 3000) as usize,
+            }
+            .min(rest.len());
+            while !anywhere
+                && len > 0
+                && len < rest.len()
+                && kept(&rest[len - 1]) == kept(&rest[len])
+            {
+                len += 1;
+            }
+            let mut run = Run::new(runs.len() as u64, 0, Run::default());
+            for &r in &rest[..len] {
+                run.put(r).unwrap();
+            }
+            if !next().is_multiple_of(3) {
+                run.pack(layout, 1);
+            }
+            runs.push(run);
+            rest = &rest[len..];
+        }
+        runs
+    }
+
+    /// Streams `runs`, handed over in a shuffled order: the index, or the
+    /// records left in partitions after a fall back.
+    fn stream(
+        mut runs: Vec<Run>,
+        layout: Layout,
+        seed: u64,
+    ) -> std::result::Result<Vec<u8>, Vec<Record>> {
+        let mut next = crate::testing::rng(seed);
+        for i in 1..runs.len() {
+            if next().is_multiple_of(3) {
+                runs.swap(i - 1, i);
+            }
+        }
+        let streaming = AtomicBool::new(true);
+        let spill = Spill::new(&std::env::temp_dir());
+        let choose = move |_: &Run| Ok(layout);
+        let read_back = |w: &mut Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
+        let mut out = Cursor::new(Vec::new());
+        let mut stream = Stream::new(&mut out, &choose, &streaming, 1 << 20, &spill, &read_back);
+        for run in runs {
+            stream.take(run).unwrap();
+        }
+        let ended = match stream.finish().unwrap() {
+            Streamed::Written(written) => Ok(written.bytes as usize),
+            Streamed::Partitioned { buffers, .. } => Err(buffers.concat()),
+        };
+        ended.map(|len| {
+            let mut bytes = out.into_inner();
+            bytes.truncate(len);
+            bytes
+        })
+    }
+
+    #[test]
+    fn packed_and_written_runs_in_any_arrival_order_make_one_index() {
+        let n = 20_000;
+        for (seed, layout) in [
+            // Few bucket bits: buckets straddle runs and pages.
+            (1, Layout::whole(Kind::Sha1, 4)),
+            (2, Layout::for_count(Kind::Sha1, n as u64)),
+            (3, Layout::compact(Kind::Sha1, n as u64, 40)),
+            (4, Layout::compact(Kind::Sha1, 16, 40)),
+        ] {
+            let records = sorted_records(n, seed);
+            let want = model(&records, layout.key_bits);
+            let runs = runs(&records, layout, seed, false);
+            let packed = runs.iter().filter(|r| r.packed.is_some()).count();
+            assert!(packed > 3, "{packed} of {} runs packed", runs.len());
+            let Ok(bytes) = stream(runs, layout, seed) else {
+                panic!("layout {layout:?}: fell back though in order");
+            };
+            let index = Index::from_bytes(bytes).unwrap();
+            index.verify().unwrap();
+            let listed: BTreeMap<Key, u64> = index.iter().map(Result::unwrap).collect();
+            assert!(listed == want, "layout {layout:?}");
+            for r in records.iter().step_by(3) {
+                assert_eq!(
+                    index.count(r.key()).unwrap(),
+                    want[&r.key().truncated(layout.key_bits)],
+                    "layout {layout:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_out_of_order_falls_back_with_every_record() {
+        let layout = Layout::for_count(Kind::Sha1, 20_000);
+        let records = sorted_records(20_000, 5);
+        let want = model(&records, 160);
+        for case in 0..4 {
+            let mut runs = runs(&records, layout, 6 + case, false);
+            runs.retain(|run| run.records.len() > 1);
+            let j = runs.len() / 2 + case as usize;
+            match case {
+                // Two runs trade places; a run's first record moves to its end.
+                0 | 1 => runs.swap(j, j + 1),
+                _ => {
+                    let run = &mut runs[j];
+                    let first = run.records.remove(0);
+                    let mut moved = Run::new(run.order, 0, Run::default());
+                    for &r in run.records.iter().chain([&first]) {
+                        moved.put(r).unwrap();
+                    }
+                    *run = moved;
+                }
+            }
+            for (i, run) in runs.iter_mut().enumerate() {
+                run.order = i as u64;
+            }
+            let Err(back) = stream(runs, layout, case) else {
+                panic!("case {case}: written though out of order");
+            };
+            assert!(model(&back, 160) == want, "case {case}");
+        }
+    }
+
+    #[test]
+    fn hashes_equal_in_their_kept_bits_across_runs_are_counted_once() {
+        for (seed, layout) in [
+            (7, Layout::for_count(Kind::Sha1, 20_000)),
+            (8, Layout::compact(Kind::Sha1, 20_000, 40)),
+        ] {
+            let records = sorted_records(20_000, seed);
+            let want = model(&records, layout.key_bits);
+            let mut fell_back = 0;
+            for cut in 0..8 {
+                let runs = runs(&records, layout, seed * 100 + cut, true);
+                match stream(runs, layout, cut) {
+                    Ok(bytes) => {
+                        let index = Index::from_bytes(bytes).unwrap();
+                        index.verify().unwrap();
+                        let listed: BTreeMap<Key, u64> = index.iter().map(Result::unwrap).collect();
+                        assert!(listed == want, "layout {layout:?}, cut {cut}");
+                    }
+                    Err(back) => {
+                        fell_back += 1;
+                        assert!(model(&back, layout.key_bits) == want, "layout {layout:?}");
+                    }
+                }
+            }
+            assert!(
+                fell_back > 0,
+                "a packed run next to an equal hash falls back"
+            );
+        }
     }
 }

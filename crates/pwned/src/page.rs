@@ -4,6 +4,7 @@
 use crate::bits;
 use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
 use crate::hash::{Key, Kind};
+use crate::sort::Record;
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -16,6 +17,17 @@ fn gamma_len(count: u64) -> usize {
 pub(crate) struct DirEntry {
     pub first: u64,
     pub crc: u32,
+}
+
+/// What [`Encoder::push_sorted`] added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Merged {
+    /// Distinct hashes (after merging).
+    pub hashes: u64,
+    /// Records merged into the one before.
+    pub duplicates: u64,
+    /// Sum of the counts (saturating).
+    pub total: u64,
 }
 
 /// Packs sorted (key, count) pairs into pages.
@@ -98,6 +110,26 @@ impl Encoder {
                 self.push(k, c);
             }
         }
+    }
+
+    /// Adds records sorted by hash, merging those whose kept bits are equal
+    /// (their counts summed, saturating).
+    pub(crate) fn push_sorted(&mut self, records: &[Record]) -> Merged {
+        let bits = self.layout.key_bits;
+        let mut merged = Merged::default();
+        let mut iter = records.iter().peekable();
+        while let Some(r) = iter.next() {
+            let key = r.key().truncated(bits);
+            let mut count = u64::from(r.count);
+            while let Some(next) = iter.next_if(|n| n.key().truncated(bits) == key) {
+                count = count.saturating_add(u64::from(next.count));
+                merged.duplicates += 1;
+            }
+            self.push(key, count);
+            merged.hashes += 1;
+            merged.total = merged.total.saturating_add(count);
+        }
+        merged
     }
 
     /// The last bucket of the last page closed by [`Encoder::close_page`].

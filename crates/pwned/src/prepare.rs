@@ -17,7 +17,7 @@ use std::fs;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -26,7 +26,7 @@ use crate::hash::{Kind, prefix_ascii};
 use crate::index::Index;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
-use crate::ordered::{Run, Stream, Streamed};
+use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
 use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
@@ -399,17 +399,9 @@ fn pack(
                 .collect();
         spill.read(p, &mut records)?;
         sort::sort(&mut records, PART_BITS, scratch);
-        let mut iter = records.iter().peekable();
-        while let Some(r) = iter.next() {
-            let key = r.key().truncated(layout.key_bits);
-            let mut count = u64::from(r.count);
-            while let Some(next) = iter.next_if(|n| n.key().truncated(layout.key_bits) == key) {
-                count = count.saturating_add(u64::from(next.count));
-                duplicates += 1;
-            }
-            encoder.push(key, count);
-            hashes += 1;
-        }
+        let merged = encoder.push_sorted(&records);
+        hashes += merged.hashes;
+        duplicates += merged.duplicates;
     }
     encoder.flush();
     Ok(Packed {
@@ -475,6 +467,10 @@ struct Shared {
     skip_invalid: bool,
     /// The bits of each hash to keep (`None`: all).
     key_bits: Option<u32>,
+    /// Bytes of all inputs (0 when one of them is of unknown size).
+    input_bytes: u64,
+    /// The layout of input in hash order.
+    layout: OnceLock<Layout>,
     /// The earliest failure so far, by chunk sequence number.
     failure: Mutex<Option<(u64, Failure)>>,
     stop: AtomicBool,
@@ -516,6 +512,29 @@ impl Shared {
         Kind::from_code(self.kind.load(Ordering::Relaxed)).unwrap_or(Kind::Sha1)
     }
 
+    /// The layout of an index of input in hash order, chosen once, from
+    /// the first run that asks: the corpus size is estimated from the
+    /// run's share of the input's bytes or, when the size of the input is
+    /// not known (standard input), of the hash space.
+    fn layout(&self, run: &Run) -> Result<Layout> {
+        let kind = self.kind();
+        let bits = self.key_bits.unwrap_or(kind.bits());
+        check_key_bits(kind, bits)?;
+        Ok(*self.layout.get_or_init(|| {
+            let records = run.records.len() as f64;
+            let n = match (run.records.first(), run.records.last()) {
+                _ if self.input_bytes > 0 && run.bytes > 0 => {
+                    self.input_bytes as f64 / run.bytes as f64 * records
+                }
+                (Some(a), Some(b)) if run.sorted && b.hi > a.hi => {
+                    records * 2f64.powi(64) / (b.hi - a.hi) as f64
+                }
+                _ => records,
+            };
+            Layout::compact(kind, n as u64, bits)
+        }))
+    }
+
     fn invalid(&self, seq: u64, part: usize, local: u64, what: String) {
         self.invalid.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first_invalid.lock().expect("invalid lock");
@@ -550,6 +569,12 @@ fn collect<'o, W: Write + Seek>(
         kind: AtomicU8::new(0),
         skip_invalid: options.skip_invalid,
         key_bits: options.key_bits,
+        input_bytes: if parts.iter().any(|p| p.size() == 0) {
+            0
+        } else {
+            parts.iter().map(Part::size).sum()
+        },
+        layout: OnceLock::new(),
         failure: Mutex::new(None),
         stop: AtomicBool::new(false),
         streaming: AtomicBool::new(true),
@@ -571,7 +596,7 @@ fn collect<'o, W: Write + Seek>(
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(threads * 2);
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
     let (run_tx, run_rx) = mpsc::sync_channel::<Run>(threads * 2);
-    let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Vec<Record>>();
+    let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Run>();
     let chunk_rx = Mutex::new(chunk_rx);
     let runs_pool_rx = Mutex::new(runs_pool_rx);
     let mut per_thread: Vec<Vec<Vec<Record>>> = Vec::new();
@@ -593,9 +618,15 @@ fn collect<'o, W: Write + Seek>(
                                 .expect("runs lock")
                                 .try_recv()
                                 .unwrap_or_default();
-                            let mut run = Run::new(chunk.order, memory);
+                            let mut run = Run::new(chunk.order, chunk.len, memory);
                             if !shared.skip(chunk.seq) {
                                 parse_chunk(shared, &chunk, prefix, &mut run);
+                                if run.sorted
+                                    && !run.records.is_empty()
+                                    && let Ok(layout) = shared.layout(&run)
+                                {
+                                    run.pack(layout, MIN_PACKED_PAGES);
+                                }
                             }
                             // Every run goes, even empty: the stream takes
                             // them in order.
@@ -693,44 +724,31 @@ fn collect<'o, W: Write + Seek>(
     })
 }
 
-/// Takes the parsers' runs into a [`Stream`] (made at the first run, when
-/// the reader has seen what kind the input is) until they stop coming.
+/// Takes the parsers' runs into a [`Stream`] until they stop coming.
 fn stream<'o, W: Write + Seek>(
     shared: &Shared,
     runs: mpsc::Receiver<Run>,
-    reuse: &mpsc::Sender<Vec<Record>>,
+    reuse: &mpsc::Sender<Run>,
     out: &'o mut W,
     read_back: &dyn Fn(&mut W) -> Result<Index>,
     per_buffer: usize,
     spill: &Spill,
 ) -> Result<Streamed<'o, W>> {
-    let mut out = Some(out);
-    let mut stream = None;
-    let start = |out: &mut Option<&'o mut W>| {
-        let kind = shared.kind();
-        Stream::new(
-            out.take().expect("one stream"),
-            kind,
-            shared.key_bits.unwrap_or(kind.bits()),
-            &shared.streaming,
-            per_buffer,
-            spill,
-            read_back,
-        )
-    };
+    let layout = |run: &Run| shared.layout(run);
+    let mut stream = Stream::new(
+        out,
+        &layout,
+        &shared.streaming,
+        per_buffer,
+        spill,
+        read_back,
+    );
     for run in runs {
-        if stream.is_none() {
-            stream = Some(start(&mut out)?);
-        }
-        let stream = stream.as_mut().expect("made above");
-        for memory in stream.take(run)? {
-            let _ = reuse.send(memory);
+        for done in stream.take(run)? {
+            let _ = reuse.send(done);
         }
     }
-    match stream {
-        Some(stream) => stream.finish(),
-        None => start(&mut out)?.finish(),
-    }
+    stream.finish()
 }
 
 /// The reader: every input in order, in chunks of whole lines. Buffers

@@ -7,10 +7,10 @@ use std::io::{Seek, SeekFrom, Write};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{
-    BLOCK_ENTRIES, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE, VERSION, VERSION_WHOLE,
+    BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE, VERSION, VERSION_WHOLE,
 };
 use crate::hash::{Key, Kind};
-use crate::page::{DirEntry, Encoder};
+use crate::page::{DirEntry, Encoder, Merged};
 use crate::source::Source;
 
 /// Hashes held back to estimate the corpus size (and so the bucket bits)
@@ -113,12 +113,32 @@ impl<W: Write + Seek> SortedWriter<W> {
     /// bits): hashes that share them are merged, their counts summed, and a
     /// lookup of any hash that shares them answers with that sum.
     pub fn compact(
-        mut out: W,
+        out: W,
         kind: Kind,
         key_bits: u32,
         expected: Option<u64>,
     ) -> Result<SortedWriter<W>> {
         check_key_bits(kind, key_bits)?;
+        let encoder = expected.map(|n| Encoder::new(Layout::compact(kind, n, key_bits)));
+        SortedWriter::start(out, kind, key_bits, encoder)
+    }
+
+    /// Starts an index with the given layout.
+    pub(crate) fn with_layout(out: W, layout: Layout) -> Result<SortedWriter<W>> {
+        SortedWriter::start(
+            out,
+            layout.kind,
+            layout.key_bits,
+            Some(Encoder::new(layout)),
+        )
+    }
+
+    fn start(
+        mut out: W,
+        kind: Kind,
+        key_bits: u32,
+        encoder: Option<Encoder>,
+    ) -> Result<SortedWriter<W>> {
         out.write_all(&[0u8; PAGE])
             .map_err(|e| Error::io(None, e))?;
         Ok(SortedWriter {
@@ -126,12 +146,50 @@ impl<W: Write + Seek> SortedWriter<W> {
             kind,
             key_bits,
             held: Vec::new(),
-            encoder: expected.map(|n| Encoder::new(Layout::compact(kind, n, key_bits))),
+            encoder,
             last: None,
             written: Written::default(),
             dir: Vec::new(),
             checkpointed: 0,
         })
+    }
+
+    /// Adds pages packed elsewhere with this writer's layout, whose hashes
+    /// all come after those given so far (the caller makes sure; `last` is
+    /// the last of them): the page being filled is closed, and the first
+    /// new page flagged as continuing its bucket if it does.
+    pub(crate) fn append(
+        &mut self,
+        pages: &[u8],
+        dir: &[DirEntry],
+        merged: Merged,
+        last: Key,
+    ) -> Result<()> {
+        if let Some((key, count)) = self.last.take() {
+            self.emit(key, count)?;
+        }
+        let encoder = self.encoder.as_mut().expect("a layout given");
+        encoder.close_page();
+        let closed = encoder.closed_in();
+        encoder.after_closed(Some(encoder.layout().bucket(last)));
+        self.drain()?;
+        self.out.write_all(pages).map_err(|e| Error::io(None, e))?;
+        for (i, &entry) in dir.iter().enumerate() {
+            let continued = i == 0 && closed == Some(entry.first & !CONTINUED);
+            self.dir.push(DirEntry {
+                first: entry.first | if continued { CONTINUED } else { 0 },
+                crc: entry.crc,
+            });
+        }
+        self.written.hashes += merged.hashes;
+        self.written.duplicates += merged.duplicates;
+        self.written.total = self.written.total.saturating_add(merged.total);
+        Ok(())
+    }
+
+    /// The top bits of each hash that are kept.
+    pub(crate) fn key_bits(&self) -> u32 {
+        self.key_bits
     }
 
     /// The kind of hashes this writer takes.
