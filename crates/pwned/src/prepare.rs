@@ -280,7 +280,7 @@ fn build_into<W: Write + Seek>(
             let (groups, buffers, next, failed, spill) =
                 (&groups, &buffers, &next, &failed, &spill);
             s.spawn(move || {
-                let mut scratch = Vec::new();
+                let mut scratch = Scratch::default();
                 loop {
                     let g = next.fetch_add(1, Ordering::Relaxed);
                     if g >= groups.len() || failed.load(Ordering::Relaxed) {
@@ -380,26 +380,35 @@ struct Packed {
     duplicates: u64,
 }
 
+/// Memory a packing thread reuses from one partition to the next.
+#[derive(Default)]
+struct Scratch {
+    spilled: Vec<Record>,
+    sorted: Vec<Record>,
+}
+
 /// Sorts the partitions of a group, merges duplicates and packs pages.
 fn pack(
     layout: Layout,
     group: &[usize],
     buffers: &[Mutex<Vec<Vec<Record>>>],
     spill: &Spill,
-    scratch: &mut Vec<Record>,
+    scratch: &mut Scratch,
 ) -> Result<Packed> {
     let mut encoder = Encoder::new(layout);
     let mut hashes = 0;
     let mut duplicates = 0;
     for &p in group {
-        let mut records: Vec<Record> =
-            std::mem::take(&mut *buffers[p].lock().expect("buffers lock"))
-                .into_iter()
-                .flatten()
-                .collect();
-        spill.read(p, &mut records)?;
-        sort::sort(&mut records, PART_BITS, scratch);
-        let merged = encoder.push_sorted(&records);
+        let held = std::mem::take(&mut *buffers[p].lock().expect("buffers lock"));
+        scratch.spilled.clear();
+        spill.read(p, &mut scratch.spilled)?;
+        let sources: Vec<&[Record]> = held
+            .iter()
+            .map(Vec::as_slice)
+            .chain([scratch.spilled.as_slice()])
+            .collect();
+        sort::sort_into(&sources, PART_BITS, &mut scratch.sorted);
+        let merged = encoder.push_sorted(&scratch.sorted);
         hashes += merged.hashes;
         duplicates += merged.duplicates;
     }

@@ -59,13 +59,17 @@ impl Record {
     }
 }
 
-/// Sorts records that share their top `skip` bits by hash: one counting-sort
-/// pass on the next bits spreads them into about one bucket per record, then
-/// each small bucket is sorted by comparison.
-pub(crate) fn sort(records: &mut Vec<Record>, skip: u32, scratch: &mut Vec<Record>) {
-    let n = records.len();
+/// Sorts the records of `sources`, which share their top `skip` bits, by
+/// hash into `out` (its memory reused): one counting-sort pass on the next
+/// bits spreads them into about one bucket per record, straight from the
+/// sources (no copy gathers them first), then each small bucket is sorted
+/// by comparison.
+pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>) {
+    let n: usize = sources.iter().map(|s| s.len()).sum();
+    out.clear();
     if n < 256 {
-        records.sort_unstable_by_key(Record::key);
+        out.extend(sources.iter().flat_map(|s| s.iter().copied()));
+        out.sort_unstable_by_key(Record::key);
         return;
     }
     // About two records a bucket: the offsets stay small and cache-resident.
@@ -74,27 +78,25 @@ pub(crate) fn sort(records: &mut Vec<Record>, skip: u32, scratch: &mut Vec<Recor
     let mask = (1u64 << radix) - 1;
     let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
     let mut offsets = vec![0u32; (1 << radix) + 1];
-    for r in records.iter() {
+    for r in sources.iter().flat_map(|s| s.iter()) {
         offsets[digit(r) + 1] += 1;
     }
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
-    scratch.clear();
-    scratch.resize(n, Record::default());
+    out.resize(n, Record::default());
     let mut next = offsets.clone();
-    for r in records.iter() {
+    for r in sources.iter().flat_map(|s| s.iter()) {
         let d = digit(r);
-        scratch[next[d] as usize] = *r;
+        out[next[d] as usize] = *r;
         next[d] += 1;
     }
     for w in offsets.windows(2) {
-        let bucket = &mut scratch[w[0] as usize..w[1] as usize];
+        let bucket = &mut out[w[0] as usize..w[1] as usize];
         if bucket.len() > 1 {
             bucket.sort_unstable_by_key(Record::key);
         }
     }
-    std::mem::swap(records, scratch);
 }
 
 #[cfg(test)]
@@ -116,7 +118,15 @@ mod tests {
                 .collect();
             let mut expect = records.clone();
             expect.sort_by_key(Record::key);
-            sort(&mut records, 8, &mut Vec::new());
+            // From one source, and from the same records cut in three.
+            let (a, rest) = records.split_at(n / 3);
+            let (b, c) = rest.split_at(rest.len() / 2);
+            let mut cut = Vec::new();
+            sort_into(&[a, b, c], 8, &mut cut);
+            let mut whole = vec![Record::default(); 3];
+            sort_into(&[&records], 8, &mut whole);
+            assert_eq!(cut, whole);
+            records = whole;
             let keys: Vec<Key> = records.iter().map(Record::key).collect();
             let expect_keys: Vec<Key> = expect.iter().map(Record::key).collect();
             assert_eq!(keys, expect_keys);
