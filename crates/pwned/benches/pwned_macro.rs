@@ -5,7 +5,12 @@
 //! cargo bench -p seekless-pwned --bench pwned_macro -- [--sizes 10000000,55000000]
 //!     [--data DIR] [--peers] [--cold N] [--lookups-only]
 //! cargo bench -p seekless-pwned --bench pwned_macro -- --generate N FILE
+//! cargo bench -p seekless-pwned --bench pwned_macro -- --emit N [--sorted] | …
 //! ```
+//!
+//! `--emit` writes N HIBP-like lines to standard output as it makes them,
+//! in random order or (`--sorted`) in hash order, in constant memory: the
+//! input of the billion-hash runs (`… | seekless pwned prepare - -o X`).
 //!
 //! For each size it generates (once, cached in DIR, default `bench-data/`)
 //! a corpus of N uniform random SHA-1 hashes with Zipf-like counts
@@ -72,6 +77,31 @@ fn generate(n: usize, path: &Path) {
     std::fs::rename(tmp, path).unwrap();
 }
 
+/// Writes `n` lines to standard output: uniform random hashes with the
+/// corpus's counts, in random order or, `sorted`, in increasing order (the
+/// top 64 bits of hash `i` drawn from the `i`-th of `n` equal slices).
+fn emit(n: u64, sorted: bool) {
+    let mut rng = Rng(0xE417 ^ n);
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    let mut line = Vec::with_capacity(64);
+    let slice = u64::MAX / n.max(1);
+    for i in 0..n {
+        let (mut key, count) = member(&mut rng);
+        if sorted {
+            key.hi = i * slice + key.hi % slice.max(1);
+        }
+        line.clear();
+        key.write_hex(Kind::Sha1, &mut line);
+        line.push(b':');
+        line.extend_from_slice(count.to_string().as_bytes());
+        line.extend_from_slice(b"\r\n");
+        if out.write_all(&line).is_err() {
+            return;
+        }
+    }
+    let _ = out.flush();
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -128,6 +158,11 @@ fn main() {
             "--generate" => {
                 let n: usize = args[i + 1].parse().expect("N");
                 generate(n, Path::new(&args[i + 2]));
+                return;
+            }
+            "--emit" => {
+                let n: u64 = args[i + 1].parse().expect("N");
+                emit(n, args.iter().any(|a| a == "--sorted"));
                 return;
             }
             "--sizes" => {

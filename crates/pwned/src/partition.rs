@@ -17,6 +17,9 @@ use crate::sort::{RECORD_BYTES, Record, Sink};
 pub(crate) const PART_BITS: u32 = 8;
 pub(crate) const PARTS: usize = 1 << PART_BITS;
 
+/// Records encoded at a time on their way to a spill file.
+const SPILL_PIECE: usize = 1 << 16;
+
 /// One holder's partition buffers, spilling a buffer when it is full.
 #[derive(Debug)]
 pub(crate) struct Partitions<'a> {
@@ -24,6 +27,8 @@ pub(crate) struct Partitions<'a> {
     /// Records a buffer holds before it is spilled.
     pub per_buffer: usize,
     pub spill: &'a Spill,
+    /// Spilled records' bytes, a piece at a time (memory reused).
+    encoded: Vec<u8>,
 }
 
 impl<'a> Partitions<'a> {
@@ -32,6 +37,7 @@ impl<'a> Partitions<'a> {
             buffers: (0..PARTS).map(|_| Vec::new()).collect(),
             per_buffer,
             spill,
+            encoded: Vec::new(),
         }
     }
 }
@@ -46,7 +52,7 @@ impl Sink for Partitions<'_> {
         }
         buffer.push(record);
         if buffer.len() >= self.per_buffer {
-            self.spill.write(p, buffer)?;
+            self.spill.write(p, buffer, &mut self.encoded)?;
             buffer.clear();
         }
         Ok(())
@@ -73,11 +79,9 @@ impl Spill {
         }
     }
 
-    pub(crate) fn write(&self, p: usize, records: &[Record]) -> Result<()> {
-        let mut bytes = Vec::with_capacity(records.len() * RECORD_BYTES);
-        for r in records {
-            r.write(&mut bytes);
-        }
+    /// Appends `records` to partition `p`'s file, encoded a piece at a time
+    /// in `encoded`.
+    pub(crate) fn write(&self, p: usize, records: &[Record], encoded: &mut Vec<u8>) -> Result<()> {
         let mut file = self.files[p].lock().expect("spill lock");
         if file.is_none() {
             let created = Nameless::scratch(&self.root, "spill")
@@ -85,9 +89,16 @@ impl Spill {
             *file = Some(created);
         }
         let f = &mut file.as_mut().expect("created above").file;
-        f.write_all(&bytes)
-            .map_err(|e| Error::io(self.root.clone(), e))?;
-        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        for piece in records.chunks(SPILL_PIECE) {
+            encoded.clear();
+            for r in piece {
+                r.write(encoded);
+            }
+            f.write_all(encoded)
+                .map_err(|e| Error::io(self.root.clone(), e))?;
+        }
+        self.bytes
+            .fetch_add((records.len() * RECORD_BYTES) as u64, Ordering::Relaxed);
         self.records[p].fetch_add(records.len() as u64, Ordering::Relaxed);
         Ok(())
     }

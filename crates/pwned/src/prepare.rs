@@ -271,14 +271,18 @@ fn build_into<W: Write + Seek>(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(threads);
+    // Pages' memory goes back to the packers once written: at a billion
+    // hashes, 17 GB of pages would otherwise each be faulted in afresh.
+    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let pool_rx = Mutex::new(pool_rx);
     let mut dir: Vec<DirEntry> = Vec::new();
     let mut pages_written = 0u64;
     let mut first_error = None;
     std::thread::scope(|s| {
         for _ in 0..threads {
             let tx = tx.clone();
-            let (groups, buffers, next, failed, spill) =
-                (&groups, &buffers, &next, &failed, &spill);
+            let (groups, buffers, next, failed, spill, pool_rx) =
+                (&groups, &buffers, &next, &failed, &spill, &pool_rx);
             s.spawn(move || {
                 let mut scratch = Scratch::default();
                 loop {
@@ -286,7 +290,12 @@ fn build_into<W: Write + Seek>(
                     if g >= groups.len() || failed.load(Ordering::Relaxed) {
                         break;
                     }
-                    let packed = pack(layout, &groups[g], buffers, spill, &mut scratch);
+                    let pages = pool_rx
+                        .lock()
+                        .expect("pool lock")
+                        .try_recv()
+                        .unwrap_or_default();
+                    let packed = pack(layout, &groups[g], buffers, spill, &mut scratch, pages);
                     if packed.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
@@ -307,9 +316,11 @@ fn build_into<W: Write + Seek>(
                     out.write_all(&p.pages).map_err(|e| Error::io(None, e))?;
                     Ok(p)
                 }) {
-                    Ok(p) => {
+                    Ok(mut p) => {
                         pages_written += p.dir.len() as u64;
                         dir.extend(p.dir);
+                        p.pages.clear();
+                        let _ = pool_tx.send(p.pages);
                         summary.hashes += p.hashes;
                         duplicates += p.duplicates as i64;
                         progress.written();
@@ -394,8 +405,10 @@ fn pack(
     buffers: &[Mutex<Vec<Vec<Record>>>],
     spill: &Spill,
     scratch: &mut Scratch,
+    pages: Vec<u8>,
 ) -> Result<Packed> {
     let mut encoder = Encoder::new(layout);
+    encoder.pages = pages;
     let mut hashes = 0;
     let mut duplicates = 0;
     for &p in group {
