@@ -456,14 +456,24 @@ enum Output<'o, W> {
     Partitioned(&'o mut W),
 }
 
-/// A chunk of whole lines from one input file: `data[..len]`.
+/// A chunk of whole lines: `data[..len]`, from one input file or, for
+/// small per-range files, from several whole ones (one piece each), so
+/// that a run is long enough for its parser to pack.
 struct Chunk {
     seq: u64,
     /// Place among the chunks sent (`seq` also counts overlong lines).
     order: u64,
-    part: usize,
+    pieces: Vec<Piece>,
     data: Vec<u8>,
     len: usize,
+}
+
+/// The bytes `start..end` of a chunk come from input `part`.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    part: usize,
+    start: usize,
+    end: usize,
 }
 
 /// Something wrong with a line, located by chunk and line within it until
@@ -491,6 +501,9 @@ struct Shared {
     key_bits: Option<u32>,
     /// Bytes of all inputs (0 when one of them is of unknown size).
     input_bytes: u64,
+    /// For each input, whether it is a per-range file (lines without the
+    /// five-digit prefix).
+    prefixed: Vec<bool>,
     /// The layout of input in hash order.
     layout: OnceLock<Layout>,
     /// The earliest failure so far, by chunk sequence number.
@@ -503,7 +516,7 @@ struct Shared {
     /// The earliest invalid line skipped: (seq, part, line in chunk, what).
     first_invalid: Mutex<Option<(u64, usize, u64, String)>>,
     /// Lines in each chunk parsed so far: seq -> (part, lines).
-    chunk_lines: Mutex<BTreeMap<u64, (usize, u64)>>,
+    chunk_lines: Mutex<BTreeMap<(u64, usize), u64>>,
     zero: AtomicU64,
     capped: AtomicU64,
     total: AtomicU64,
@@ -570,9 +583,9 @@ impl Shared {
     fn line_number(&self, seq: u64, part: usize, local: u64) -> u64 {
         let counts = self.chunk_lines.lock().expect("lines lock");
         let before: u64 = counts
-            .range(..seq)
-            .filter(|(_, (p, _))| *p == part)
-            .map(|(_, (_, n))| n)
+            .range(..(seq, 0))
+            .filter(|((_, p), _)| *p == part)
+            .map(|(_, n)| n)
             .sum();
         before + local + 1
     }
@@ -597,6 +610,7 @@ fn collect<'o, W: Write + Seek>(
             parts.iter().map(Part::size).sum()
         },
         layout: OnceLock::new(),
+        prefixed: parts.iter().map(|p| p.prefix.is_some()).collect(),
         failure: Mutex::new(None),
         stop: AtomicBool::new(false),
         streaming: AtomicBool::new(true),
@@ -633,7 +647,6 @@ fn collect<'o, W: Write + Seek>(
                     loop {
                         let chunk = chunk_rx.lock().expect("chunk lock").recv();
                         let Ok(chunk) = chunk else { break };
-                        let prefix = prefixes[chunk.part].as_ref();
                         if shared.streaming.load(Ordering::Acquire) {
                             let memory = runs_pool_rx
                                 .lock()
@@ -642,7 +655,7 @@ fn collect<'o, W: Write + Seek>(
                                 .unwrap_or_default();
                             let mut run = Run::new(chunk.order, chunk.len, memory);
                             if !shared.skip(chunk.seq) {
-                                parse_chunk(shared, &chunk, prefix, &mut run);
+                                parse_chunk(shared, &chunk, prefixes, &mut run);
                                 if run.sorted
                                     && !run.records.is_empty()
                                     && let Ok(layout) = shared.layout(&run)
@@ -654,7 +667,7 @@ fn collect<'o, W: Write + Seek>(
                             // them in order.
                             let _ = run_tx.send(run);
                         } else if !shared.skip(chunk.seq) {
-                            parse_chunk(shared, &chunk, prefix, &mut partitions);
+                            parse_chunk(shared, &chunk, prefixes, &mut partitions);
                         }
                         let _ = pool_tx.send(chunk.data);
                     }
@@ -773,9 +786,62 @@ fn stream<'o, W: Write + Seek>(
     stream.finish()
 }
 
+/// Chunks on their way to the parsers, numbered.
+struct Chunks<'a> {
+    tx: &'a mpsc::SyncSender<Chunk>,
+    pool: &'a mpsc::Receiver<Vec<u8>>,
+    shared: &'a Shared,
+    seq: u64,
+    order: u64,
+    /// Small per-range files read whole, waiting to fill a chunk.
+    gathered: Vec<u8>,
+    pieces: Vec<Piece>,
+}
+
+impl Chunks<'_> {
+    /// A buffer for a chunk: a read plus the partial line carried over.
+    fn buffer(&self) -> Vec<u8> {
+        self.pool.try_recv().unwrap_or_else(|_| vec![0u8; 2 * READ])
+    }
+
+    /// Sends `data[..len]`; false when the parsers are gone.
+    fn send(&mut self, data: Vec<u8>, len: usize, pieces: Vec<Piece>) -> bool {
+        for piece in &pieces {
+            if self.shared.kind.load(Ordering::Relaxed) == 0 {
+                let ranged = self.shared.prefixed[piece.part];
+                if let Some(kind) = input::detect_kind(&data[piece.start..piece.end], ranged) {
+                    self.shared.kind.store(kind.code(), Ordering::Relaxed);
+                }
+            }
+        }
+        let chunk = Chunk {
+            seq: self.seq,
+            order: self.order,
+            pieces,
+            data,
+            len,
+        };
+        self.seq += 1;
+        self.order += 1;
+        self.tx.send(chunk).is_ok()
+    }
+
+    /// Sends the gathered files, if any.
+    fn send_gathered(&mut self) -> bool {
+        if self.pieces.is_empty() {
+            return true;
+        }
+        let len = self.pieces.last().map_or(0, |p| p.end);
+        let data = std::mem::take(&mut self.gathered);
+        let pieces = std::mem::take(&mut self.pieces);
+        self.send(data, len, pieces)
+    }
+}
+
 /// The reader: every input in order, in chunks of whole lines. Buffers
 /// are allocated once (room for a read plus the partial line carried over)
-/// and recycled by the parsers.
+/// and recycled by the parsers. Small per-range files are read whole and
+/// gathered, several to a chunk.
 fn read_all(
     parts: &mut [Part],
     shared: &Shared,
@@ -783,30 +849,84 @@ fn read_all(
     pool: &mpsc::Receiver<Vec<u8>>,
     progress: &dyn Progress,
 ) {
-    let mut seq = 0u64;
-    let mut order = 0u64;
+    let mut chunks = Chunks {
+        tx,
+        pool,
+        shared,
+        seq: 0,
+        order: 0,
+        gathered: Vec::new(),
+        pieces: Vec::new(),
+    };
     let mut carry: Vec<u8> = Vec::new();
     for (index, part) in parts.iter_mut().enumerate() {
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
         let name = part.name.clone();
-        let ranged = part.prefix.is_some();
+        let small = part.prefix.is_some() && part.size() < READ as u64 / 4;
         let mut reader = match part.open() {
             Ok(r) => r,
-            Err(e) => return shared.fail(seq, Failure::Error(Error::io(PathBuf::from(&name), e))),
+            Err(e) => {
+                return shared.fail(
+                    chunks.seq,
+                    Failure::Error(Error::io(PathBuf::from(&name), e)),
+                );
+            }
         };
         carry.clear();
+        if small {
+            if chunks.pieces.last().is_some_and(|p| p.end >= READ) && !chunks.send_gathered() {
+                return;
+            }
+            if chunks.gathered.is_empty() {
+                chunks.gathered = chunks.buffer();
+            }
+            // Below READ, so that a file larger than its size said still
+            // leaves room for the read that follows what is carried.
+            let start = chunks.pieces.last().map_or(0, |p| p.end);
+            let room = &mut chunks.gathered[start..start + READ];
+            let n = match input::fill(&mut reader, room) {
+                Ok(n) => n,
+                Err(e) => {
+                    return shared.fail(
+                        chunks.seq,
+                        Failure::Error(Error::io(PathBuf::from(&name), e)),
+                    );
+                }
+            };
+            progress.read(n as u64);
+            if n < room.len() {
+                chunks.pieces.push(Piece {
+                    part: index,
+                    start,
+                    end: start + n,
+                });
+                continue;
+            }
+            // Larger than it said: what was read is carried into the
+            // file's own chunks.
+            carry.extend_from_slice(&chunks.gathered[start..start + n]);
+        }
+        if !chunks.send_gathered() {
+            return;
+        }
         let mut discarding = false;
         loop {
             if shared.stop.load(Ordering::Relaxed) {
                 return;
             }
-            let mut buf = pool.try_recv().unwrap_or_else(|_| vec![0u8; 2 * READ]);
+            let mut buf = chunks.buffer();
             let start = carry.len();
             buf[..start].copy_from_slice(&carry);
             carry.clear();
             let n = match input::fill(&mut reader, &mut buf[start..start + READ]) {
                 Ok(n) => n,
                 Err(e) => {
-                    return shared.fail(seq, Failure::Error(Error::io(PathBuf::from(&name), e)));
+                    return shared.fail(
+                        chunks.seq,
+                        Failure::Error(Error::io(PathBuf::from(&name), e)),
+                    );
                 }
             };
             let eof = n < READ;
@@ -835,7 +955,7 @@ fn read_all(
                         if !shared.skip_invalid {
                             let fault = Fault::Bad(what);
                             return shared.fail(
-                                seq,
+                                chunks.seq,
                                 Failure::Line {
                                     part: index,
                                     local: 0,
@@ -843,14 +963,14 @@ fn read_all(
                                 },
                             );
                         }
-                        shared.invalid(seq, index, 0, what);
+                        shared.invalid(chunks.seq, index, 0, what);
                         // The overlong line counts as one line of this chunk.
                         shared
                             .chunk_lines
                             .lock()
                             .expect("lines lock")
-                            .insert(seq, (index, 1));
-                        seq += 1;
+                            .insert((chunks.seq, index), 1);
+                        chunks.seq += 1;
                         discarding = true;
                         continue;
                     }
@@ -860,45 +980,66 @@ fn read_all(
                 buf.copy_within(begin..len, 0);
                 len -= begin;
             }
-            if shared.kind.load(Ordering::Relaxed) == 0
-                && let Some(kind) = input::detect_kind(&buf[..len], ranged)
-            {
-                shared.kind.store(kind.code(), Ordering::Relaxed);
-            }
             if len > 0 {
-                let chunk = Chunk {
-                    seq,
-                    order,
+                let piece = Piece {
                     part: index,
-                    data: buf,
-                    len,
+                    start: 0,
+                    end: len,
                 };
-                if tx.send(chunk).is_err() {
+                if !chunks.send(buf, len, vec![piece]) {
                     return;
                 }
-                seq += 1;
-                order += 1;
             }
             if eof {
                 break;
             }
         }
     }
+    chunks.send_gathered();
 }
 
-/// Parses a chunk into per-partition buffers, spilling full ones.
-fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &mut impl Sink) {
+/// Parses a chunk into `sink`, piece by piece.
+fn parse_chunk(shared: &Shared, chunk: &Chunk, prefixes: &[Option<[u8; 5]>], sink: &mut impl Sink) {
+    for piece in &chunk.pieces {
+        let data = &chunk.data[piece.start..piece.end];
+        if !parse_piece(
+            shared,
+            chunk.seq,
+            piece.part,
+            data,
+            prefixes[piece.part].as_ref(),
+            sink,
+        ) {
+            return;
+        }
+    }
+}
+
+/// Parses the lines of one input in chunk `seq`; false once the build
+/// fails.
+fn parse_piece(
+    shared: &Shared,
+    seq: u64,
+    part: usize,
+    data: &[u8],
+    prefix: Option<&[u8; 5]>,
+    sink: &mut impl Sink,
+) -> bool {
     let kind = shared.kind();
     let hex_len = kind.hex_len() - if prefix.is_some() { 5 } else { 0 };
-    let data = &chunk.data[..chunk.len];
     let ascii = prefix.map(prefix_ascii);
     let mut pos = 0;
     let mut local = 0u64;
     let (mut lines, mut zero, mut capped, mut total) = (0u64, 0u64, 0u64, 0u64);
+    let fail = |failure| {
+        shared.fail(seq, failure);
+        false
+    };
     while pos < data.len() {
         if let Some((key, count, next)) = input::quick_line(kind, ascii, hex_len, data, pos) {
             if let Err(e) = sink.put(Record::new(key, count)) {
-                return shared.fail(u64::MAX, Failure::Error(e));
+                shared.fail(u64::MAX, Failure::Error(e));
+                return false;
             }
             lines += 1;
             total = total.saturating_add(u64::from(count));
@@ -914,7 +1055,8 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &
                 capped: c,
             }) => {
                 if let Err(e) = sink.put(Record::new(key, count)) {
-                    return shared.fail(u64::MAX, Failure::Error(e));
+                    shared.fail(u64::MAX, Failure::Error(e));
+                    return false;
                 }
                 lines += 1;
                 capped += u64::from(c);
@@ -922,23 +1064,15 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &
             }
             Ok(Line::Skip { zero: z }) => zero += u64::from(z),
             Err(LineError::Mixed) => {
-                let failure = Failure::Line {
-                    part: chunk.part,
-                    local,
-                    fault: Fault::Mixed,
-                };
-                return shared.fail(chunk.seq, failure);
+                let fault = Fault::Mixed;
+                return fail(Failure::Line { part, local, fault });
             }
             Err(LineError::Bad(what)) => {
                 if !shared.skip_invalid {
-                    let failure = Failure::Line {
-                        part: chunk.part,
-                        local,
-                        fault: Fault::Bad(what),
-                    };
-                    return shared.fail(chunk.seq, failure);
+                    let fault = Fault::Bad(what);
+                    return fail(Failure::Line { part, local, fault });
                 }
-                shared.invalid(chunk.seq, chunk.part, local, what);
+                shared.invalid(seq, part, local, what);
             }
         }
         pos = end + 1;
@@ -948,7 +1082,7 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &
         .chunk_lines
         .lock()
         .expect("lines lock")
-        .insert(chunk.seq, (chunk.part, local));
+        .insert((seq, part), local);
     shared.lines.fetch_add(lines, Ordering::Relaxed);
     shared.zero.fetch_add(zero, Ordering::Relaxed);
     shared.capped.fetch_add(capped, Ordering::Relaxed);
@@ -957,6 +1091,7 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefix: Option<&[u8; 5]>, sink: &
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
             Some(t.saturating_add(total))
         });
+    true
 }
 
 /// End (the `\n`, or the end of data) of the line starting at `pos`. Looks

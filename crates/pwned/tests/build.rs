@@ -233,6 +233,54 @@ fn per_range_directory_matches_the_single_file() {
 }
 
 #[test]
+fn many_small_range_files_are_read_several_to_a_chunk() {
+    // Enough files for more than one 4 MiB chunk, so that gathered chunks
+    // are packed by the parsers and a chunk boundary falls between files.
+    let kind = Kind::Sha1;
+    let mut rng = Rng(19);
+    let dir = tempdir("many-ranges");
+    let mut entries = Vec::new();
+    for prefix in (0..2600u64).map(|i| i * 400) {
+        let mut file = Vec::new();
+        let mut keys: Vec<Key> = (0..45)
+            .map(|_| {
+                let mut key = rng.key(kind);
+                key.hi = (prefix << 44) | (key.hi >> 20);
+                key
+            })
+            .collect();
+        keys.sort();
+        for key in keys {
+            let count = 1 + (rng.next() % 50) as u32;
+            entries.push((key, count));
+            file.extend_from_slice(format!("{}:{count}\r\n", &key.to_hex(kind)[5..]).as_bytes());
+        }
+        std::fs::write(dir.join(format!("{prefix:05X}.txt")), file).unwrap();
+    }
+    let (bytes, summary) = build_to_vec(vec![Input::Path(dir.clone())], &options(2)).unwrap();
+    assert!(summary.streamed);
+    assert_eq!(summary.lines, entries.len() as u64);
+    let index = Index::from_bytes(bytes).unwrap();
+    check_index(&index, &expected(&entries), &mut Rng(5));
+
+    // A malformed line is named by its own file and line.
+    let bad = dir.join(format!("{:05X}.txt", 1300 * 400));
+    let mut text = std::fs::read_to_string(&bad).unwrap();
+    let seventh = text.match_indices("\r\n").nth(5).unwrap().0 + 2;
+    text.insert_str(seventh, "XYZ");
+    std::fs::write(&bad, text).unwrap();
+    let e = build_to_vec(vec![Input::Path(dir.clone())], &options(2)).unwrap_err();
+    match e.kind() {
+        ErrorKind::BadLine { file, line, .. } => {
+            assert!(file.ends_with(&format!("{:05X}.txt", 1300 * 400)), "{file}");
+            assert_eq!(*line, 7);
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn malformed_lines_stop_the_build_or_are_counted() {
     let mut text = Vec::new();
     let mut rng = Rng(5);
