@@ -229,18 +229,21 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     let okon_cli = std::env::var_os("OKON_CLI").map(PathBuf::from);
     let okon_out = data.join(format!("okon-{n}.okon"));
     let okon_wd = data.join(format!("okon-{n}-wd"));
-    let (mut ours, mut okon, mut okon_ok) = (Vec::new(), Vec::new(), true);
-    let mut summary = None;
-    for _ in 0..3 {
-        let (secs, s) = time(|| {
+    let prepare = |path: &Path, options: &BuildOptions| {
+        time(|| {
             build(
                 vec![Input::Path(corpus.clone())],
-                &index_path,
-                &options,
+                path,
+                options,
                 &NoProgress,
             )
             .unwrap()
-        });
+        })
+    };
+    let (mut ours, mut okon, mut okon_ok) = (Vec::new(), Vec::new(), true);
+    let mut summary = None;
+    for _ in 0..3 {
+        let (secs, s) = prepare(&index_path, &options);
         ours.push(secs);
         summary = Some(s);
         if let Some(cli) = &okon_cli {
@@ -289,15 +292,7 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
         key_bits: Some(64),
         ..options.clone()
     };
-    let (compact_secs, compact_summary) = time(|| {
-        build(
-            vec![Input::Path(corpus.clone())],
-            &compact_path,
-            &compact,
-            &NoProgress,
-        )
-        .unwrap()
-    });
+    let (compact_secs, compact_summary) = prepare(&compact_path, &compact);
     let compact_index = Index::open(&compact_path).unwrap();
     for (key, count) in members(n).iter().step_by(n / 1000) {
         assert!(compact_index.count(*key).unwrap() >= u64::from(*count));
