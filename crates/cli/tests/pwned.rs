@@ -398,26 +398,53 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
         .collect();
     lines.sort();
     let sorted = lines.join("\r\n");
-    // The same lines with the second one moved to the very end.
-    let second = lines.remove(1);
-    lines.push(second);
-    let late = lines.join("\n");
+    // Disorder late (the second line moved to the very end), early (a
+    // middle line first), everywhere (reversed), and a repeated hash.
+    let moved = |from: usize, to: usize| {
+        let mut v = lines.clone();
+        let line = v.remove(from);
+        v.insert(to, line);
+        v.join("\n")
+    };
+    let late = moved(1, lines.len() - 1);
+    let early = moved(lines.len() / 2, 0);
+    let reversed: Vec<&str> = lines.iter().rev().map(String::as_str).collect();
+    let reversed = reversed.join("\n");
+    let repeated = format!("{sorted}\r\n{}", lines[lines.len() / 3]);
     let index = dir.join("p.idx");
     let idx = index.to_str().unwrap();
     let mut exports = Vec::new();
-    for (input, streamed) in [(&sorted, true), (&late, false)] {
+    for (input, streamed, read) in [
+        (&sorted, true, 250_000),
+        (&late, false, 250_000),
+        (&early, false, 250_000),
+        (&reversed, false, 250_000),
+        (&repeated, false, 250_001),
+    ] {
         let out = seekless(&["pwned", "prepare", "-", "-o", idx], input.as_bytes());
         assert!(out.status.success(), "{}", text(&out.stderr));
         let stdout = text(&out.stdout);
         assert!(
-            stdout.contains("250000 SHA-1 hashes from 250000 lines"),
+            stdout.contains(&format!("250000 SHA-1 hashes from {read} lines")),
             "{stdout}"
         );
         assert_eq!(stdout.contains("input in hash order"), streamed, "{stdout}");
         assert!(seekless(&["pwned", "verify", idx], b"").status.success());
         exports.push(seekless(&["pwned", "export", idx], b"").stdout);
     }
-    assert!(exports[0] == exports[1], "the same corpus either way");
+    // The repeated hash's count is doubled; everything else is the same.
+    let doubled = &lines[lines.len() / 3];
+    let (hash, count) = doubled.split_once(':').unwrap();
+    let twice = format!("{hash}:{}", 2 * count.parse::<u64>().unwrap());
+    let last = exports.pop().unwrap();
+    assert!(
+        text(&last) == text(&exports[0]).replace(doubled.as_str(), &twice),
+        "a repeated hash is counted twice"
+    );
+    assert!(
+        exports.iter().all(|e| *e == exports[0]),
+        "the same corpus whatever the order"
+    );
     let mut want = sorted.replace("\r\n", "\n");
     want.push('\n');
     assert!(exports[0] == want.as_bytes());

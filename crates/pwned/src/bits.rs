@@ -144,7 +144,7 @@ impl Writer {
     /// A writer for up to `bits` bits.
     pub(crate) fn new(bits: usize) -> Self {
         Writer {
-            words: vec![0; bits.div_ceil(64) + 1],
+            words: vec![0; bits.div_ceil(64) + 2],
             len: 0,
         }
     }
@@ -155,16 +155,19 @@ impl Writer {
     }
 
     /// Appends the low `len` (0..=64) bits of `value`; higher bits of
-    /// `value` must be zero.
+    /// `value` must be zero. Both words the bits may reach are written
+    /// whether they reach the second or not (its part is then zero), so a
+    /// push never branches on where a code ends: with codes of varying
+    /// length that branch is a coin toss for the CPU.
     #[inline]
     pub(crate) fn push(&mut self, value: u64, len: u32) {
         debug_assert!(len == 64 || value >> len == 0);
         let word = self.len / 64;
-        let shift = self.len % 64;
-        self.words[word] |= value << shift;
-        if shift != 0 && shift + len as usize > 64 {
-            self.words[word + 1] |= value >> (64 - shift);
-        }
+        let shift = (self.len % 64) as u32;
+        let words = &mut self.words[word..word + 2];
+        words[0] |= value << shift;
+        // `value >> (64 - shift)`, and 0 for a shift of 0.
+        words[1] |= (value >> 1) >> (63 - shift);
         self.len += len as usize;
     }
 
