@@ -5,7 +5,6 @@
 mod bencode;
 #[cfg(feature = "blocks")]
 mod blocks;
-mod date;
 #[cfg(feature = "exhash")]
 mod exhash;
 #[cfg(any(feature = "pwned", feature = "bencode"))]

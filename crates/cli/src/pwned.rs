@@ -517,7 +517,7 @@ fn stats(path: &Path) -> Result<ExitCode> {
     if let Some(source) = index.source()? {
         println!("source\t{}", source.url);
         let updated = std::time::UNIX_EPOCH + std::time::Duration::from_secs(source.updated);
-        println!("updated\t{}", crate::date::rfc3339(updated));
+        println!("updated\t{}", seekless_pwned::date::rfc3339(updated));
         println!("validators\t{}", source.validators());
     }
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,10 @@
 //! The file format is documented in `docs/format-pwned.md`.
 #![deny(missing_docs)]
 
+#[cfg(feature = "serve")]
+mod api;
 mod bits;
+pub mod date;
 mod error;
 mod format;
 #[cfg(feature = "gzip")]
@@ -47,6 +50,8 @@ mod update;
 mod writeback;
 mod writer;
 
+#[cfg(feature = "serve")]
+pub use api::{RangeApi, Served};
 pub use error::{Error, ErrorKind, Result};
 pub use format::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "gzip")]
@@ -57,7 +62,10 @@ pub use input::Input;
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
-pub use range::{MAX_RANGE_BODY, PREFIX_DIGITS, parse_range, prefix_hex, range_etag};
+pub use range::{
+    MAX_RANGE_BODY, PAD_MIN, PAD_SPREAD, PREFIX_DIGITS, pad_range, parse_range, prefix_hex,
+    range_body, range_etag, write_range_body,
+};
 pub use source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "update")]
 pub use update::{

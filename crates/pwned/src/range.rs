@@ -1,5 +1,6 @@
 //! One answer of the HIBP range API (`GET /range/{PREFIX}`): `SUFFIX:COUNT`
-//! lines, checked strictly before anything of it is indexed.
+//! lines, checked strictly before anything of it is indexed, rendered from
+//! an index's pairs, padded on request, and named by a strong validator.
 
 use crate::error::{ErrorKind, Result};
 use crate::hash::{Key, Kind, prefix_ascii};
@@ -171,8 +172,185 @@ pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
     tag
 }
 
+/// Lines a padded answer holds at least.
+pub const PAD_MIN: usize = 800;
+/// Extra padding lines, drawn uniformly from `0..=PAD_SPREAD`.
+pub const PAD_SPREAD: usize = 200;
+
+/// Uppercase hex digits of every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut table = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+        i += 1;
+    }
+    table
+};
+
+/// Appends a range answer's body to `out`: one `SUFFIX:COUNT` line per
+/// pair (the hex after the 5-digit prefix, uppercase, decimal count),
+/// joined by CRLF, no trailing newline; nothing for no pairs.
+pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
+    let hex_len = kind.hex_len();
+    // Suffix, colon, up to 20 digits, CRLF.
+    let longest = hex_len - PREFIX_DIGITS + 1 + 20 + 2;
+    out.reserve(items.len() * (hex_len - PREFIX_DIGITS + 10));
+    let mut line = [0u8; 64];
+    for (i, &(key, count)) in items.iter().enumerate() {
+        // Two digits a byte from a table, into one line buffer, appended
+        // with one copy: formatting dominates a range's cost otherwise.
+        let mut hex = [0u8; 40];
+        for (pair, &byte) in hex.chunks_exact_mut(2).zip(&key.to_bytes()) {
+            pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
+        }
+        let mut at = 0;
+        if i > 0 {
+            line[..2].copy_from_slice(b"\r\n");
+            at = 2;
+        }
+        let suffix = &hex[PREFIX_DIGITS..hex_len];
+        line[at..at + suffix.len()].copy_from_slice(suffix);
+        at += suffix.len();
+        line[at] = b':';
+        at += 1;
+        let mut digits = [0u8; 20];
+        let mut n = count;
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let digits = &digits[start..];
+        line[at..at + digits.len()].copy_from_slice(digits);
+        at += digits.len();
+        debug_assert!(at <= longest);
+        out.extend_from_slice(&line[..at]);
+    }
+}
+
+/// A range answer's body (see [`write_range_body`]).
+pub fn range_body(kind: Kind, items: &[(Key, u64)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_range_body(kind, items, &mut out);
+    out
+}
+
+/// splitmix64: padding needs only unpredictable-looking suffixes (they
+/// carry count 0, so whoever reads the body knows them anyway).
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The range `prefix` (the pairs `items`, sorted) with random count-0
+/// pairs mixed in, as `Add-Padding: true` asks: `max(real, PAD_MIN) +
+/// uniform(0..=PAD_SPREAD)` pairs in all, in hash order, none equal to a
+/// real hash, so every range of the real corpus (≈ 800–1,100 hashes each)
+/// answers with 800 to ~1,300 lines. `seed` picks the padding.
+pub fn pad_range(items: &[(Key, u64)], kind: Kind, prefix: u32, seed: u64) -> Vec<(Key, u64)> {
+    let mut state = seed;
+    let spread = (splitmix(&mut state) % (PAD_SPREAD as u64 + 1)) as usize;
+    let target = items.len().max(PAD_MIN) + spread;
+    let wanted = target - items.len();
+    let mut fake: Vec<Key> = Vec::with_capacity(wanted);
+    // A clash with a real or another fake hash has probability ~2^-130 a
+    // draw; the loop is bounded all the same.
+    for _ in 0..8 {
+        while fake.len() < wanted {
+            let key = Key {
+                hi: u64::from(prefix) << 44 | splitmix(&mut state) >> 20,
+                mid: splitmix(&mut state),
+                lo: match kind {
+                    Kind::Sha1 => splitmix(&mut state) as u32,
+                    Kind::Ntlm => 0,
+                },
+            };
+            fake.push(key);
+        }
+        fake.sort_unstable();
+        fake.dedup();
+        fake.retain(|k| items.binary_search_by(|(real, _)| real.cmp(k)).is_err());
+        if fake.len() == wanted {
+            break;
+        }
+    }
+    let mut out = Vec::with_capacity(items.len() + fake.len());
+    let mut fake = fake.into_iter().peekable();
+    for &(key, count) in items {
+        while let Some(f) = fake.next_if(|f| *f < key) {
+            out.push((f, 0));
+        }
+        out.push((key, count));
+    }
+    out.extend(fake.map(|f| (f, 0)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn padding_is_sorted_disjoint_and_sized() {
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            let prefix = 0x5BAA6u32;
+            let real: Vec<(Key, u64)> = (0..1000u64)
+                .map(|i| {
+                    let key = Key {
+                        hi: u64::from(prefix) << 44 | i << 20,
+                        mid: i,
+                        lo: 0,
+                    };
+                    (key, i + 1)
+                })
+                .collect();
+            for n in [0, 1, 799, 800, 1000] {
+                for seed in 0..20 {
+                    let padded = pad_range(&real[..n], kind, prefix, seed);
+                    assert!(padded.len() >= n.max(PAD_MIN));
+                    assert!(padded.len() <= n.max(PAD_MIN) + PAD_SPREAD);
+                    assert!(padded.windows(2).all(|w| w[0].0 < w[1].0));
+                    assert!(padded.iter().all(|(k, _)| k.hi >> 44 == u64::from(prefix)));
+                    let zeros: Vec<_> = padded.iter().filter(|(_, c)| *c == 0).collect();
+                    assert_eq!(zeros.len(), padded.len() - n);
+                    if kind == Kind::Ntlm {
+                        assert!(padded.iter().all(|(k, _)| k.lo == 0));
+                    }
+                    // What the body says parses back to the real pairs.
+                    let mut back = Vec::new();
+                    parse_range(kind, prefix, &range_body(kind, &padded), &mut back).unwrap();
+                    assert_eq!(back, real[..n]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn body_format() {
+        let kind = Kind::Sha1;
+        let a = Key::from_hex(kind, b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8").unwrap();
+        let b = Key::from_hex(kind, b"5BAA6FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF").unwrap();
+        assert_eq!(range_body(kind, &[]), b"");
+        assert_eq!(
+            range_body(kind, &[(a, 9_545_824), (b, u64::MAX)]),
+            b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\r\nFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF:18446744073709551615"
+        );
+        let n = Key::from_hex(Kind::Ntlm, b"8846F7EAEE8FB117AD06BDD830B7586C").unwrap();
+        let mut out = b"kept".to_vec();
+        write_range_body(Kind::Ntlm, &[(n, 1), (n, 10)], &mut out);
+        assert_eq!(
+            out,
+            b"kept7EAEE8FB117AD06BDD830B7586C:1\r\n7EAEE8FB117AD06BDD830B7586C:10"
+        );
+    }
+
     use super::*;
 
     fn parse(kind: Kind, prefix: u32, body: &str) -> Result<Vec<(Key, u64)>> {

@@ -1,6 +1,4 @@
-//! Dates as HTTP and logs write them, without a date library.
-// Each engine uses some of these; a build with only some engines uses fewer.
-#![allow(dead_code)]
+//! Dates as HTTP and logs write them (UTC), without a date library.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -25,7 +23,7 @@ fn split_time(time: SystemTime) -> (i64, u32, u32, u64, i64) {
     (y, m, d, secs % 86_400, days)
 }
 
-/// An IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+/// An IMF-fixdate, as HTTP headers carry dates: `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub fn http_date(time: SystemTime) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
@@ -42,6 +40,7 @@ pub fn http_date(time: SystemTime) -> String {
     )
 }
 
+/// An RFC 3339 timestamp in UTC with milliseconds: `2000-02-29T00:00:00.123Z`.
 pub fn rfc3339(time: SystemTime) -> String {
     let (y, m, d, s, _) = split_time(time);
     let millis = time

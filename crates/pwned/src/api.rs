@@ -1,0 +1,816 @@
+//! The Have I Been Pwned range API over HTTP (`GET /range/{5 hex}`), as an
+//! [axum] [`Router`] an application mounts under any path, answering from
+//! indexes shared by every request.
+//!
+//! ```no_run
+//! use seekless_pwned::{Index, RangeApi, Served};
+//!
+//! let api = RangeApi::new();
+//! api.put(Served::new(Index::open("pwned.idx")?, "pwned.idx")?);
+//! // Mounted under /pwned: GET /pwned/range/5BAA6 answers.
+//! let app: axum::Router = axum::Router::new().nest("/pwned", api.router());
+//! # Ok::<(), seekless_pwned::Error>(())
+//! ```
+//!
+//! Behaviour, as api.pwnedpasswords.com:
+//! - `GET /range/5BAA6` (either case): `200 text/plain`, one `SUFFIX:COUNT`
+//!   line per hash whose hex starts with the prefix (35 hex digits of SHA-1,
+//!   27 of NTLM, uppercase), sorted, CRLF-separated, no trailing newline; an
+//!   empty range is an empty body. `?mode=ntlm` answers from the NTLM index.
+//! - `Add-Padding: true`: random `SUFFIX:0` lines are mixed in
+//!   ([`pad_range`](crate::pad_range)), fresh for every answer.
+//! - 400 for a malformed prefix or mode, 404 for other paths, 405 for other
+//!   methods; `OPTIONS` answers CORS preflight; every answer carries
+//!   `Access-Control-Allow-Origin: *`.
+//! - gzip or brotli when `Accept-Encoding` asks; a strong `ETag` per range
+//!   computed from the range's content alone ([`range_etag`]: the same across
+//!   restarts and across indexes holding the same range, so `update`
+//!   refreshes incrementally from a mirror and mirrors chain) and a
+//!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
+//!   on revalidation; `Cache-Control: public`.
+//! - `GET /health`: 200 once every served index has been verified
+//!   ([`Served::verify`]), 503 while one is not yet or is damaged.
+//!
+//! [`RangeApi::put`] swaps an index for a new one of its kind while
+//! requests go on: a request holds the indexes it started with to its end.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::SystemTime;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::date::http_date;
+use crate::error::{Error, ErrorKind, Result};
+use crate::hash::{Key, Kind};
+use crate::index::Index;
+use crate::range::{pad_range, range_etag, write_range_body};
+
+/// `Cache-Control` of range answers (31 days, as the HIBP API sends).
+const CACHE_CONTROL: &str = "public, max-age=2678400";
+
+/// Verification state of a served index.
+const VERIFYING: u8 = 0;
+const VERIFIED: u8 = 1;
+const DAMAGED: u8 = 2;
+
+/// An index as the range API serves it: with the name `/health` reports,
+/// the time answers give as `Last-Modified`, and whether it was verified.
+#[derive(Debug)]
+pub struct Served {
+    index: Index,
+    name: String,
+    last_modified: Option<HeaderValue>,
+    status: AtomicU8,
+    damage: OnceLock<String>,
+}
+
+impl Served {
+    /// `index`, named `name` (its path, say) in `/health`. A compact index
+    /// (`prepare --key-bits`) is refused: it cannot list a range.
+    pub fn new(index: Index, name: impl Into<String>) -> Result<Served> {
+        let stats = index.stats();
+        if stats.is_compact() {
+            return Err(ErrorKind::Compact {
+                key_bits: stats.key_bits,
+            }
+            .into());
+        }
+        Ok(Served {
+            index,
+            name: name.into(),
+            last_modified: None,
+            status: AtomicU8::new(VERIFYING),
+            damage: OnceLock::new(),
+        })
+    }
+
+    /// Answers carry `time` as their `Last-Modified` (the index file's
+    /// modification time, say), and `If-Modified-Since` repeating it is
+    /// answered `304`.
+    #[must_use]
+    pub fn last_modified(mut self, time: SystemTime) -> Served {
+        self.last_modified = HeaderValue::from_str(&http_date(time)).ok();
+        self
+    }
+
+    /// Checks every page of the index ([`Index::verify`]) and records the
+    /// outcome for `/health`.
+    pub fn verify(&self) -> Result<()> {
+        let result = self.index.verify();
+        match &result {
+            Ok(()) => self.status.store(VERIFIED, Ordering::Release),
+            Err(e) => {
+                let _ = self.damage.set(format!("{}: {e}", self.name));
+                self.status.store(DAMAGED, Ordering::Release);
+            }
+        }
+        result
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The name given to [`Served::new`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// The range API: the indexes it answers from (one of each kind) and how.
+/// Cloning is cheap and every clone serves the same indexes.
+#[derive(Debug, Clone)]
+pub struct RangeApi {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    current: RwLock<Arc<Generation>>,
+    cache_bytes: usize,
+    seed: AtomicU64,
+}
+
+/// The indexes answering requests now, with what is cached of them.
+#[derive(Debug)]
+struct Generation {
+    sha1: Option<Arc<Served>>,
+    ntlm: Option<Arc<Served>>,
+    cache: Option<Cache>,
+}
+
+impl Default for RangeApi {
+    fn default() -> Self {
+        RangeApi::new()
+    }
+}
+
+impl RangeApi {
+    /// An API serving no index yet (every range answers 404 until
+    /// [`RangeApi::put`]), with no response cache.
+    pub fn new() -> RangeApi {
+        RangeApi::with_cache(0)
+    }
+
+    /// An API that keeps up to `bytes` of recently served range bodies in
+    /// memory (0: none). It helps when traffic favours some ranges, as real
+    /// traffic does; padded answers are never kept.
+    pub fn with_cache(bytes: usize) -> RangeApi {
+        let seed = std::collections::hash_map::RandomState::new();
+        let seed = std::hash::BuildHasher::hash_one(&seed, SystemTime::now());
+        RangeApi {
+            shared: Arc::new(Shared {
+                current: RwLock::new(Arc::new(Generation {
+                    sha1: None,
+                    ntlm: None,
+                    cache: None,
+                })),
+                cache_bytes: bytes,
+                seed: AtomicU64::new(seed),
+            }),
+        }
+    }
+
+    fn load(&self) -> Arc<Generation> {
+        Arc::clone(
+            &self
+                .shared
+                .current
+                .read()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
+    /// Serves `served` for its kind from now on, in place of the index of
+    /// that kind served before (returned); requests already started finish
+    /// on the one they began with.
+    pub fn put(&self, served: Served) -> Option<Arc<Served>> {
+        let mut current = self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let (mut sha1, mut ntlm) = (current.sha1.clone(), current.ntlm.clone());
+        let slot = match served.index.kind() {
+            Kind::Sha1 => &mut sha1,
+            Kind::Ntlm => &mut ntlm,
+        };
+        let old = slot.replace(Arc::new(served));
+        let cache_bytes = self.shared.cache_bytes;
+        *current = Arc::new(Generation {
+            sha1,
+            ntlm,
+            cache: (cache_bytes > 0).then(|| Cache::new(cache_bytes)),
+        });
+        old
+    }
+
+    /// The index of `kind` served now.
+    pub fn get(&self, kind: Kind) -> Option<Arc<Served>> {
+        let current = self.load();
+        match kind {
+            Kind::Sha1 => current.sha1.clone(),
+            Kind::Ntlm => current.ntlm.clone(),
+        }
+    }
+
+    /// The HTTP service: `/range/{prefix}` and `/health`, every other path
+    /// 404, CORS on every answer. Mount it under any path
+    /// (`Router::nest`) or serve it as it is.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/range/{prefix}", axum::routing::any(range))
+            .route("/health", axum::routing::any(health))
+            .fallback(fallback)
+            .with_state(self.clone())
+            .layer(axum::middleware::map_response(cors))
+    }
+}
+
+/// Rendered bodies of recently served ranges, within a byte budget,
+/// evicted oldest first; sharded to keep lock hold times short.
+#[derive(Debug)]
+struct Cache {
+    shards: Vec<Mutex<Shard>>,
+    budget: usize,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    bodies: std::collections::HashMap<u32, Bytes>,
+    order: std::collections::VecDeque<u32>,
+    bytes: usize,
+}
+
+impl Cache {
+    const SHARDS: usize = 16;
+
+    fn new(bytes: usize) -> Cache {
+        Cache {
+            shards: (0..Self::SHARDS).map(|_| Default::default()).collect(),
+            budget: bytes / Self::SHARDS,
+        }
+    }
+
+    fn shard(&self, key: u32) -> std::sync::MutexGuard<'_, Shard> {
+        // Mixed, so that prefixes with common low bits spread out.
+        let mixed = key.wrapping_mul(0x9e37_79b9) >> 28;
+        let shard = &self.shards[mixed as usize % Self::SHARDS];
+        shard.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, key: u32) -> Option<Bytes> {
+        self.shard(key).bodies.get(&key).cloned()
+    }
+
+    fn insert(&self, key: u32, body: Bytes) {
+        if body.len() > self.budget {
+            return;
+        }
+        let mut shard = self.shard(key);
+        if shard.bodies.contains_key(&key) {
+            return;
+        }
+        shard.bytes += body.len();
+        shard.bodies.insert(key, body);
+        shard.order.push_back(key);
+        while shard.bytes > self.budget {
+            let Some(old) = shard.order.pop_front() else {
+                break;
+            };
+            if let Some(b) = shard.bodies.remove(&old) {
+                shard.bytes -= b.len();
+            }
+        }
+    }
+}
+
+fn text(status: StatusCode, message: &str) -> Response {
+    let mut response = (status, format!("{message}\n")).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn method_not_allowed() -> Response {
+    let mut response = text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: use GET",
+    );
+    response.headers_mut().insert(
+        header::ALLOW,
+        HeaderValue::from_static("GET, HEAD, OPTIONS"),
+    );
+    response
+}
+
+fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, HEAD, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Add-Padding"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+    response
+}
+
+/// Every answer may be read by any origin, as HIBP's.
+async fn cors(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    response
+}
+
+async fn fallback(method: Method, uri: axum::http::Uri) -> Response {
+    if method == Method::OPTIONS {
+        return preflight();
+    }
+    // The path after the mount point, when nested.
+    let path = uri.path();
+    if path == "/range" || path.starts_with("/range/") {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the range prefix must be 5 hex digits: /range/5BAA6",
+        );
+    }
+    text(
+        StatusCode::NOT_FOUND,
+        "not found: the API is GET /range/{5 hex digits}",
+    )
+}
+
+async fn health(State(api): State<RangeApi>, method: Method) -> Response {
+    match method {
+        Method::GET | Method::HEAD => {}
+        Method::OPTIONS => return preflight(),
+        _ => return method_not_allowed(),
+    }
+    let current = api.load();
+    let mut report = String::new();
+    let mut ok = true;
+    for (name, served) in [("sha1", &current.sha1), ("ntlm", &current.ntlm)] {
+        let Some(served) = served else { continue };
+        let state = match served.status.load(Ordering::Acquire) {
+            VERIFIED => "ok".to_string(),
+            DAMAGED => {
+                ok = false;
+                format!("damaged: {}", served.damage.get().map_or("", |s| s))
+            }
+            _ => {
+                ok = false;
+                "verifying".to_string()
+            }
+        };
+        let _ = writeln!(
+            report,
+            "{name}\t{}\t{} hashes\t{state}",
+            served.name,
+            served.index.len()
+        );
+    }
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let mut response = (status, report).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Parses 5 hex digits, either case.
+fn parse_prefix(text: &str) -> Option<u32> {
+    if text.len() != 5 {
+        return None;
+    }
+    text.bytes().try_fold(0u32, |acc, b| {
+        let digit = (b as char).to_digit(16)?;
+        Some(acc << 4 | digit)
+    })
+}
+
+/// The `mode` query parameter: SHA-1 unless `mode=ntlm`.
+fn parse_mode(query: Option<&str>) -> std::result::Result<Kind, String> {
+    let mut kind = Kind::Sha1;
+    for pair in query.unwrap_or("").split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if name != "mode" {
+            continue;
+        }
+        kind = if value.eq_ignore_ascii_case("ntlm") {
+            Kind::Ntlm
+        } else if value.eq_ignore_ascii_case("sha1") || value.is_empty() {
+            Kind::Sha1
+        } else {
+            let shown: String = value.chars().take(32).collect();
+            return Err(format!(
+                "unknown mode {shown:?}: use mode=sha1 or mode=ntlm"
+            ));
+        };
+    }
+    Ok(kind)
+}
+
+fn wants_padding(headers: &HeaderMap) -> bool {
+    headers.get_all("add-padding").iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    })
+}
+
+async fn range(
+    State(api): State<RangeApi>,
+    params: axum::extract::RawPathParams,
+    request: Request,
+) -> Response {
+    match *request.method() {
+        Method::GET | Method::HEAD => {}
+        Method::OPTIONS => return preflight(),
+        _ => return method_not_allowed(),
+    }
+    let Some(prefix) = params
+        .iter()
+        .next()
+        .and_then(|(_, value)| parse_prefix(value))
+    else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the range prefix must be 5 hex digits: /range/5BAA6",
+        );
+    };
+    let kind = match parse_mode(request.uri().query()) {
+        Ok(kind) => kind,
+        Err(message) => return text(StatusCode::BAD_REQUEST, &message),
+    };
+    let current = api.load();
+    let served = match kind {
+        Kind::Sha1 => current.sha1.as_ref(),
+        Kind::Ntlm => current.ntlm.as_ref(),
+    };
+    let Some(served) = served else {
+        let message = match kind {
+            Kind::Sha1 => "no SHA-1 index is loaded on this server (try mode=ntlm)",
+            Kind::Ntlm => "no NTLM index is loaded on this server (mode=ntlm)",
+        };
+        return text(StatusCode::NOT_FOUND, message);
+    };
+    let headers = request.headers();
+    let padding = wants_padding(headers);
+    let damaged = |e: Error| {
+        text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("index damaged: {e}"),
+        )
+    };
+    let answer = Answer {
+        api: &api,
+        current: &current,
+        served,
+        kind,
+        prefix,
+    };
+    // The range's pairs, decoded at most once per request.
+    let mut items = None;
+    let etag = if padding {
+        None
+    } else {
+        match answer.validator(&mut items) {
+            Ok(etag) => Some(etag),
+            Err(e) => return damaged(e),
+        }
+    };
+    let fresh = etag
+        .as_ref()
+        .is_some_and(|etag| not_modified(headers, etag, served));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let encoding = negotiate(headers);
+        let body = match answer.body(padding, encoding, items) {
+            Ok(body) => body,
+            Err(e) => return damaged(e),
+        };
+        let mut response = Response::new(Body::from(body));
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+        if let Some(name) = encoding.name() {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
+        }
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(CACHE_CONTROL),
+    );
+    headers.append(header::VARY, HeaderValue::from_static("Add-Padding"));
+    if let Some(etag) = etag {
+        headers.insert(header::ETAG, etag);
+        if let Some(date) = &served.last_modified {
+            headers.insert(header::LAST_MODIFIED, date.clone());
+        }
+    }
+    response
+}
+
+/// One range answer being made.
+struct Answer<'a> {
+    api: &'a RangeApi,
+    current: &'a Generation,
+    served: &'a Served,
+    kind: Kind,
+    prefix: u32,
+}
+
+impl Answer<'_> {
+    fn cache_key(&self, what: CachedAs) -> u32 {
+        let slot = match what {
+            CachedAs::Body(encoding) => encoding as u32,
+            CachedAs::Etag => 3,
+        };
+        self.prefix | u32::from(self.kind == Kind::Ntlm) << 20 | slot << 21
+    }
+
+    fn decode(&self) -> Result<Vec<(Key, u64)>> {
+        self.served.index.range(u64::from(self.prefix), 20)
+    }
+
+    /// The range's strong validator: from the cache when there, else
+    /// computed from its pairs (decoded into `items` for the body to reuse).
+    fn validator(&self, items: &mut Option<Vec<(Key, u64)>>) -> Result<HeaderValue> {
+        let key = self.cache_key(CachedAs::Etag);
+        let cache = self.current.cache.as_ref();
+        if let Some(tag) = cache.and_then(|c| c.get(key))
+            && let Ok(value) = HeaderValue::from_maybe_shared(tag)
+        {
+            return Ok(value);
+        }
+        let decoded = self.decode()?;
+        let tag = range_etag(self.kind, &decoded);
+        *items = Some(decoded);
+        if let Some(cache) = cache {
+            cache.insert(key, Bytes::from(tag.clone()));
+        }
+        Ok(HeaderValue::from_str(&tag).expect("hex in quotes is a valid header value"))
+    }
+
+    /// The body in `encoding`: from the cache when there, else rendered from
+    /// the index (and compressed, and kept, when a cache is on). Padded
+    /// answers are fresh every time and never kept.
+    fn body(
+        &self,
+        padding: bool,
+        encoding: Encoding,
+        items: Option<Vec<(Key, u64)>>,
+    ) -> Result<Bytes> {
+        let render = || -> Result<Bytes> {
+            let items = match items {
+                Some(items) => items,
+                None => self.decode()?,
+            };
+            let mut body = Vec::new();
+            if padding {
+                let seed =
+                    (self.api.shared.seed).fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+                let padded = pad_range(&items, self.kind, self.prefix, seed);
+                write_range_body(self.kind, &padded, &mut body);
+            } else {
+                write_range_body(self.kind, &items, &mut body);
+            }
+            Ok(Bytes::from(body))
+        };
+        let Some(cache) = self.current.cache.as_ref().filter(|_| !padding) else {
+            let plain = render()?;
+            return Ok(match encoding {
+                Encoding::Identity => plain,
+                _ => Bytes::from(compress(&plain, encoding, Effort::Fresh)),
+            });
+        };
+        let key = |encoding: Encoding| self.cache_key(CachedAs::Body(encoding));
+        if let Some(body) = cache.get(key(encoding)) {
+            return Ok(body);
+        }
+        let plain = match cache.get(key(Encoding::Identity)) {
+            Some(body) => body,
+            None => {
+                let body = render()?;
+                cache.insert(key(Encoding::Identity), body.clone());
+                body
+            }
+        };
+        if encoding == Encoding::Identity {
+            return Ok(plain);
+        }
+        let packed = Bytes::from(compress(&plain, encoding, Effort::Kept));
+        cache.insert(key(encoding), packed.clone());
+        Ok(packed)
+    }
+}
+
+/// What a cache entry of a range holds: its body in one coding, or its
+/// validator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CachedAs {
+    Body(Encoding),
+    Etag,
+}
+
+/// A content coding of range answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Identity = 0,
+    Gzip = 1,
+    Br = 2,
+}
+
+impl Encoding {
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Encoding::Identity => None,
+            Encoding::Gzip => Some("gzip"),
+            Encoding::Br => Some("br"),
+        }
+    }
+}
+
+/// The coding to answer in, from `Accept-Encoding`: the one with the
+/// highest `q` (1 when not given), brotli on a tie, none when neither is
+/// acceptable (`q=0` refuses a coding), as the compression layer chooses.
+fn negotiate(headers: &HeaderMap) -> Encoding {
+    // Thousandths, as q-values have at most three decimals.
+    let (mut br, mut gzip) = (0u16, 0u16);
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let q = parts
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .map_or(1000, |q| {
+                    q.trim()
+                        .parse::<f32>()
+                        .map_or(0, |q| (q.clamp(0.0, 1.0) * 1000.0).round() as u16)
+                });
+            if name.eq_ignore_ascii_case("br") {
+                br = br.max(q);
+            } else if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+                gzip = gzip.max(q);
+            }
+        }
+    }
+    if br > 0 && br >= gzip {
+        Encoding::Br
+    } else if gzip > 0 {
+        Encoding::Gzip
+    } else {
+        Encoding::Identity
+    }
+}
+
+/// How hard to compress: a body compressed for one answer is compressed
+/// fast (gzip level 1, brotli quality 1, as nginx's default level), one kept
+/// in the cache harder (gzip 6, brotli 5: paid once per range). The value
+/// is the gzip level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effort {
+    Fresh = 1,
+    Kept = 6,
+}
+
+/// Compresses a range body (gzip by libdeflate, whose level 1 packs random
+/// hex to 54%, where zlib's fast level leaves it at 96%).
+fn compress(body: &[u8], encoding: Encoding, effort: Effort) -> Vec<u8> {
+    use std::io::Write as _;
+    match encoding {
+        Encoding::Identity => body.to_vec(),
+        Encoding::Gzip => crate::gzip(body, effort as u32),
+        Encoding::Br => {
+            let quality = match effort {
+                Effort::Fresh => 1,
+                Effort::Kept => 5,
+            };
+            let mut out = Vec::with_capacity(body.len() / 2 + 64);
+            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
+            // Writing to a Vec cannot fail.
+            let _ = encoder.write_all(body);
+            let _ = encoder.flush();
+            drop(encoder);
+            out
+        }
+    }
+}
+
+/// Whether the client's cached copy is still good (`If-None-Match` wins
+/// over `If-Modified-Since`, which must repeat our `Last-Modified`).
+fn not_modified(headers: &HeaderMap, etag: &HeaderValue, served: &Served) -> bool {
+    let ours = etag.as_bytes();
+    let ours = ours.strip_prefix(b"W/").unwrap_or(ours);
+    let mut tags = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .peekable();
+    if tags.peek().is_some() {
+        return tags.any(|t| t == b"*" || t.strip_prefix(b"W/").unwrap_or(t) == ours);
+    }
+    match (
+        &served.last_modified,
+        headers.get(header::IF_MODIFIED_SINCE),
+    ) {
+        (Some(ours), Some(theirs)) => ours == theirs,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_modes() {
+        assert_eq!(parse_prefix("5BAA6"), Some(0x5BAA6));
+        assert_eq!(parse_prefix("5baa6"), Some(0x5BAA6));
+        assert_eq!(parse_prefix("00000"), Some(0));
+        for bad in ["", "5BAA", "5BAA61", "5BAG6", "+BAA6", "5BA A", "５BAA6"] {
+            assert_eq!(parse_prefix(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_mode(None), Ok(Kind::Sha1));
+        assert_eq!(parse_mode(Some("mode=ntlm")), Ok(Kind::Ntlm));
+        assert_eq!(parse_mode(Some("x=1&mode=NTLM")), Ok(Kind::Ntlm));
+        assert_eq!(parse_mode(Some("mode=sha1")), Ok(Kind::Sha1));
+        assert!(parse_mode(Some("mode=md5")).is_err());
+    }
+
+    #[test]
+    fn cache_keeps_to_its_budget() {
+        let cache = Cache::new(Cache::SHARDS * 100);
+        for key in 0..1000u32 {
+            cache.insert(key, Bytes::from(vec![b'x'; 30]));
+            assert_eq!(cache.get(key).map(|b| b.len()), Some(30));
+        }
+        for shard in &cache.shards {
+            let shard = shard.lock().unwrap();
+            assert!(shard.bytes <= 100);
+            assert_eq!(shard.bytes, shard.bodies.len() * 30);
+            assert_eq!(shard.order.len(), shard.bodies.len());
+        }
+        // The oldest went first; the newest stayed.
+        assert!(cache.get(0).is_none());
+        assert!(cache.get(999).is_some());
+        // Prefixes 256 apart (common low bits) still use every shard.
+        let cache = Cache::new(Cache::SHARDS * 1000);
+        for key in 0..64u32 {
+            cache.insert(key << 8, Bytes::from_static(b"body"));
+        }
+        assert!(
+            cache
+                .shards
+                .iter()
+                .all(|s| !s.lock().unwrap().bodies.is_empty())
+        );
+        // A body larger than a shard's budget is not kept.
+        cache.insert(5000, Bytes::from(vec![b'x'; 1001]));
+        assert!(cache.get(5000).is_none());
+    }
+
+    #[test]
+    fn negotiation_follows_q_values() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_str(value).unwrap(),
+            );
+            negotiate(&headers)
+        };
+        assert_eq!(negotiate(&HeaderMap::new()), Encoding::Identity);
+        assert_eq!(with("gzip, br"), Encoding::Br);
+        assert_eq!(with("gzip;q=1, br;q=0.5"), Encoding::Gzip);
+        assert_eq!(with("br;q=0, gzip;q=0"), Encoding::Identity);
+        assert_eq!(with("x-gzip"), Encoding::Gzip);
+        assert_eq!(with("deflate"), Encoding::Identity);
+    }
+}
