@@ -58,6 +58,9 @@ pub struct Args {
     /// (logfmt: time, method, path, status, bytes, microseconds).
     #[arg(long)]
     pub access_log: bool,
+    /// Do not serve the password check page at `/`.
+    #[arg(long)]
+    pub no_page: bool,
 }
 
 /// What tells one file from another under the same name: device and inode
@@ -254,8 +257,11 @@ fn replacement(api: &RangeApi, path: &Path) -> Result<(u64, u64)> {
     Ok((hashes, old.index().len()))
 }
 
-fn router(api: &RangeApi, access_log: bool) -> axum::Router {
-    let app = api.router();
+fn router(api: &RangeApi, page: bool, access_log: bool) -> axum::Router {
+    let mut app = api.router();
+    if page {
+        app = app.merge(api.page());
+    }
     if access_log {
         app.layer(axum::middleware::from_fn(log))
     } else {
@@ -271,7 +277,7 @@ async fn accept_loop(args: Args, api: RangeApi) -> Result<()> {
         writeln!(stdout, "listening on http://{local}")?;
         stdout.flush()?;
     }
-    let app = router(&api, args.access_log);
+    let app = router(&api, !args.no_page, args.access_log);
     let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(args.max_connections.max(1)));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();

@@ -30,6 +30,12 @@
 //!   on revalidation; `Cache-Control: public`.
 //! - `GET /health`: 200 once every served index has been verified
 //!   ([`Served::verify`]), 503 while one is not yet or is damaged.
+//! - [`RangeApi::page`]: `GET /` is a page where a person checks a password:
+//!   the browser hashes it (SHA-1 by WebCrypto, or MD4 for NTLM when only an
+//!   NTLM index is served), asks for its range with padding and looks for
+//!   the rest of the hash itself; the password and its hash never leave the
+//!   browser. One self-contained file under a strict Content-Security-Policy
+//!   (its script and style allowed by their hashes, nothing external).
 //!
 //! [`RangeApi::put`] swaps an index for a new one of its kind while
 //! requests go on: a request holds the indexes it started with to its end.
@@ -221,6 +227,15 @@ impl RangeApi {
         }
     }
 
+    /// The check page at `/`, for the indexes served at the time of each
+    /// request; merge it into [`RangeApi::router`]'s router
+    /// (`api.router().merge(api.page())`) to offer it beside the API.
+    pub fn page(&self) -> Router {
+        Router::new()
+            .route("/", axum::routing::any(page))
+            .with_state(self.clone())
+    }
+
     /// The HTTP service: `/range/{prefix}` and `/health`, every other path
     /// 404, CORS on every answer. Mount it under any path
     /// (`Router::nest`) or serve it as it is.
@@ -396,6 +411,95 @@ async fn health(State(api): State<RangeApi>, method: Method) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The check page (`check.html`) with the kind it hashes filled in.
+const PAGE: &str = include_str!("check.html");
+
+/// The page for each kind, and its Content-Security-Policy: nothing
+/// external, no inline code but the page's own script and style (by hash),
+/// requests to this origin only.
+fn rendered_page(kind: Kind) -> &'static (Bytes, HeaderValue) {
+    static PAGES: OnceLock<[(Bytes, HeaderValue); 2]> = OnceLock::new();
+    let pages = PAGES.get_or_init(|| {
+        let between = |open: &str, close: &str| {
+            let start = PAGE.find(open).map_or(0, |i| i + open.len());
+            let end = PAGE[start..].find(close).map_or(start, |i| start + i);
+            source_hash(&PAGE[start..end])
+        };
+        let policy = format!(
+            "default-src 'none'; script-src '{}'; style-src '{}'; connect-src 'self'; \
+             img-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
+            between("<script>", "</script>"),
+            between("<style>", "</style>")
+        );
+        let policy = HeaderValue::from_str(&policy).expect("a policy is a valid header value");
+        [Kind::Sha1, Kind::Ntlm].map(|kind| {
+            let name = match kind {
+                Kind::Sha1 => "sha1",
+                Kind::Ntlm => "ntlm",
+            };
+            (Bytes::from(PAGE.replace("{KIND}", name)), policy.clone())
+        })
+    });
+    &pages[usize::from(kind == Kind::Ntlm)]
+}
+
+/// A CSP source for inline code: `sha256-` and the base64 of its SHA-256.
+fn source_hash(code: &str) -> String {
+    use sha2::{Digest, Sha256};
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digest = Sha256::digest(code.as_bytes());
+    let mut out = String::from("sha256-");
+    for group in digest.chunks(3) {
+        let bytes = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(bytes[0]) << 16 | u32::from(bytes[1]) << 8 | u32::from(bytes[2]);
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+async fn page(State(api): State<RangeApi>, method: Method) -> Response {
+    match method {
+        Method::GET | Method::HEAD => {}
+        Method::OPTIONS => return preflight(),
+        _ => return method_not_allowed(),
+    }
+    // SHA-1 unless only an NTLM index is served.
+    let current = api.load();
+    let kind = if current.sha1.is_none() && current.ntlm.is_some() {
+        Kind::Ntlm
+    } else {
+        Kind::Sha1
+    };
+    let (body, policy) = rendered_page(kind);
+    let mut response = Response::new(Body::from(body.clone()));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CONTENT_SECURITY_POLICY, policy.clone());
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
 
@@ -794,6 +898,37 @@ mod tests {
         // A body larger than a shard's budget is not kept.
         cache.insert(5000, Bytes::from(vec![b'x'; 1001]));
         assert!(cache.get(5000).is_none());
+    }
+
+    #[test]
+    fn the_page_allows_exactly_its_own_script_and_style() {
+        // Known answers: RFC 4648 base64 of SHA-256.
+        assert_eq!(
+            source_hash(""),
+            "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+        );
+        assert_eq!(
+            source_hash("abc"),
+            "sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="
+        );
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            let (body, policy) = rendered_page(kind);
+            let page = std::str::from_utf8(body).unwrap();
+            let policy = policy.to_str().unwrap();
+            assert!(!page.contains("{KIND}"));
+            assert!(page.contains(&format!(
+                "data-kind=\"{}\"",
+                ["sha1", "ntlm"][usize::from(kind == Kind::Ntlm)]
+            )));
+            // One script, one style, both allowed by hash; nothing external.
+            assert_eq!(page.matches("<script").count(), 1);
+            assert_eq!(page.matches("<style").count(), 1);
+            assert!(!page.contains("src=") && !page.contains("://"));
+            let script = &page[page.find("<script>").unwrap() + 8..page.find("</script>").unwrap()];
+            assert!(policy.contains(&format!("script-src '{}'", source_hash(script))));
+            assert!(policy.starts_with("default-src 'none';"));
+            assert!(policy.contains("connect-src 'self'"));
+        }
     }
 
     #[test]

@@ -1,0 +1,403 @@
+//! The password check page of `seekless pwned serve`, in a real headless
+//! browser (Debian's chromium, driven through chromedriver's WebDriver
+//! protocol): listed passwords show their counts, unlisted ones "not found",
+//! for a SHA-1 index (WebCrypto) and an NTLM-only one (the page's MD4), and
+//! the access log shows only the page and `/range/` requests with 5-digit
+//! prefixes. Skipped when chromium or chromedriver is absent, unless
+//! `SEEKLESS_REQUIRE_CHROMIUM=1` (CI installs both and sets it).
+#![cfg(feature = "serve")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use seekless_pwned::Kind;
+use serde_json::{Value, json};
+
+mod common;
+
+use common::{SEEKLESS, prepare_index, tempdir};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// A child process killed on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One HTTP/1.1 request to 127.0.0.1:`port`: (status, body).
+fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    // Read by Content-Length: chromedriver keeps the connection open.
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let split = loop {
+        if let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break split;
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the connection closed before the header ended");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse::<usize>().ok());
+    let mut body = raw[split + 4..].to_vec();
+    match length {
+        Some(length) => {
+            while body.len() < length {
+                let n = stream.read(&mut buf).unwrap();
+                assert!(n > 0, "the connection closed before the body ended");
+                body.extend_from_slice(&buf[..n]);
+            }
+        }
+        None => {
+            stream.read_to_end(&mut body).unwrap();
+            if head.contains("transfer-encoding: chunked") {
+                body = unchunk(&body);
+            }
+        }
+    }
+    (status, body)
+}
+
+fn unchunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let end = data.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&data[..end]).unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[end + 2..end + 2 + size]);
+        data = &data[end + 2 + size + 2..];
+    }
+}
+
+/// A WebDriver session in headless chromium.
+struct Browser {
+    port: u16,
+    session: String,
+    _driver: Running,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let port = {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let driver = Running(
+            Command::new(CHROMEDRIVER)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--no-first-run"]
+            }
+        }}});
+        let (status, body) = http(port, "POST", "/session", Some(&capabilities));
+        let value: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 200, "new session: {value}");
+        let session = value["value"]["sessionId"].as_str().unwrap().to_string();
+        Browser {
+            port,
+            session,
+            _driver: driver,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        let (status, body) = http(self.port, method, &path, body);
+        let value: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 200, "{method} {path}: {value}");
+        value["value"].clone()
+    }
+
+    fn go(&self, url: &str) {
+        self.call("POST", "/url", Some(&json!({ "url": url })));
+    }
+
+    fn element(&self, css: &str) -> String {
+        let found = self.call(
+            "POST",
+            "/element",
+            Some(&json!({"using": "css selector", "value": css})),
+        );
+        found
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap()
+            .to_string()
+    }
+
+    fn text(&self, element: &str) -> String {
+        let text = self.call("GET", &format!("/element/{element}/text"), None);
+        text.as_str().unwrap_or_default().to_string()
+    }
+
+    /// Types `password` into the page's field, submits, and waits for the
+    /// verdict: (its text, its `data-count`).
+    fn check(&self, password: &str) -> (String, String) {
+        let field = self.element("#password");
+        self.call("POST", &format!("/element/{field}/clear"), Some(&json!({})));
+        self.call(
+            "POST",
+            &format!("/element/{field}/value"),
+            Some(&json!({ "text": password })),
+        );
+        let button = self.element("#submit");
+        self.call(
+            "POST",
+            &format!("/element/{button}/click"),
+            Some(&json!({})),
+        );
+        let result = self.element("#result");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = self.text(&result);
+            if !text.is_empty() && !text.starts_with("Checking") {
+                let count = self.call(
+                    "GET",
+                    &format!("/element/{result}/attribute/data-count"),
+                    None,
+                );
+                return (text, count.as_str().unwrap_or_default().to_string());
+            }
+            assert!(Instant::now() < deadline, "no verdict for {password:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let path = format!("/session/{}", self.session);
+        let _ = http(self.port, "DELETE", &path, None);
+    }
+}
+
+/// `seekless pwned serve --access-log` on an ephemeral port: (the server,
+/// its port).
+fn serve(index: &Path, extra: &[&str]) -> (Running, u16) {
+    let mut child = Command::new(SEEKLESS)
+        .args([
+            "pwned",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            "-i",
+        ])
+        .arg(index)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address announced: {line:?}"));
+    (Running(child), port)
+}
+
+/// Stops the server and returns the paths its access log shows.
+fn logged_paths(mut server: Running) -> Vec<String> {
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    let mut log = String::new();
+    server
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    log.lines()
+        .filter_map(|line| line.split(" path=\"").nth(1))
+        .map(|rest| rest.split('"').next().unwrap().to_string())
+        .collect()
+}
+
+fn hex(kind: Kind, password: &str) -> String {
+    let mut out = Vec::new();
+    kind.hash_password(password).write_hex(kind, &mut out);
+    String::from_utf8(out).unwrap().to_uppercase()
+}
+
+/// An index of `kind` holding `listed` passwords with their counts among
+/// random hashes, some in the same ranges.
+fn index(dir: &Path, kind: Kind, listed: &[(&str, u64)]) -> std::path::PathBuf {
+    let mut text = String::new();
+    let mut state = 0x1234_5678_u64;
+    for (password, count) in listed {
+        let full = hex(kind, password);
+        text.push_str(&format!("{full}:{count}\n"));
+        for i in 0..300u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let mut neighbour = format!("{}{state:016X}{i:08X}{:016X}", &full[..5], state ^ i);
+            neighbour.truncate(kind.hex_len());
+            if neighbour != full {
+                text.push_str(&format!("{neighbour}:{}\n", i + 1));
+            }
+        }
+    }
+    let name = format!("{kind}");
+    prepare_index(
+        &text,
+        &dir.join(format!("{name}.txt")),
+        &dir.join(format!("{name}.idx")),
+    )
+}
+
+fn browser_available() -> bool {
+    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    if !present && std::env::var_os("SEEKLESS_REQUIRE_CHROMIUM").is_some() {
+        panic!("SEEKLESS_REQUIRE_CHROMIUM is set but {CHROMIUM} or {CHROMEDRIVER} is missing");
+    }
+    if !present {
+        eprintln!(
+            "skipped: {CHROMIUM} and {CHROMEDRIVER} are needed (apt-get install chromium chromium-driver)"
+        );
+    }
+    present
+}
+
+#[test]
+fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
+    if !browser_available() {
+        return;
+    }
+    let dir = tempdir("check-page");
+    let sha1 = index(
+        &dir,
+        Kind::Sha1,
+        &[("password", 9_545_824), ("hunter2", 17), ("letmein", 1)],
+    );
+    // Non-ASCII and longer than one MD4 block in UTF-16.
+    let long = "Pässwort-€-".repeat(4);
+    let ntlm = index(&dir, Kind::Ntlm, &[("password", 42), (&long, 3)]);
+    let browser = Browser::start();
+
+    let (server, port) = serve(&sha1, &[]);
+    browser.go(&format!("http://127.0.0.1:{port}/"));
+    let (text, count) = browser.check("password");
+    assert!(text.contains("9,545,824 times"), "{text}");
+    assert_eq!(count, "9545824");
+    let (text, count) = browser.check("hunter2");
+    assert!(text.contains("17 times"), "{text}");
+    assert_eq!(count, "17");
+    let (text, _) = browser.check("letmein");
+    assert!(text.contains("seen once"), "{text}");
+    let (text, count) = browser.check("correct horse battery staple 7");
+    assert!(text.starts_with("Not found"), "{text}");
+    assert_eq!(count, "0");
+    let page_text = browser.text(&browser.element("main"));
+    assert!(
+        page_text.contains("never leave this browser"),
+        "{page_text}"
+    );
+    let sha1_paths = logged_paths(server);
+
+    // Only an NTLM index: the page hashes with its own MD4.
+    let (server, port) = serve(&ntlm, &[]);
+    browser.go(&format!("http://127.0.0.1:{port}/"));
+    let (text, count) = browser.check("password");
+    assert!(text.contains("42 times"), "{text}");
+    assert_eq!(count, "42");
+    let (text, count) = browser.check(&long);
+    assert!(text.contains("3 times"), "{text}");
+    assert_eq!(count, "3");
+    let (text, _) = browser.check("correct horse battery staple 7");
+    assert!(text.starts_with("Not found"), "{text}");
+    let ntlm_paths = logged_paths(server);
+
+    // The log: the page, then range requests with 5-digit prefixes only,
+    // one per check; neither passwords nor whole hashes.
+    for (paths, kind, query, checks) in [
+        (&sha1_paths, Kind::Sha1, "", 4),
+        (&ntlm_paths, Kind::Ntlm, "?mode=ntlm", 3),
+    ] {
+        let ranges: Vec<&String> = paths.iter().filter(|p| *p != "/").collect();
+        assert_eq!(ranges.len(), checks, "{paths:?}");
+        for path in ranges {
+            let prefix = path
+                .strip_prefix("/range/")
+                .and_then(|p| p.strip_suffix(query))
+                .unwrap_or_else(|| panic!("not a range request: {path}"));
+            assert!(
+                prefix.len() == 5 && prefix.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{path}"
+            );
+        }
+        for password in ["password", "hunter2", &long] {
+            let full = hex(kind, password);
+            assert!(
+                !paths
+                    .iter()
+                    .any(|p| p.contains(&full[..10]) || p.contains(password))
+            );
+        }
+    }
+}
+
+#[test]
+fn no_page_turns_the_page_off() {
+    let dir = tempdir("no-page");
+    let sha1 = index(&dir, Kind::Sha1, &[("password", 3)]);
+    let (_server, port) = serve(&sha1, &[]);
+    let (status, body) = http(port, "GET", "/", None);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("<script>"));
+    let (_server, port) = serve(&sha1, &["--no-page"]);
+    let (status, _) = http(port, "GET", "/", None);
+    assert_eq!(status, 404);
+    let (status, body) = http(port, "GET", "/range/5BAA6", None);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("1E4C9B93F3F0682250B6CF8331B7EE68FD8:3"));
+}
