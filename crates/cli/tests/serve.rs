@@ -509,8 +509,9 @@ fn error_statuses_and_cors() {
         assert_eq!(r.status, 400, "{path}");
         assert!(!r.body.is_empty() && r.body.len() < 200, "{path}");
     }
+    // `/` is the check page (tests/check_page.rs); other paths are 404.
+    assert_eq!(server.get("/", &[]).status, 200);
     for path in [
-        "/",
         "/index.html",
         "/ranges/5BAA6",
         "/api/v3/range/5BAA6",

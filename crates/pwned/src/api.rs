@@ -23,7 +23,7 @@
 //!   methods; `OPTIONS` answers CORS preflight; every answer carries
 //!   `Access-Control-Allow-Origin: *`.
 //! - gzip or brotli when `Accept-Encoding` asks; a strong `ETag` per range
-//!   computed from the range's content alone ([`range_etag`]: the same across
+//!   computed from the range's content alone ([`range_etag`](crate::range_etag): the same across
 //!   restarts and across indexes holding the same range, so `update`
 //!   refreshes incrementally from a mirror and mirrors chain) and a
 //!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
@@ -55,7 +55,8 @@ use crate::date::http_date;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{Key, Kind};
 use crate::index::Index;
-use crate::range::{pad_range, range_etag, write_range_body};
+use crate::range::{pad_range, range_digest, write_range_body};
+use crate::source::RANGES;
 
 /// `Cache-Control` of range answers (31 days, as the HIBP API sends).
 const CACHE_CONTROL: &str = "public, max-age=2678400";
@@ -74,6 +75,43 @@ pub struct Served {
     last_modified: Option<HeaderValue>,
     status: AtomicU8,
     damage: OnceLock<String>,
+    /// Each range's validator, computed on first use.
+    validators: OnceLock<Validators>,
+}
+
+/// The validators of an index's ranges, kept once computed: 16 bytes a
+/// range (16 MiB for the 2^20 ranges), so a range's pairs are hashed once
+/// in the index's life, not once a request.
+#[derive(Debug)]
+struct Validators(Box<[AtomicU64]>);
+
+impl Validators {
+    fn new() -> Validators {
+        Validators((0..2 * RANGES).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, prefix: u32) -> Option<[u8; 16]> {
+        let i = 2 * prefix as usize;
+        // The low word is stored last: once it is seen, the high one is.
+        let low = self.0[i + 1].load(Ordering::Acquire);
+        let high = self.0[i].load(Ordering::Relaxed);
+        (low != 0).then(|| {
+            let mut tag = [0u8; 16];
+            tag[..8].copy_from_slice(&high.to_be_bytes());
+            tag[8..].copy_from_slice(&low.to_be_bytes());
+            tag
+        })
+    }
+
+    /// Keeps `tag` (one whose low half is zero is not kept: zero means
+    /// not computed). Threads that race store the same value.
+    fn set(&self, prefix: u32, tag: [u8; 16]) {
+        let i = 2 * prefix as usize;
+        let high = u64::from_be_bytes(tag[..8].try_into().expect("8 bytes"));
+        let low = u64::from_be_bytes(tag[8..].try_into().expect("8 bytes"));
+        self.0[i].store(high, Ordering::Relaxed);
+        self.0[i + 1].store(low, Ordering::Release);
+    }
 }
 
 impl Served {
@@ -93,6 +131,7 @@ impl Served {
             last_modified: None,
             status: AtomicU8::new(VERIFYING),
             damage: OnceLock::new(),
+            validators: OnceLock::new(),
         })
     }
 
@@ -594,49 +633,67 @@ async fn range(
         kind,
         prefix,
     };
-    // The range's pairs, decoded at most once per request.
-    let mut items = None;
-    let etag = if padding {
-        None
-    } else {
-        match answer.validator(&mut items) {
-            Ok(etag) => Some(etag),
-            Err(e) => return damaged(e),
-        }
-    };
-    let fresh = etag
-        .as_ref()
-        .is_some_and(|etag| not_modified(headers, etag, served));
-    let mut response = if fresh {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        let encoding = negotiate(headers);
-        let body = match answer.body(padding, encoding, items) {
-            Ok(body) => body,
-            Err(e) => return damaged(e),
+    PAIRS
+        .with_borrow_mut(|pairs| {
+            pairs.clear();
+            answer.respond(headers, padding, pairs)
+        })
+        .unwrap_or_else(damaged)
+}
+
+thread_local! {
+    /// The pairs of the range being answered: one buffer per worker
+    /// thread, reused request after request.
+    static PAIRS: std::cell::RefCell<Vec<(Key, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Answer<'_> {
+    /// The answer to a range request with `headers`; `pairs` is an empty
+    /// buffer to decode the range into, at most once.
+    fn respond(
+        &self,
+        headers: &HeaderMap,
+        padding: bool,
+        pairs: &mut Vec<(Key, u64)>,
+    ) -> Result<Response> {
+        let served = self.served;
+        let mut decoded = false;
+        let etag = if padding {
+            None
+        } else {
+            Some(self.validator(pairs, &mut decoded)?)
         };
-        let mut response = Response::new(Body::from(body));
+        let fresh = etag
+            .as_ref()
+            .is_some_and(|etag| not_modified(headers, etag, served));
+        let mut response = if fresh {
+            StatusCode::NOT_MODIFIED.into_response()
+        } else {
+            let encoding = negotiate(headers);
+            let body = self.body(padding, encoding, pairs, decoded)?;
+            let mut response = Response::new(Body::from(body));
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            if let Some(name) = encoding.name() {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
+            }
+            response
+        };
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
-        if let Some(name) = encoding.name() {
-            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(name));
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(CACHE_CONTROL),
+        );
+        headers.append(header::VARY, HeaderValue::from_static("Add-Padding"));
+        if let Some(etag) = etag {
+            headers.insert(header::ETAG, etag);
+            if let Some(date) = &served.last_modified {
+                headers.insert(header::LAST_MODIFIED, date.clone());
+            }
         }
-        response
-    };
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(CACHE_CONTROL),
-    );
-    headers.append(header::VARY, HeaderValue::from_static("Add-Padding"));
-    if let Some(etag) = etag {
-        headers.insert(header::ETAG, etag);
-        if let Some(date) = &served.last_modified {
-            headers.insert(header::LAST_MODIFIED, date.clone());
-        }
+        Ok(response)
     }
-    response
 }
 
 /// One range answer being made.
@@ -649,59 +706,65 @@ struct Answer<'a> {
 }
 
 impl Answer<'_> {
-    fn cache_key(&self, what: CachedAs) -> u32 {
-        let slot = match what {
-            CachedAs::Body(encoding) => encoding as u32,
-            CachedAs::Etag => 3,
+    fn cache_key(&self, encoding: Encoding) -> u32 {
+        self.prefix | u32::from(self.kind == Kind::Ntlm) << 20 | (encoding as u32) << 21
+    }
+
+    /// Decodes the range into `pairs` unless `decoded` says it is there.
+    fn decode(&self, pairs: &mut Vec<(Key, u64)>, decoded: &mut bool) -> Result<()> {
+        if !*decoded {
+            self.served
+                .index
+                .range_into(u64::from(self.prefix), 20, pairs)?;
+            *decoded = true;
+        }
+        Ok(())
+    }
+
+    /// The range's strong validator: kept with the index once computed,
+    /// else computed from its pairs (decoded into `pairs`).
+    fn validator(&self, pairs: &mut Vec<(Key, u64)>, decoded: &mut bool) -> Result<HeaderValue> {
+        let tags = self.served.validators.get_or_init(Validators::new);
+        let tag = match tags.get(self.prefix) {
+            Some(tag) => tag,
+            None => {
+                self.decode(pairs, decoded)?;
+                let tag = range_digest(self.kind, pairs);
+                tags.set(self.prefix, tag);
+                tag
+            }
         };
-        self.prefix | u32::from(self.kind == Kind::Ntlm) << 20 | slot << 21
-    }
-
-    fn decode(&self) -> Result<Vec<(Key, u64)>> {
-        self.served.index.range(u64::from(self.prefix), 20)
-    }
-
-    /// The range's strong validator: from the cache when there, else
-    /// computed from its pairs (decoded into `items` for the body to reuse).
-    fn validator(&self, items: &mut Option<Vec<(Key, u64)>>) -> Result<HeaderValue> {
-        let key = self.cache_key(CachedAs::Etag);
-        let cache = self.current.cache.as_ref();
-        if let Some(tag) = cache.and_then(|c| c.get(key))
-            && let Ok(value) = HeaderValue::from_maybe_shared(tag)
-        {
-            return Ok(value);
+        let mut quoted = [b'"'; 34];
+        for (pair, byte) in quoted[1..33].chunks_exact_mut(2).zip(tag) {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            pair.copy_from_slice(&[
+                DIGITS[usize::from(byte >> 4)],
+                DIGITS[usize::from(byte & 15)],
+            ]);
         }
-        let decoded = self.decode()?;
-        let tag = range_etag(self.kind, &decoded);
-        *items = Some(decoded);
-        if let Some(cache) = cache {
-            cache.insert(key, Bytes::from(tag.clone()));
-        }
-        Ok(HeaderValue::from_str(&tag).expect("hex in quotes is a valid header value"))
+        Ok(HeaderValue::from_bytes(&quoted).expect("hex in quotes is a valid header value"))
     }
 
     /// The body in `encoding`: from the cache when there, else rendered from
-    /// the index (and compressed, and kept, when a cache is on). Padded
+    /// the pairs (and compressed, and kept, when a cache is on). Padded
     /// answers are fresh every time and never kept.
     fn body(
         &self,
         padding: bool,
         encoding: Encoding,
-        items: Option<Vec<(Key, u64)>>,
+        pairs: &mut Vec<(Key, u64)>,
+        mut decoded: bool,
     ) -> Result<Bytes> {
-        let render = || -> Result<Bytes> {
-            let items = match items {
-                Some(items) => items,
-                None => self.decode()?,
-            };
+        let mut render = || -> Result<Bytes> {
+            self.decode(pairs, &mut decoded)?;
             let mut body = Vec::new();
             if padding {
                 let seed =
                     (self.api.shared.seed).fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
-                let padded = pad_range(&items, self.kind, self.prefix, seed);
+                let padded = pad_range(pairs, self.kind, self.prefix, seed);
                 write_range_body(self.kind, &padded, &mut body);
             } else {
-                write_range_body(self.kind, &items, &mut body);
+                write_range_body(self.kind, pairs, &mut body);
             }
             Ok(Bytes::from(body))
         };
@@ -712,15 +775,14 @@ impl Answer<'_> {
                 _ => Bytes::from(compress(&plain, encoding, Effort::Fresh)),
             });
         };
-        let key = |encoding: Encoding| self.cache_key(CachedAs::Body(encoding));
-        if let Some(body) = cache.get(key(encoding)) {
+        if let Some(body) = cache.get(self.cache_key(encoding)) {
             return Ok(body);
         }
-        let plain = match cache.get(key(Encoding::Identity)) {
+        let plain = match cache.get(self.cache_key(Encoding::Identity)) {
             Some(body) => body,
             None => {
                 let body = render()?;
-                cache.insert(key(Encoding::Identity), body.clone());
+                cache.insert(self.cache_key(Encoding::Identity), body.clone());
                 body
             }
         };
@@ -728,17 +790,9 @@ impl Answer<'_> {
             return Ok(plain);
         }
         let packed = Bytes::from(compress(&plain, encoding, Effort::Kept));
-        cache.insert(key(encoding), packed.clone());
+        cache.insert(self.cache_key(encoding), packed.clone());
         Ok(packed)
     }
-}
-
-/// What a cache entry of a range holds: its body in one coding, or its
-/// validator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CachedAs {
-    Body(Encoding),
-    Etag,
 }
 
 /// A content coding of range answers.

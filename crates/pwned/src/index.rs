@@ -434,6 +434,14 @@ impl Index {
     /// A compact index (one that keeps only the top bits of each hash)
     /// cannot tell its hashes whole: it answers [`ErrorKind::Compact`].
     pub fn range(&self, prefix: u64, bits: u32) -> Result<Vec<(Key, u64)>> {
+        let mut out = Vec::new();
+        self.range_into(prefix, bits, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Index::range`] appended to `out`, whose memory a caller reuses
+    /// from one range to the next; on error `out` is left as it was.
+    pub fn range_into(&self, prefix: u64, bits: u32, out: &mut Vec<(Key, u64)>) -> Result<()> {
         let layout = self.layout();
         if layout.is_compact() {
             return Err(ErrorKind::Compact {
@@ -443,7 +451,7 @@ impl Index {
         }
         let bits = bits.min(64);
         if bits < 64 && prefix >> bits != 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let h = layout.h;
         let (first, last) = if bits <= h {
@@ -459,22 +467,40 @@ impl Index {
             let b = prefix >> (bits - h);
             (b, b)
         };
-        let matches = |key: Key| bits == 0 || key.hi >> (64 - bits) == prefix;
+        // The key's top `bits` bits against the prefix.
+        let side = |key: &Key| {
+            if bits == 0 {
+                std::cmp::Ordering::Equal
+            } else {
+                (key.hi >> (64 - bits)).cmp(&prefix)
+            }
+        };
         let mut i = self.locate(first).unwrap_or(0);
         while i > 0 && self.firsts[i] == first && bit(&self.continued, i) {
             i -= 1;
         }
-        let mut out = Vec::new();
-        let mut page_items = Vec::new();
+        let start = out.len();
         while i < self.firsts.len() && self.firsts[i] <= last {
-            page_items.clear();
-            self.page(i)?
-                .decode(layout, self.firsts[i], &mut page_items)
-                .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))?;
-            out.extend(page_items.iter().copied().filter(|&(k, _)| matches(k)));
+            let decoded = self.page(i).and_then(|page| {
+                page.decode(layout, self.firsts[i], out)
+                    .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))
+            });
+            if let Err(e) = decoded {
+                out.truncate(start);
+                return Err(e);
+            }
+            if out.len() > start && side(&out[start].0).is_lt() {
+                // Keys are sorted: those before the range are on the first
+                // page, dropped before the next is decoded.
+                let before = out[start..].partition_point(|(k, _)| side(k).is_lt());
+                out.drain(start..start + before);
+            }
             i += 1;
         }
-        Ok(out)
+        // And those after it on the last.
+        let end = start + out[start..].partition_point(|(k, _)| side(k).is_le());
+        out.truncate(end);
+        Ok(())
     }
 
     /// Every (hash, count) in hash order. A compact index gives each hash

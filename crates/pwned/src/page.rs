@@ -299,7 +299,15 @@ impl<'a> Page<'a> {
         let l = layout.l() as usize;
         let mut unary = 0;
         let mut mantissa = self.mantissa;
-        let chunks: Vec<(u32, u32)> = layout.chunks().collect();
+        // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
+        let mut lens = [0u32; 4];
+        let mut n = 0;
+        for (_, len) in layout.chunks() {
+            lens[n] = len;
+            n += 1;
+        }
+        let lens = &lens[..n];
+        out.reserve(self.keys);
         for j in 0..self.keys {
             // Bucket: zeros then a one.
             let zeros = bits::word(self.stream, pos).trailing_zeros() as usize;
@@ -319,7 +327,7 @@ impl<'a> Page<'a> {
             // chunks shifted in, in a 192-bit accumulator (top, low).
             let (mut top, mut acc) = (0u64, u128::from(bucket));
             let mut low = self.low + j * l;
-            for &(_, len) in &chunks {
+            for &len in lens {
                 top = (top << len) | (acc >> (128 - len)) as u64;
                 acc = (acc << len) | u128::from(bits::read(self.stream, low, len));
                 low += len as usize;

@@ -151,6 +151,17 @@ fn parse_count(digits: &[u8]) -> Option<u64> {
 /// of SHA-1 over the kind and every pair, hash bytes then count as 8
 /// big-endian bytes).
 pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
+    let mut tag = String::with_capacity(34);
+    tag.push('"');
+    for byte in range_digest(kind, items) {
+        tag.push_str(&format!("{byte:02x}"));
+    }
+    tag.push('"');
+    tag
+}
+
+/// The 128 bits [`range_etag`] writes in hex.
+pub(crate) fn range_digest(kind: Kind, items: &[(Key, u64)]) -> [u8; 16] {
     use sha1::{Digest, Sha1};
     let mut sha = Sha1::new();
     sha.update([kind.hex_len() as u8]);
@@ -163,12 +174,8 @@ pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
         sha.update(&block[..28 * chunk.len()]);
     }
     let digest = sha.finalize();
-    let mut tag = String::with_capacity(34);
-    tag.push('"');
-    for byte in &digest[..16] {
-        tag.push_str(&format!("{byte:02x}"));
-    }
-    tag.push('"');
+    let mut tag = [0u8; 16];
+    tag.copy_from_slice(&digest[..16]);
     tag
 }
 
@@ -177,61 +184,127 @@ pub const PAD_MIN: usize = 800;
 /// Extra padding lines, drawn uniformly from `0..=PAD_SPREAD`.
 pub const PAD_SPREAD: usize = 200;
 
-/// Uppercase hex digits of every byte value.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut table = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
-        i += 1;
+/// The 16 uppercase hex digits of `x`, most significant first, as two
+/// words whose little-endian bytes are the digits in order.
+#[inline]
+fn hex16(x: u64) -> [u64; 2] {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64 itself: every x86-64 processor has it.
+    return unsafe { hex16_sse2(x) };
+    #[cfg(not(target_arch = "x86_64"))]
+    return [hex8((x >> 32) as u32), hex8(x as u32)];
+}
+
+/// [`hex16`] with SSE2, one byte a lane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn hex16_sse2(x: u64) -> [u64; 2] {
+    use std::arch::x86_64::{
+        _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_cvtsi64_si128, _mm_cvtsi128_si64,
+        _mm_set1_epi8, _mm_srli_epi16, _mm_unpackhi_epi64, _mm_unpacklo_epi8,
+    };
+    let bytes = _mm_cvtsi64_si128(x.swap_bytes() as i64);
+    let low = _mm_set1_epi8(0x0F);
+    let high_nibbles = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+    let low_nibbles = _mm_and_si128(bytes, low);
+    // Each byte's high nibble first, its low nibble after it.
+    let n = _mm_unpacklo_epi8(high_nibbles, low_nibbles);
+    // '0' + n, and 7 more for 'A'..='F'.
+    let letters = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8(7));
+    let ascii = _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8(b'0' as i8)), letters);
+    [
+        _mm_cvtsi128_si64(ascii) as u64,
+        _mm_cvtsi128_si64(_mm_unpackhi_epi64(ascii, ascii)) as u64,
+    ]
+}
+
+/// The 8 uppercase hex digits of `x`, most significant first, as the
+/// little-endian bytes of the result: every nibble at once, in one 64-bit
+/// register (SWAR).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline]
+fn hex8(x: u32) -> u64 {
+    const LOW: u64 = 0x000F_000F_000F_000F;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Byte i (from the top) to byte 2i (from the bottom).
+    let x = u64::from(x.swap_bytes());
+    let x = (x | x << 16) & 0x0000_FFFF_0000_FFFF;
+    let x = (x | x << 8) & 0x00FF_00FF_00FF_00FF;
+    // Each byte's high nibble first, its low nibble after it.
+    let n = (x >> 4) & LOW | (x & LOW) << 8;
+    // 0..=9 to '0'..='9', 10..=15 to 'A'..='F': add '0', and 7 more where
+    // the nibble is above 9 (adding 6 carries into bit 4 there).
+    n + 0x30 * ONES + ((n + 6 * ONES) >> 4 & ONES) * 7
+}
+
+/// The longest line: CRLF, suffix, colon, 20 digits (NTLM's is shorter).
+const LONGEST_LINE: usize = 2 + 35 + 1 + 20;
+
+/// Digits of `n` in decimal.
+#[inline]
+fn decimal_len(n: u64) -> usize {
+    // From the bit length, then one comparison: 10^(digits - 1) ≤ n.
+    const POWERS: [u64; 20] = {
+        let mut p = [1u64; 20];
+        let mut i = 1;
+        while i < 20 {
+            p[i] = p[i - 1] * 10;
+            i += 1;
+        }
+        p
+    };
+    let bits = 64 - (n | 1).leading_zeros() as usize;
+    // ⌊bits · log10(2)⌋ + 1 digits, or one fewer.
+    let guess = ((bits * 1233) >> 12) + 1;
+    guess - usize::from((n | 1) < POWERS[guess - 1])
+}
+
+/// One line in a 64-byte buffer: the whole hash's hex, the colon and the
+/// count, with CRLF over the prefix's last two digits (just before the
+/// suffix); returns where the line ends.
+#[inline]
+fn line(kind: Kind, key: Key, count: u64, line: &mut [u8; 64]) -> usize {
+    let [a, b] = hex16(key.hi);
+    let [c, d] = hex16(key.mid);
+    let [e, _] = hex16(u64::from(key.lo) << 32);
+    for (digits, word) in line.chunks_exact_mut(8).zip([a, b, c, d, e]) {
+        digits.copy_from_slice(&word.to_le_bytes());
     }
-    table
-};
+    line[PREFIX_DIGITS - 2..PREFIX_DIGITS].copy_from_slice(b"\r\n");
+    let hex_len = kind.hex_len();
+    line[hex_len] = b':';
+    let end = hex_len + 1 + decimal_len(count);
+    let mut n = count;
+    for slot in line[hex_len + 1..end].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    end
+}
 
 /// Appends a range answer's body to `out`: one `SUFFIX:COUNT` line per
 /// pair (the hex after the 5-digit prefix, uppercase, decimal count),
 /// joined by CRLF, no trailing newline; nothing for no pairs.
 pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    let hex_len = kind.hex_len();
-    // Suffix, colon, up to 20 digits, CRLF.
-    let longest = hex_len - PREFIX_DIGITS + 1 + 20 + 2;
-    out.reserve(items.len() * (hex_len - PREFIX_DIGITS + 10));
-    let mut line = [0u8; 64];
-    for (i, &(key, count)) in items.iter().enumerate() {
-        // Two digits a byte from a table, into one line buffer, appended
-        // with one copy: formatting dominates a range's cost otherwise.
-        let mut hex = [0u8; 40];
-        for (pair, &byte) in hex.chunks_exact_mut(2).zip(&key.to_bytes()) {
-            pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
-        }
-        let mut at = 0;
-        if i > 0 {
-            line[..2].copy_from_slice(b"\r\n");
-            at = 2;
-        }
-        let suffix = &hex[PREFIX_DIGITS..hex_len];
-        line[at..at + suffix.len()].copy_from_slice(suffix);
-        at += suffix.len();
-        line[at] = b':';
-        at += 1;
-        let mut digits = [0u8; 20];
-        let mut n = count;
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let digits = &digits[start..];
-        line[at..at + digits.len()].copy_from_slice(digits);
-        at += digits.len();
-        debug_assert!(at <= longest);
-        out.extend_from_slice(&line[..at]);
+    let Some((&(key, count), rest)) = items.split_first() else {
+        return;
+    };
+    // Room for every line at its longest and for the fixed-size copies
+    // below: lines are written in place, the body cut to length at the end.
+    let mut at = out.len();
+    out.resize(at + items.len() * LONGEST_LINE + 64, 0);
+    let mut buf = [0u8; 64];
+    // The first line has no CRLF before it.
+    let end = line(kind, key, count, &mut buf);
+    out[at..at + 64 - PREFIX_DIGITS].copy_from_slice(&buf[PREFIX_DIGITS..]);
+    at += end - PREFIX_DIGITS;
+    for &(key, count) in rest {
+        const FROM: usize = PREFIX_DIGITS - 2;
+        let end = line(kind, key, count, &mut buf);
+        out[at..at + 64 - FROM].copy_from_slice(&buf[FROM..]);
+        at += end - FROM;
     }
+    out.truncate(at);
 }
 
 /// A range answer's body (see [`write_range_body`]).
@@ -328,6 +401,86 @@ mod tests {
                     parse_range(kind, prefix, &range_body(kind, &padded), &mut back).unwrap();
                     assert_eq!(back, real[..n]);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn hex_of_every_nibble() {
+        let mut state = 7u64;
+        let special = [
+            0,
+            u64::MAX,
+            0x0123_4567_89AB_CDEF,
+            0xFEDC_BA98_7654_3210,
+            0x9A0F_F0A9_0909_AAAA,
+        ];
+        for x in special
+            .into_iter()
+            .chain((0..10_000).map(|_| splitmix(&mut state)))
+        {
+            let [a, b] = hex16(x);
+            let mut got = a.to_le_bytes().to_vec();
+            got.extend_from_slice(&b.to_le_bytes());
+            assert_eq!(got, format!("{x:016X}").as_bytes(), "{x:x}");
+            assert_eq!(
+                hex8(x as u32).to_le_bytes(),
+                format!("{:08X}", x as u32).as_bytes()
+            );
+        }
+    }
+
+    #[test]
+    fn decimal_lengths() {
+        let mut state = 5u64;
+        for n in (0..20)
+            .flat_map(|e| {
+                let p = 10u64.pow(e);
+                [p - 1, p, p + 1]
+            })
+            .chain([u64::MAX, 0])
+            .chain((0..10_000).map(|_| splitmix(&mut state) >> (state % 64)))
+        {
+            assert_eq!(decimal_len(n), n.to_string().len(), "{n}");
+        }
+    }
+
+    #[test]
+    fn bodies_match_a_plain_rendering() {
+        let mut state = 11u64;
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            for n in [1, 2, 3, 100] {
+                let items: Vec<(Key, u64)> = (0..n)
+                    .map(|i| {
+                        let key = Key {
+                            hi: splitmix(&mut state),
+                            mid: splitmix(&mut state),
+                            lo: if kind == Kind::Sha1 {
+                                splitmix(&mut state) as u32
+                            } else {
+                                0
+                            },
+                        };
+                        let count = match i % 5 {
+                            0 => u64::MAX,
+                            1 => 1,
+                            2 => 10u64.pow((splitmix(&mut state) % 20) as u32),
+                            3 => splitmix(&mut state) >> (splitmix(&mut state) % 64),
+                            _ => 9,
+                        };
+                        (key, count)
+                    })
+                    .collect();
+                let want: Vec<String> = items
+                    .iter()
+                    .map(|(k, c)| {
+                        let hex: String = k.to_bytes().iter().map(|b| format!("{b:02X}")).collect();
+                        format!("{}:{c}", &hex[5..kind.hex_len()])
+                    })
+                    .collect();
+                let mut out = b"before".to_vec();
+                write_range_body(kind, &items, &mut out);
+                assert_eq!(out, format!("before{}", want.join("\r\n")).as_bytes());
             }
         }
     }
