@@ -307,6 +307,16 @@ impl<'a> Page<'a> {
             n += 1;
         }
         let lens = &lens[..n];
+        // The bits a compact index drops, in chunks (none when whole).
+        let mut pads = [0u32; 4];
+        let mut n = 0;
+        let mut pad = layout.kind.bits() - layout.key_bits;
+        while pad > 0 {
+            pads[n] = pad.min(CHUNK);
+            pad -= pads[n];
+            n += 1;
+        }
+        let pads = &pads[..n];
         out.reserve(self.keys);
         for j in 0..self.keys {
             // Bucket: zeros then a one.
@@ -324,31 +334,33 @@ impl<'a> Page<'a> {
                 return None;
             }
             // The hash as an integer: the bucket, then the remainder's
-            // chunks shifted in, in a 192-bit accumulator (top, low).
-            let (mut top, mut acc) = (0u64, u128::from(bucket));
+            // chunks shifted in from the bottom of a 192-bit accumulator
+            // (top, mid, bottom) in 64-bit words (each chunk is 1 to 56
+            // bits, so no shift is by 64).
+            let (mut top, mut mid, mut bottom) = (0u64, 0u64, bucket);
+            let mut shift_in = |len: u32, value: u64| {
+                top = (top << len) | (mid >> (64 - len));
+                mid = (mid << len) | (bottom >> (64 - len));
+                bottom = (bottom << len) | value;
+            };
             let mut low = self.low + j * l;
             for &len in lens {
-                top = (top << len) | (acc >> (128 - len)) as u64;
-                acc = (acc << len) | u128::from(bits::read(self.stream, low, len));
+                shift_in(len, bits::read(self.stream, low, len));
                 low += len as usize;
             }
             // A compact index keeps the top bits: the rest are zero.
-            let mut pad = layout.kind.bits() - layout.key_bits;
-            while pad > 0 {
-                let len = pad.min(CHUNK);
-                top = (top << len) | (acc >> (128 - len)) as u64;
-                acc <<= len;
-                pad -= len;
+            for &len in pads {
+                shift_in(len, 0);
             }
             let key = match layout.kind {
                 Kind::Sha1 => Key {
-                    hi: (top << 32) | (acc >> 96) as u64,
-                    mid: (acc >> 32) as u64,
-                    lo: acc as u32,
+                    hi: (top << 32) | (mid >> 32),
+                    mid: (mid << 32) | (bottom >> 32),
+                    lo: bottom as u32,
                 },
                 Kind::Ntlm => Key {
-                    hi: (acc >> 64) as u64,
-                    mid: acc as u64,
+                    hi: mid,
+                    mid: bottom,
                     lo: 0,
                 },
             };
