@@ -1,0 +1,197 @@
+//! Python bindings of the pwned engine: `seekless.PwnedIndex`, an index
+//! opened once (memory-mapped) and shared by every thread, answering each
+//! password with one page read. The Python package (`python/seekless`)
+//! re-exports these and adds the Django validator.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::PyDict;
+use seekless_pwned::{ErrorKind, Index, Kind};
+
+pyo3::create_exception!(
+    seekless,
+    CorruptIndexError,
+    PyException,
+    "The file is not a seekless index, or it is damaged."
+);
+
+/// A pwned error as the Python exception a caller expects: a missing file
+/// is `FileNotFoundError`, other I/O `OSError`, a malformed hash
+/// `ValueError`, a file that is not a sound index `CorruptIndexError`.
+fn to_py(e: seekless_pwned::Error) -> PyErr {
+    let message = e.to_string();
+    match e.kind() {
+        ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(message)
+        }
+        ErrorKind::Io { .. } => PyOSError::new_err(message),
+        ErrorKind::BadHash { .. } | ErrorKind::WrongKind { .. } => PyValueError::new_err(message),
+        _ => CorruptIndexError::new_err(message),
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Sha1 => "sha1",
+        Kind::Ntlm => "ntlm",
+    }
+}
+
+/// A Pwned Passwords index built by `seekless pwned prepare` or `update`.
+#[pyclass(frozen, module = "seekless")]
+struct PwnedIndex {
+    /// `None` once closed; lookups hold their own reference, so closing
+    /// while another thread looks up is safe.
+    index: RwLock<Option<Arc<Index>>>,
+    path: PathBuf,
+}
+
+impl PwnedIndex {
+    fn index(&self) -> PyResult<Arc<Index>> {
+        let guard = self.index.read().unwrap_or_else(|e| e.into_inner());
+        guard
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("the index is closed"))
+    }
+}
+
+#[pymethods]
+impl PwnedIndex {
+    /// Opens the index at `path` (memory-mapped; the file must not be
+    /// rewritten in place while open: replace it by renaming a new file
+    /// over it).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<PwnedIndex> {
+        let opened = py.detach(|| Index::open(&path)).map_err(to_py)?;
+        Ok(PwnedIndex {
+            index: RwLock::new(Some(Arc::new(opened))),
+            path,
+        })
+    }
+
+    /// How many times `password` appears in the corpus (0: not listed).
+    fn count(&self, py: Python<'_>, password: &str) -> PyResult<u64> {
+        let index = self.index()?;
+        let key = index.kind().hash_password(password);
+        py.detach(|| index.count(key)).map_err(to_py)
+    }
+
+    /// The count of a hash given in hex (40 digits for SHA-1, 32 for NTLM,
+    /// either case).
+    fn count_hash(&self, py: Python<'_>, hex: &str) -> PyResult<u64> {
+        let index = self.index()?;
+        py.detach(|| index.count_hex(hex)).map_err(to_py)
+    }
+
+    /// The counts of many passwords, in order; hashing and lookups run
+    /// with the GIL released, lookups overlapped.
+    fn count_many(&self, py: Python<'_>, passwords: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let index = self.index()?;
+        let passwords: Vec<PyBackedStr> = passwords
+            .try_iter()?
+            .map(|item| item?.extract::<PyBackedStr>())
+            .collect::<PyResult<_>>()?;
+        py.detach(|| {
+            let kind = index.kind();
+            let keys: Vec<_> = passwords.iter().map(|p| kind.hash_password(p)).collect();
+            let mut counts = Vec::with_capacity(keys.len());
+            index.count_many(&keys, &mut counts).map(|()| counts)
+        })
+        .map_err(to_py)
+    }
+
+    /// One lookup without opening the index: reads the header, checksums,
+    /// one directory block and one page, about 2 ms cold.
+    #[staticmethod]
+    fn count_once(py: Python<'_>, path: PathBuf, hex: &str) -> PyResult<u64> {
+        py.detach(|| Index::count_once_hex(&path, hex))
+            .map_err(to_py)
+    }
+
+    /// `"sha1"` or `"ntlm"`: how passwords are hashed for this index.
+    #[getter]
+    fn kind(&self) -> PyResult<&'static str> {
+        Ok(kind_name(self.index()?.kind()))
+    }
+
+    /// The path the index was opened from.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Distinct hashes in the index.
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(usize::try_from(self.index()?.len()).unwrap_or(usize::MAX))
+    }
+
+    /// What the header says: version, kind, hashes, total count, pages,
+    /// bucket and key bits, bytes, and the false-positive rate of a
+    /// compact index (0 for a whole one).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.index()?.stats();
+        let dict = PyDict::new(py);
+        dict.set_item("version", stats.version)?;
+        dict.set_item("kind", kind_name(stats.kind))?;
+        dict.set_item("hashes", stats.hashes)?;
+        dict.set_item("total_count", stats.total_count)?;
+        dict.set_item("pages", stats.pages)?;
+        dict.set_item("bucket_bits", stats.bucket_bits)?;
+        dict.set_item("key_bits", stats.key_bits)?;
+        dict.set_item("bytes", stats.bytes)?;
+        dict.set_item("compact", stats.is_compact())?;
+        dict.set_item("false_positive_rate", stats.false_positive_rate())?;
+        Ok(dict)
+    }
+
+    /// Checks every page's checksum and the directory; raises
+    /// `CorruptIndexError` at the first damage.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        let index = self.index()?;
+        py.detach(|| index.verify()).map_err(to_py)
+    }
+
+    /// Releases the mapping (lookups already running finish first); later
+    /// calls raise `ValueError`.
+    fn close(&self) {
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _kind: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _traceback: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match self
+            .index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            Some(index) => format!("{} hashes, {}", index.len(), kind_name(index.kind())),
+            None => "closed".to_string(),
+        };
+        format!("PwnedIndex({:?}, {state})", self.path.display().to_string())
+    }
+}
+
+#[pymodule]
+fn _seekless(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PwnedIndex>()?;
+    m.add("CorruptIndexError", m.py().get_type::<CorruptIndexError>())?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+"""Indexes for the tests, built by the seekless command-line tool (the
+binary named by $SEEKLESS, else the workspace's target/{release,debug})."""
+
+import hashlib
+import os
+import pathlib
+import random
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+LISTED = {"password": 9545824, "hunter2": 17, "letmein": 1, "correct horse": 2}
+
+
+def seekless_binary() -> str:
+    named = os.environ.get("SEEKLESS")
+    if named:
+        return named
+    for build in ("release", "debug"):
+        candidate = ROOT / "target" / build / "seekless"
+        if candidate.exists():
+            return str(candidate)
+    pytest.fail("no seekless binary: run `cargo build` first or set SEEKLESS")
+
+
+def build(tmp: pathlib.Path, name: str, lines: list) -> pathlib.Path:
+    text = tmp / f"{name}.txt"
+    text.write_text("".join(f"{h}:{c}\n" for h, c in lines))
+    index = tmp / f"{name}.idx"
+    subprocess.run(
+        [seekless_binary(), "pwned", "prepare", str(text), "-o", str(index)],
+        check=True,
+        capture_output=True,
+    )
+    return index
+
+
+@pytest.fixture(scope="session")
+def random_hashes() -> list:
+    rng = random.Random(7)
+    return [("%040X" % rng.getrandbits(160), rng.randint(1, 10**6)) for _ in range(5000)]
+
+
+@pytest.fixture(scope="session")
+def sha1_index(tmp_path_factory, random_hashes) -> pathlib.Path:
+    lines = [(hashlib.sha1(p.encode()).hexdigest().upper(), c) for p, c in LISTED.items()]
+    return build(tmp_path_factory.mktemp("sha1"), "sha1", lines + random_hashes)
+
+
+@pytest.fixture(scope="session")
+def ntlm_index(tmp_path_factory) -> pathlib.Path:
+    # NTLM of "password" (MD4 of its UTF-16LE), which hashlib may lack.
+    lines = [("8846F7EAEE8FB117AD06BDD830B7586C", 42)]
+    rng = random.Random(8)
+    lines += [("%032X" % rng.getrandbits(128), 1) for _ in range(500)]
+    return build(tmp_path_factory.mktemp("ntlm"), "ntlm", lines)
