@@ -88,20 +88,15 @@ impl PwnedIndex {
     }
 
     /// The counts of many passwords, in order; hashing and lookups run
-    /// with the GIL released, lookups overlapped.
+    /// with the GIL released, lookups overlapped, large batches split
+    /// across the cores.
     fn count_many(&self, py: Python<'_>, passwords: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let index = self.index()?;
         let passwords: Vec<PyBackedStr> = passwords
             .try_iter()?
             .map(|item| item?.extract::<PyBackedStr>())
             .collect::<PyResult<_>>()?;
-        py.detach(|| {
-            let kind = index.kind();
-            let keys: Vec<_> = passwords.iter().map(|p| kind.hash_password(p)).collect();
-            let mut counts = Vec::with_capacity(keys.len());
-            index.count_many(&keys, &mut counts).map(|()| counts)
-        })
-        .map_err(to_py)
+        py.detach(|| count_passwords(&index, &passwords)).map_err(to_py)
     }
 
     /// One lookup without opening the index: reads the header, checksums,
@@ -187,6 +182,40 @@ impl PwnedIndex {
         };
         format!("PwnedIndex({:?}, {state})", self.path.display().to_string())
     }
+}
+
+/// Passwords below which a batch is not worth a second thread.
+const PER_THREAD: usize = 1 << 15;
+
+/// The counts of `passwords`, in order, on up to every core.
+fn count_passwords(index: &Index, passwords: &[PyBackedStr]) -> seekless_pwned::Result<Vec<u64>> {
+    let run = |part: &[PyBackedStr]| {
+        let kind = index.kind();
+        let keys: Vec<_> = part.iter().map(|p| kind.hash_password(p)).collect();
+        let mut counts = Vec::with_capacity(keys.len());
+        index.count_many(&keys, &mut counts).map(|()| counts)
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(passwords.len() / PER_THREAD).max(1);
+    if threads == 1 {
+        return run(passwords);
+    }
+    let per = passwords.len().div_ceil(threads);
+    let parts: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = passwords
+            .chunks(per)
+            .map(|part| scope.spawn(move || run(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    let mut counts = Vec::with_capacity(passwords.len());
+    for part in parts {
+        counts.extend(part?);
+    }
+    Ok(counts)
 }
 
 #[pymodule]
