@@ -1,7 +1,8 @@
-//! Python bindings of the pwned engine: `seekless.PwnedIndex`, an index
+//! Python bindings: `seekless.PwnedIndex` (the pwned engine), an index
 //! opened once (memory-mapped) and shared by every thread, answering each
-//! password with one page read. The Python package (`python/seekless`)
-//! re-exports these and adds the Django validator.
+//! password with one page read; and bencode decoding and torrent metadata
+//! (the bencode engine). The Python package (`python/seekless`) re-exports
+//! these and adds the Django validator.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -9,7 +10,8 @@ use std::sync::{Arc, RwLock};
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use seekless_bencode::{Kind as BencodeKind, Node};
 use seekless_pwned::{ErrorKind, Index, Kind};
 
 pyo3::create_exception!(
@@ -96,7 +98,8 @@ impl PwnedIndex {
             .try_iter()?
             .map(|item| item?.extract::<PyBackedStr>())
             .collect::<PyResult<_>>()?;
-        py.detach(|| count_passwords(&index, &passwords)).map_err(to_py)
+        py.detach(|| count_passwords(&index, &passwords))
+            .map_err(to_py)
     }
 
     /// One lookup without opening the index: reads the header, checksums,
@@ -208,7 +211,10 @@ fn count_passwords(index: &Index, passwords: &[PyBackedStr]) -> seekless_pwned::
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     });
     let mut counts = Vec::with_capacity(passwords.len());
@@ -218,9 +224,69 @@ fn count_passwords(index: &Index, passwords: &[PyBackedStr]) -> seekless_pwned::
     Ok(counts)
 }
 
+/// A decoded bencode value as Python objects: integers as `int`, strings
+/// as `bytes`, lists as `list`, dictionaries as `dict` with `bytes` keys.
+fn to_python<'py>(py: Python<'py>, node: Node<'_>) -> PyResult<Bound<'py, PyAny>> {
+    // Recursion is bounded: the decoder refuses nesting past its depth
+    // limit (100), as libtorrent does.
+    Ok(match node.kind() {
+        BencodeKind::Int => node
+            .as_int()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .into_pyobject(py)?
+            .into_any(),
+        BencodeKind::Bytes => PyBytes::new(py, node.as_bytes().unwrap_or_default()).into_any(),
+        BencodeKind::List => {
+            let list = PyList::empty(py);
+            for item in node.as_list().into_iter().flat_map(|l| l.iter()) {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any()
+        }
+        BencodeKind::Dict => {
+            let dict = PyDict::new(py);
+            for (key, value) in node.as_dict().into_iter().flat_map(|d| d.iter()) {
+                dict.set_item(PyBytes::new(py, key), to_python(py, value)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Decodes one bencoded value, the whole of `data`, into Python objects;
+/// `ValueError` saying where, for anything malformed, followed by more
+/// bytes, or past the limits (integers beyond 64 bits included).
+#[pyfunction]
+fn bencode_decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let document =
+        seekless_bencode::decode(data).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let root = document.root();
+    let end = root.raw().len();
+    if end != data.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes after the value, at byte {end}",
+            data.len() - end
+        )));
+    }
+    to_python(py, root)
+}
+
+/// A `.torrent` file's metadata (v1, v2 or hybrid) as JSON, as `seekless
+/// torrent info --json` prints it; `ValueError` when it is not a valid
+/// torrent.
+#[pyfunction]
+fn torrent_info_json(py: Python<'_>, data: &[u8]) -> PyResult<String> {
+    let torrent = py
+        .detach(|| seekless_bencode::torrent::Torrent::from_bytes(data))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(seekless_bencode::torrent::summary_json(&torrent))
+}
+
 #[pymodule]
 fn _seekless(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PwnedIndex>()?;
+    m.add_function(wrap_pyfunction!(bencode_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(torrent_info_json, m)?)?;
     m.add("CorruptIndexError", m.py().get_type::<CorruptIndexError>())?;
     Ok(())
 }

@@ -2,9 +2,12 @@
 
 ``PwnedIndex(path)`` opens an index built by ``seekless pwned update`` or
 ``seekless pwned prepare`` once, memory-mapped and shared by every thread;
-each lookup reads one 4 KiB page.
+each lookup reads one 4 KiB page. ``seekless.bencode.decode`` and
+``seekless.torrent.info`` read bencode and torrent files;
+``seekless.django`` holds the offline Django password validator.
 """
 
+from . import bencode, torrent
 from ._seekless import CorruptIndexError, PwnedIndex
 
-__all__ = ["CorruptIndexError", "PwnedIndex"]
+__all__ = ["CorruptIndexError", "PwnedIndex", "bencode", "torrent"]

@@ -48,3 +48,9 @@ class PwnedIndex:
         value: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> bool: ...
+
+def bencode_decode(data: bytes) -> object:
+    """One bencoded value as Python objects (see ``seekless.bencode.decode``)."""
+
+def torrent_info_json(data: bytes) -> str:
+    """A torrent's metadata as JSON (see ``seekless.torrent.info``)."""

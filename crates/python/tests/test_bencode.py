@@ -1,0 +1,88 @@
+"""seekless.bencode.decode and seekless.torrent.info."""
+
+import hashlib
+import pathlib
+import random
+
+import pytest
+
+import seekless
+
+DATA = pathlib.Path(__file__).resolve().parents[2] / "bencode" / "tests" / "data"
+
+
+def test_values_decode_to_plain_python():
+    assert seekless.bencode.decode(b"i42e") == 42
+    assert seekless.bencode.decode(b"i-7e") == -7
+    assert seekless.bencode.decode(b"4:spam") == b"spam"
+    assert seekless.bencode.decode(b"0:") == b""
+    assert seekless.bencode.decode(b"le") == []
+    assert seekless.bencode.decode(b"de") == {}
+    assert seekless.bencode.decode(b"d3:cow3:moo4:spaml1:ai-1eee") == {b"cow": b"moo", b"spam": [b"a", -1]}
+    assert seekless.bencode.decode(bytearray(b"l4:\x00\xff\x01\x80e")) == [b"\x00\xff\x01\x80"]
+    assert seekless.bencode.decode(b"i9223372036854775807e") == 2**63 - 1
+    assert seekless.bencode.decode(b"i-9223372036854775808e") == -(2**63)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"", b"i42", b"4:spa", b"l4:spam", b"d3:cowe", b"i4x2e", b"i42ee", b"x", b"-1:", b"99999999999999999:a",
+     b"l" * 200 + b"e" * 200, b"i9223372036854775808e", b"4:spam4:eggs"],
+)
+def test_malformed_input_is_a_value_error(bad):
+    with pytest.raises(ValueError):
+        seekless.bencode.decode(bad)
+
+
+def test_random_input_never_crashes():
+    rng = random.Random(3)
+    alphabet = b"ilde0123456789:-x"
+    for _ in range(5000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 40)))
+        try:
+            seekless.bencode.decode(data)
+        except ValueError:
+            pass
+
+
+def value_end(data: bytes, at: int) -> int:
+    """Where the bencoded value starting at ``at`` ends (an independent
+    reading, to hash the info dictionary's raw bytes)."""
+    depth = 0
+    while True:
+        c = data[at : at + 1]
+        if c in (b"d", b"l"):
+            depth += 1
+            at += 1
+        elif c == b"e":
+            depth -= 1
+            at += 1
+        elif c == b"i":
+            at = data.index(b"e", at) + 1
+        else:
+            colon = data.index(b":", at)
+            at = colon + 1 + int(data[at:colon])
+        if depth == 0:
+            return at
+
+
+@pytest.mark.parametrize("name", ["base-v1.torrent", "sample.torrent", "v2_hybrid.torrent", "base-v2.torrent"])
+def test_torrent_info_matches_the_file(name):
+    data = (DATA / name).read_bytes()
+    info = seekless.torrent.info(data)
+    decoded = seekless.bencode.decode(data)
+    assert info["name"] == decoded[b"info"][b"name"].decode()
+    start = data.index(b"4:info") + len(b"4:info")
+    raw_info = data[start : value_end(data, start)]
+    if info["info_hash_v1"] is not None:
+        assert info["info_hash_v1"] == hashlib.sha1(raw_info).hexdigest()
+    if info["info_hash_v2"] is not None:
+        assert info["info_hash_v2"] == hashlib.sha256(raw_info).hexdigest()
+    assert info["total_size"] >= 0 and info["piece_length"] > 0
+    assert isinstance(info["files"], list) and info["files"]
+
+
+def test_not_a_torrent_is_a_value_error():
+    for data in [b"", b"de", b"d4:infodee", b"i1e", (DATA / "base-v1.torrent").read_bytes()[:-10]]:
+        with pytest.raises(ValueError):
+            seekless.torrent.info(data)
