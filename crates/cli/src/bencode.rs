@@ -117,7 +117,7 @@ fn dump(path: &Path) -> ExitCode {
         Ok(doc) => doc,
         Err(e) => {
             eprintln!("seekless: {}: {e}", path.display());
-            return ExitCode::from(1);
+            return ExitCode::from(2);
         }
     };
     let mut json = String::with_capacity(data.len() * 2);
@@ -248,7 +248,7 @@ fn load_torrent(path: &Path) -> Result<Torrent, ExitCode> {
     let data = read_input(path).map_err(|e| fail(format_args!("{}: {e}", path.display())))?;
     Torrent::from_bytes(&data).map_err(|e| {
         eprintln!("seekless: {}: {e}", path.display());
-        ExitCode::from(1)
+        ExitCode::from(2)
     })
 }
 

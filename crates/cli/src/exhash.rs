@@ -104,7 +104,7 @@ fn apply(db: &std::path::Path) -> ExitCode {
         Ok(t) => t,
         Err(e) => {
             eprintln!("seekless exhash apply: {}: {e}", db.display());
-            return ExitCode::from(1);
+            return ExitCode::from(2);
         }
     };
     let stdin = std::io::stdin().lock();
@@ -148,25 +148,25 @@ fn apply(db: &std::path::Path) -> ExitCode {
                 if let Err(e) = table.commit() {
                     let _ = out.flush();
                     eprintln!("seekless exhash apply: line {number}: commit failed: {e}");
-                    return ExitCode::from(1);
+                    return ExitCode::from(2);
                 }
                 Ok(())
             }
         };
         if let Err(e) = written {
             eprintln!("seekless exhash apply: cannot write output: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(2);
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     if let Err(e) = out.flush() {
         eprintln!("seekless exhash apply: cannot write output: {e}");
-        return ExitCode::from(1);
+        return ExitCode::from(2);
     }
     if let Err(e) = table.commit() {
         eprintln!("seekless exhash apply: final commit failed: {e}");
-        return ExitCode::from(1);
+        return ExitCode::from(2);
     }
     ExitCode::SUCCESS
 }

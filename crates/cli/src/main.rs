@@ -53,6 +53,31 @@ enum Command {
     Exhash(exhash::Command),
 }
 
+impl Command {
+    /// Whether the command talks over sockets (`pwned serve`, `pwned
+    /// update`), where a peer that goes away must be an error to handle,
+    /// not a signal that ends the process.
+    fn uses_sockets(&self) -> bool {
+        #[cfg(feature = "pwned")]
+        if let Command::Pwned(command) = self {
+            return command.uses_sockets();
+        }
+        false
+    }
+}
+
+/// A closed standard output (`seekless … | head`) ends the process quietly,
+/// as it ends `cat` or `grep`: SIGPIPE gets its default action back (Rust
+/// ignores it, which turns every later write into an error to report).
+fn quiet_closed_pipes() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to its default, before any
+    // thread is started; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     // Invoked as `okon-cli`, or as `seekless --path … --hash …`: answer as
     // okon's CLI does (for KeePassXC's `--okon`).
@@ -61,6 +86,9 @@ fn main() -> ExitCode {
         return code;
     }
     let cli = Cli::parse();
+    if !cli.command.uses_sockets() {
+        quiet_closed_pipes();
+    }
     match cli.command {
         #[cfg(feature = "pwned")]
         Command::Pwned(command) => pwned::run(command),

@@ -51,6 +51,10 @@ pub enum Command {
         /// Inputs are hex hashes of the index's kind, not passwords.
         #[arg(long)]
         hashes: bool,
+        /// Report malformed inputs (`-:LINE: what is wrong` on standard
+        /// error) and go on, instead of stopping at the first.
+        #[arg(long)]
+        skip_invalid: bool,
         /// Passwords (or hashes); none reads standard input, one per line.
         inputs: Vec<String>,
     },
@@ -112,6 +116,19 @@ pub enum Command {
     Serve(crate::serve::Args),
 }
 
+impl Command {
+    /// Whether the command talks over sockets.
+    pub fn uses_sockets(&self) -> bool {
+        match self {
+            #[cfg(feature = "serve")]
+            Command::Serve(_) => true,
+            #[cfg(feature = "update")]
+            Command::Update { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 pub fn run(command: Command) -> ExitCode {
     let result = match command {
         Command::Prepare {
@@ -136,8 +153,9 @@ pub fn run(command: Command) -> ExitCode {
         Command::Check {
             index,
             hashes,
+            skip_invalid,
             inputs,
-        } => check(index.as_deref(), hashes, inputs),
+        } => check(index.as_deref(), hashes, skip_invalid, inputs),
         #[cfg(feature = "update")]
         Command::Update {
             index,
@@ -350,7 +368,16 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<ExitCode> {
+/// `pwned check`. A malformed input (a line of standard input, or an
+/// argument) is reported as `-:LINE: what is wrong` (`arg:N:` for the N-th
+/// argument) on standard error; the check stops there with status 2, or
+/// with `--skip-invalid` goes on without it (status 0).
+fn check(
+    index: Option<&Path>,
+    hashes: bool,
+    skip_invalid: bool,
+    inputs: Vec<String>,
+) -> Result<ExitCode> {
     let from_sample = index.is_none();
     let index = match index {
         Some(path) => Index::open(path)?,
@@ -366,6 +393,7 @@ fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<Exit
         index: &index,
         hashes,
         from_sample,
+        skip_invalid,
         keys: Vec::new(),
         counts: Vec::new(),
         line: Vec::with_capacity(128),
@@ -374,9 +402,13 @@ fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<Exit
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     if !inputs.is_empty() {
         let inputs: Vec<&[u8]> = inputs.iter().map(|s| s.as_bytes()).collect();
-        checker.answer(&inputs, &mut out)?;
+        let go_on = checker.answer(&inputs, "arg", 1, &mut out)?;
         out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if go_on {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        });
     }
     let stdin = io::stdin();
     // On a terminal, answer each line as it is typed; otherwise answer in
@@ -391,6 +423,7 @@ fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<Exit
     let mut reader = stdin.lock();
     let mut text = Vec::with_capacity(batch * 48);
     let mut ends = Vec::with_capacity(batch);
+    let mut first = 1;
     loop {
         text.clear();
         ends.clear();
@@ -410,10 +443,14 @@ fn check(index: Option<&Path>, hashes: bool, inputs: Vec<String>) -> Result<Exit
                 line.strip_suffix(b"\r").unwrap_or(line)
             })
             .collect();
-        checker.answer(&lines, &mut out)?;
-        if batch == 1 {
+        let go_on = checker.answer(&lines, "-", first, &mut out)?;
+        if batch == 1 || !go_on {
             out.flush()?;
         }
+        if !go_on {
+            return Ok(ExitCode::from(2));
+        }
+        first += lines.len() as u64;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -424,26 +461,35 @@ struct Checker<'a> {
     index: &'a Index,
     hashes: bool,
     from_sample: bool,
+    skip_invalid: bool,
     keys: Vec<seekless_pwned::Key>,
     counts: Vec<u64>,
     line: Vec<u8>,
 }
 
 impl Checker<'_> {
-    fn answer(&mut self, inputs: &[&[u8]], out: &mut dyn Write) -> Result<()> {
+    /// Answers `inputs` (numbered from `first` in `source`); false when a
+    /// malformed one stopped the check (reported, after the answers to
+    /// those before it).
+    fn answer(
+        &mut self,
+        inputs: &[&[u8]],
+        source: &str,
+        first: u64,
+        out: &mut dyn Write,
+    ) -> Result<bool> {
         let kind = self.index.kind();
         self.keys.clear();
         let mut failure = None;
-        for &input in inputs {
+        for (number, &input) in (first..).zip(inputs) {
             let key = match std::str::from_utf8(input) {
-                Err(_) => Err(format!(
-                    "input {:?} is not UTF-8",
-                    String::from_utf8_lossy(input)
-                )),
+                Err(_) => Err("not UTF-8".to_string()),
+                Ok("") if self.hashes => Err("blank line: expected a hash".to_string()),
                 Ok(text) if self.hashes => {
                     seekless_pwned::Key::from_hex(kind, input).ok_or_else(|| {
+                        let shown: String = text.chars().take(64).collect();
                         format!(
-                            "bad hash {text:?}: expected {} hex digits of {kind}",
+                            "bad hash {shown:?}: expected {} hex digits of {kind}",
                             kind.hex_len()
                         )
                     })
@@ -452,9 +498,10 @@ impl Checker<'_> {
             };
             match key {
                 Ok(key) => self.keys.push(key),
-                Err(e) => {
+                Err(what) if self.skip_invalid => eprintln!("{source}:{number}: {what} (skipped)"),
+                Err(what) => {
                     // Answer what came before, then stop.
-                    failure = Some(e);
+                    failure = Some(format!("{source}:{number}: {what}"));
                     break;
                 }
             }
@@ -478,11 +525,12 @@ impl Checker<'_> {
             out.write_all(line)?;
         }
         match failure {
-            Some(e) => {
+            Some(report) => {
                 out.flush()?;
-                Err(e.into())
+                eprintln!("{report}");
+                Ok(false)
             }
-            None => Ok(()),
+            None => Ok(true),
         }
     }
 }

@@ -80,12 +80,12 @@ fn malformed_line_names_the_line_and_keeps_the_last_commit() {
 }
 
 #[test]
-fn corrupt_file_gives_one_clear_line() {
+fn corrupt_file_gives_one_clear_line_and_status_2() {
     let dir = tempdir("corrupt");
     let db = dir.join("t.exh");
     std::fs::write(&db, b"definitely not a table, just some text\n").unwrap();
     let out = apply(&db, "get 1\n");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("not an exhash file"), "{err}");
     assert_eq!(err.lines().count(), 1);
@@ -103,7 +103,7 @@ fn corrupt_file_gives_one_clear_line() {
     }
     std::fs::write(&db, &bytes).unwrap();
     let out = apply(&db, "get 1\n");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("checksum") || err.contains("corrupt"), "{err}");
     assert!(!err.contains("panicked"), "{err}");

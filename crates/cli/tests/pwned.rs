@@ -554,3 +554,70 @@ fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() 
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn check_reports_malformed_inputs_by_line() {
+    let dir = tempdir("check-lines");
+    let corpus = dir.join("corpus.txt");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let index = dir.join("pwned.idx");
+    assert!(prepare(&corpus, &index, &[]).status.success());
+    let idx = index.to_str().unwrap();
+    let input = b"f7c3bc1d808e04732adf679965ccc34ca7ae3441\n\
+        B1B3773A05C0ED0176787A4F1574FF0075F7521E\r\n\
+        \n\
+        5BAA61E4\n\
+        0000000000000000000000000000000000000000\n";
+    // Stops at the first bad line (line 3, blank), after answering those
+    // before it; status 2.
+    let out = seekless(&["pwned", "check", "-i", idx, "--hashes"], input);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout).lines().count(), 2);
+    assert_eq!(text(&out.stderr), "-:3: blank line: expected a hash\n");
+    // --skip-invalid: every bad line reported, the others answered.
+    let out = seekless(
+        &["pwned", "check", "-i", idx, "--hashes", "--skip-invalid"],
+        input,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let counts: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    assert_eq!(counts, ["1", "4", "0"]);
+    assert_eq!(
+        text(&out.stderr),
+        "-:3: blank line: expected a hash (skipped)\n\
+         -:4: bad hash \"5BAA61E4\": expected 40 hex digits of SHA-1 (skipped)\n"
+    );
+    // Line numbers run on across batches (4,096 lines each).
+    let mut many = b"0000000000000000000000000000000000000000\n".repeat(5000);
+    many.extend_from_slice(b"not hex\n");
+    let out = seekless(&["pwned", "check", "-i", idx, "--hashes"], &many);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout).lines().count(), 5000);
+    assert!(
+        text(&out.stderr).starts_with("-:5001: bad hash \"not hex\""),
+        "{}",
+        text(&out.stderr)
+    );
+    // Arguments are numbered too; bytes that are not UTF-8 are named.
+    let out = seekless(
+        &[
+            "pwned",
+            "check",
+            "-i",
+            idx,
+            "--hashes",
+            &"0".repeat(40),
+            "xyz",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("arg:2: bad hash \"xyz\""));
+    let out = seekless(&["pwned", "check", "-i", idx], b"password\n\xff\xfe\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), "-:2: not UTF-8\n");
+    std::fs::remove_dir_all(dir).unwrap();
+}
