@@ -38,10 +38,12 @@ pub struct Args {
     /// (`?mode=ntlm`); each index's kind decides which it answers.
     #[arg(short, long = "index", value_name = "INDEX", required = true)]
     pub indexes: Vec<PathBuf>,
-    /// Address to listen on (port 0 picks a free port; the chosen address
-    /// is printed on standard output).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// Address to listen on: HOST:PORT (a name such as localhost:8080, an
+    /// IPv4 or [IPv6] address) or a bare PORT, on 127.0.0.1 (give
+    /// 0.0.0.0:PORT for every interface). Port 0 picks a free port; the
+    /// chosen address is printed on standard output.
+    #[arg(long, value_name = "[HOST:]PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -270,7 +272,7 @@ fn router(api: &RangeApi, page: bool, access_log: bool) -> axum::Router {
 }
 
 async fn accept_loop(args: Args, api: RangeApi) -> Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let listener = bind(&args.listen).await?;
     let local = listener.local_addr()?;
     {
         let mut stdout = std::io::stdout().lock();
@@ -326,6 +328,32 @@ async fn accept_loop(args: Args, api: RangeApi) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Listens on `listen` (`HOST:PORT` or a bare port on 127.0.0.1): the
+/// first of the name's addresses that binds; an error names the address
+/// and what each attempt met.
+async fn bind(listen: &str) -> Result<tokio::net::TcpListener> {
+    let target = if !listen.is_empty() && listen.bytes().all(|b| b.is_ascii_digit()) {
+        format!("127.0.0.1:{listen}")
+    } else {
+        listen.to_string()
+    };
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&target)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e} (give HOST:PORT or a port)"))?
+        .collect();
+    if addresses.is_empty() {
+        return Err(format!("cannot listen on {listen}: the name has no address").into());
+    }
+    let mut failures = Vec::new();
+    for address in &addresses {
+        match tokio::net::TcpListener::bind(address).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) => failures.push(format!("{address}: {e}")),
+        }
+    }
+    Err(format!("cannot listen on {listen}: {}", failures.join("; ")).into())
 }
 
 /// Resolves on SIGINT or SIGTERM.

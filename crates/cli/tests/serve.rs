@@ -986,3 +986,57 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
     assert_eq!(std::fs::read(&index).unwrap(), kept);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn listen_takes_names_and_bare_ports_and_names_what_failed() {
+    let dir = tempdir("listen");
+    let index = prepare(&dir, "sha1", &corpus(40, 9));
+    let announce = |listen: &str| {
+        let mut child = Command::new(SEEKLESS)
+            .args(["pwned", "serve", "--listen", listen, "-i"])
+            .arg(&index)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        line
+    };
+    let named = announce("localhost:0");
+    assert!(
+        named.starts_with("listening on http://127.0.0.1:")
+            || named.starts_with("listening on http://[::1]:"),
+        "{named}"
+    );
+    assert!(announce("0").starts_with("listening on http://127.0.0.1:"));
+    // A port in use, and a value that is no address: status 2, the
+    // address named.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    for (listen, wanted) in [
+        (
+            port.as_str(),
+            format!("cannot listen on {port}: 127.0.0.1:{port}: "),
+        ),
+        (
+            "not:an:address",
+            "cannot listen on not:an:address".to_string(),
+        ),
+    ] {
+        let out = Command::new(SEEKLESS)
+            .args(["pwned", "serve", "--listen", listen, "-i"])
+            .arg(&index)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{listen}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&wanted), "{listen}: {stderr}");
+    }
+    drop(taken);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
