@@ -52,6 +52,10 @@ pub enum Command {
     List {
         #[command(flatten)]
         source: Source,
+        /// One JSON object per block (height, hash, file, offset), one per
+        /// line.
+        #[arg(long)]
+        json: bool,
     },
     /// Write the best chain in height order as plain blkNNNNN.dat files.
     Linearize {
@@ -84,7 +88,7 @@ pub fn run(command: Command) -> ExitCode {
             verify,
             json,
         } => run_scan(&source, verify, json),
-        Command::List { source } => run_list(&source),
+        Command::List { source, json } => run_list(&source, json),
         Command::Linearize {
             source,
             output,
@@ -275,19 +279,26 @@ fn run_scan(source: &Source, verify: bool, as_json: bool) -> Result<ExitCode, St
     })
 }
 
-fn run_list(source: &Source) -> Result<ExitCode, String> {
+fn run_list(source: &Source, as_json: bool) -> Result<ExitCode, String> {
     let (output, chain) = load(source, false)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for block in chain.best_chain() {
-        let line = writeln!(
-            out,
-            "{} {} {} {}",
+        let (height, file) = (
             block.height.unwrap_or(0),
-            block.hash,
             file_name(&output.files, block.file),
-            block.offset
         );
+        let line = if as_json {
+            let object = json!({
+                "height": height,
+                "hash": block.hash.to_string(),
+                "file": file,
+                "offset": block.offset,
+            });
+            writeln!(out, "{object}")
+        } else {
+            writeln!(out, "{height} {} {file} {}", block.hash, block.offset)
+        };
         if line.is_err() {
             // A closed pipe (`| head`) is not an error worth reporting.
             return Ok(ExitCode::SUCCESS);

@@ -55,6 +55,10 @@ pub enum Command {
         /// error) and go on, instead of stopping at the first.
         #[arg(long)]
         skip_invalid: bool,
+        /// One JSON object per input (`{"count":N,"hash":"…"}`), one per
+        /// line.
+        #[arg(long)]
+        json: bool,
         /// Passwords (or hashes); none reads standard input, one per line.
         inputs: Vec<String>,
     },
@@ -90,6 +94,9 @@ pub enum Command {
     Stats {
         /// The index.
         index: PathBuf,
+        /// One JSON object with the same fields (numbers unrounded).
+        #[arg(long)]
+        json: bool,
     },
     /// Check every checksum and the order of every hash (exit 1 if damaged).
     Verify {
@@ -154,8 +161,9 @@ pub fn run(command: Command) -> ExitCode {
             index,
             hashes,
             skip_invalid,
+            json,
             inputs,
-        } => check(index.as_deref(), hashes, skip_invalid, inputs),
+        } => check(index.as_deref(), hashes, skip_invalid, json, inputs),
         #[cfg(feature = "update")]
         Command::Update {
             index,
@@ -177,7 +185,7 @@ pub fn run(command: Command) -> ExitCode {
                 ..seekless_pwned::UpdateOptions::default()
             },
         ),
-        Command::Stats { index } => stats(&index),
+        Command::Stats { index, json } => stats(&index, json),
         Command::Verify { index } => verify(&index),
         Command::Export {
             index,
@@ -376,6 +384,7 @@ fn check(
     index: Option<&Path>,
     hashes: bool,
     skip_invalid: bool,
+    json: bool,
     inputs: Vec<String>,
 ) -> Result<ExitCode> {
     let from_sample = index.is_none();
@@ -394,6 +403,7 @@ fn check(
         hashes,
         from_sample,
         skip_invalid,
+        json,
         keys: Vec::new(),
         counts: Vec::new(),
         line: Vec::with_capacity(128),
@@ -462,6 +472,7 @@ struct Checker<'a> {
     hashes: bool,
     from_sample: bool,
     skip_invalid: bool,
+    json: bool,
     keys: Vec<seekless_pwned::Key>,
     counts: Vec<u64>,
     line: Vec<u8>,
@@ -511,6 +522,17 @@ impl Checker<'_> {
         for (key, &count) in self.keys.iter().zip(&self.counts) {
             let line = &mut self.line;
             line.clear();
+            if self.json {
+                line.extend_from_slice(format!("{{\"count\":{count},\"hash\":\"").as_bytes());
+                key.write_hex(kind, line);
+                line.push(b'"');
+                if self.from_sample {
+                    line.extend_from_slice(b",\"sample\":true");
+                }
+                line.extend_from_slice(b"}\n");
+                out.write_all(line)?;
+                continue;
+            }
             line.extend_from_slice(count.to_string().as_bytes());
             line.push(b'\t');
             key.write_hex(kind, line);
@@ -535,38 +557,69 @@ impl Checker<'_> {
     }
 }
 
-fn stats(path: &Path) -> Result<ExitCode> {
+/// `pwned stats`: `field\tvalue` lines, or one JSON object with the same
+/// fields.
+fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
+    use serde_json::{Value, json};
     let index = Index::open(path)?;
     let s = index.stats();
-    println!("file\t{}", path.display());
-    println!("format_version\t{}", s.version);
-    println!(
-        "kind\t{}",
-        match s.kind {
-            Kind::Sha1 => "sha1",
-            Kind::Ntlm => "ntlm",
-        }
-    );
-    println!("hashes\t{}", s.hashes);
-    println!("total_count\t{}", s.total_count);
-    println!("pages\t{}", s.pages);
-    println!("bucket_bits\t{}", s.bucket_bits);
-    println!("key_bits\t{}", s.key_bits);
-    if s.is_compact() {
-        println!("false_positive_rate\t{:.3e}", s.false_positive_rate());
-    }
-    println!("bytes\t{}", s.bytes);
+    let kind = match s.kind {
+        Kind::Sha1 => "sha1",
+        Kind::Ntlm => "ntlm",
+    };
     let per_hash = if s.hashes == 0 {
         0.0
     } else {
         s.bytes as f64 / s.hashes as f64
     };
-    println!("bytes_per_hash\t{per_hash:.3}");
+    // Each field as text (rounded where a person reads it) and as JSON.
+    let mut fields: Vec<(&str, String, Value)> = vec![
+        (
+            "file",
+            path.display().to_string(),
+            json!(path.display().to_string()),
+        ),
+        ("format_version", s.version.to_string(), json!(s.version)),
+        ("kind", kind.to_string(), json!(kind)),
+        ("hashes", s.hashes.to_string(), json!(s.hashes)),
+        (
+            "total_count",
+            s.total_count.to_string(),
+            json!(s.total_count),
+        ),
+        ("pages", s.pages.to_string(), json!(s.pages)),
+        (
+            "bucket_bits",
+            s.bucket_bits.to_string(),
+            json!(s.bucket_bits),
+        ),
+        ("key_bits", s.key_bits.to_string(), json!(s.key_bits)),
+    ];
+    if s.is_compact() {
+        let rate = s.false_positive_rate();
+        fields.push(("false_positive_rate", format!("{rate:.3e}"), json!(rate)));
+    }
+    fields.push(("bytes", s.bytes.to_string(), json!(s.bytes)));
+    fields.push(("bytes_per_hash", format!("{per_hash:.3}"), json!(per_hash)));
     if let Some(source) = index.source()? {
-        println!("source\t{}", source.url);
         let updated = std::time::UNIX_EPOCH + std::time::Duration::from_secs(source.updated);
-        println!("updated\t{}", seekless_pwned::date::rfc3339(updated));
-        println!("validators\t{}", source.validators());
+        let updated = seekless_pwned::date::rfc3339(updated);
+        fields.push(("source", source.url.clone(), json!(source.url)));
+        fields.push(("updated", updated.clone(), json!(updated)));
+        let validators = source.validators();
+        fields.push(("validators", validators.to_string(), json!(validators)));
+    }
+    let mut out = io::stdout().lock();
+    if as_json {
+        let object: serde_json::Map<String, Value> = fields
+            .into_iter()
+            .map(|(name, _, value)| (name.to_string(), value))
+            .collect();
+        writeln!(out, "{}", Value::Object(object))?;
+    } else {
+        for (name, text, _) in fields {
+            writeln!(out, "{name}\t{text}")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -155,6 +155,22 @@ fn list_prints_the_best_chain() {
     let offset: usize = last[3].parse().unwrap();
     let file = std::fs::read(last[2]).unwrap();
     assert_eq!(file[offset..offset + 4], Network::Regtest.magic());
+    // --json: the same blocks, one object a line.
+    let out = seekless(&["blocks", "list", "--json", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    let json = String::from_utf8(out.stdout).unwrap();
+    let objects: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), lines.len());
+    for (object, line) in objects.iter().zip(&lines) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(object["height"].to_string(), fields[0]);
+        assert_eq!(object["hash"], fields[1]);
+        assert_eq!(object["file"], fields[2]);
+        assert_eq!(object["offset"].to_string(), fields[3]);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

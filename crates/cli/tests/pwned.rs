@@ -136,6 +136,30 @@ fn prepare_check_stats_verify_export() {
             && stats.contains("format_version\t3"),
         "{stats}"
     );
+    // --json: every field of the text form, numbers unrounded.
+    let out = seekless(&["pwned", "stats", "--json", idx], b"");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for line in stats.lines() {
+        let (name, value) = line.split_once('\t').unwrap();
+        let field = &json[name];
+        match field {
+            serde_json::Value::String(s) => assert_eq!(s, value, "{name}"),
+            serde_json::Value::Number(n) if name == "bytes_per_hash" => {
+                assert_eq!(format!("{:.3}", n.as_f64().unwrap()), value)
+            }
+            other => assert_eq!(other.to_string(), value, "{name}"),
+        }
+    }
+    assert_eq!(json.as_object().unwrap().len(), stats.lines().count());
+    let out = seekless(
+        &["pwned", "check", "--json", "-i", idx, "password", "nope"],
+        b"",
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "{\"count\":9545825,\"hash\":\"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8\"}\n\
+         {\"count\":0,\"hash\":\"76272DC4FAF660733711F58C736830D27159FB55\"}\n"
+    );
 
     let out = seekless(&["pwned", "verify", idx], b"");
     assert!(out.status.success());
