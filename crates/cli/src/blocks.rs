@@ -323,10 +323,10 @@ fn run_linearize(
         .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     println!(
-        "wrote {} blocks ({} bytes) in {} files to {}",
-        report.blocks,
+        "wrote {} ({} bytes) in {} to {}",
+        crate::words::count(report.blocks, "block", "blocks"),
         report.bytes,
-        report.files.len(),
+        crate::words::count(report.files.len() as u64, "file", "files"),
         dir.display()
     );
     Ok(ExitCode::SUCCESS)

@@ -16,6 +16,8 @@ mod progress;
 mod pwned;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(any(feature = "pwned", feature = "blocks"))]
+mod words;
 
 use std::process::ExitCode;
 

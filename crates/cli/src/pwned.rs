@@ -282,21 +282,33 @@ fn prepare(inputs: Vec<String>, output: &Path, options: BuildOptions) -> Result<
     let summary = build(inputs, output, &options, &progress)?;
     progress.bar.finish_and_clear();
     let kind = summary.kind.map_or("SHA-1".to_string(), |k| k.to_string());
+    // Every line read, the skipped ones said apart.
+    let skipped = summary.invalid + summary.zero_counts;
+    let lines = crate::words::count(summary.lines + skipped, "line", "lines");
+    let skipped = if skipped > 0 {
+        format!(" ({skipped} skipped)")
+    } else {
+        String::new()
+    };
     println!(
-        "wrote {}: {} {kind} hashes from {} lines in {:.2} s",
+        "wrote {}: {} from {lines}{skipped} in {:.2} s",
         output.display(),
-        summary.hashes,
-        summary.lines,
+        crate::words::count(
+            summary.hashes,
+            &format!("{kind} hash"),
+            &format!("{kind} hashes")
+        ),
         summary.seconds
     );
+    let count = crate::words::count;
     println!(
-        "  {} bytes, {:.2} bytes per hash; {} duplicates merged, {} invalid lines skipped, {} zero counts skipped, {} counts capped at 4294967295",
+        "  {} bytes, {:.2} bytes per hash; {} merged, {} skipped, {} skipped, {} at 4294967295",
         summary.bytes,
         summary.bytes_per_hash(),
-        summary.duplicates,
-        summary.invalid,
-        summary.zero_counts,
-        summary.capped
+        count(summary.duplicates, "duplicate", "duplicates"),
+        count(summary.invalid, "invalid line", "invalid lines"),
+        count(summary.zero_counts, "zero count", "zero counts"),
+        count(summary.capped, "count capped", "counts capped"),
     );
     if let Some(first) = &summary.first_invalid {
         println!("  first invalid line: {first}");

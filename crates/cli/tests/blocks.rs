@@ -451,3 +451,22 @@ fn linearize_never_mixes_old_and_new_files() {
     assert_eq!(beside, ["in", "out"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn linearize_counts_in_words() {
+    let dir = tempdir("linearize-words");
+    let out_dir = dir.join("out");
+    write_chain(&dir, XorKey::default());
+    let out = linearize(&dir, &out_dir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("wrote 51 blocks (") && stdout.contains(" in 1 file to "),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

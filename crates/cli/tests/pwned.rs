@@ -97,7 +97,10 @@ fn prepare_check_stats_verify_export() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let summary = text(&out.stdout);
     assert!(summary.contains("4 SHA-1 hashes from 5 lines"), "{summary}");
-    assert!(summary.contains("1 duplicates merged"), "{summary}");
+    assert!(
+        summary.contains("1 duplicate merged, 0 invalid lines skipped"),
+        "{summary}"
+    );
 
     let out = seekless(
         &[
@@ -233,7 +236,8 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
     let out = prepare(&corpus, &index, &["--skip-invalid"]);
     assert!(out.status.success());
     assert!(
-        text(&out.stdout).contains("1 invalid lines skipped"),
+        text(&out.stdout).contains("4 SHA-1 hashes from 6 lines (1 skipped) in")
+            && text(&out.stdout).contains("1 invalid line skipped"),
         "{}",
         text(&out.stdout)
     );
