@@ -218,6 +218,18 @@ pub fn run(command: Command) -> ExitCode {
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// Opens an index, naming the file when it is not one (a directory, a
+/// corpus, anything else).
+pub fn open_index(path: &Path) -> std::result::Result<Index, String> {
+    if path.is_dir() {
+        return Err(format!("{}: is a directory, not an index", path.display()));
+    }
+    Index::open(path).map_err(|e| match e.kind() {
+        ErrorKind::Io { .. } => e.to_string(),
+        _ => format!("{}: {e}", path.display()),
+    })
+}
+
 /// Parses `1234`, `64K`, `512M`, `8G` (binary multiples).
 fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     let text = text.trim();
@@ -401,7 +413,7 @@ fn check(
 ) -> Result<ExitCode> {
     let from_sample = index.is_none();
     let index = match index {
-        Some(path) => Index::open(path)?,
+        Some(path) => open_index(path)?,
         None => {
             eprintln!(
                 "seekless: no index given (-i INDEX): answering from {}",
@@ -573,7 +585,7 @@ impl Checker<'_> {
 /// fields.
 fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     use serde_json::{Value, json};
-    let index = Index::open(path)?;
+    let index = open_index(path)?;
     let s = index.stats();
     let kind = match s.kind {
         Kind::Sha1 => "sha1",
@@ -637,6 +649,9 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
 }
 
 fn verify(path: &Path) -> Result<ExitCode> {
+    if path.is_dir() {
+        return Err(format!("{}: is a directory, not an index", path.display()).into());
+    }
     let result = Index::open(path).and_then(|index| index.verify().map(|()| index.stats()));
     match result {
         Ok(s) => {
@@ -658,7 +673,7 @@ fn verify(path: &Path) -> Result<ExitCode> {
 }
 
 fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
-    let index = Index::open(path)?;
+    let index = open_index(path)?;
     if let s @ seekless_pwned::Stats { key_bits, .. } = index.stats()
         && s.is_compact()
     {

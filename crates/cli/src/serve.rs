@@ -23,7 +23,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use seekless_pwned::date::rfc3339;
-use seekless_pwned::{Index, Kind, RangeApi, Served};
+use seekless_pwned::{Kind, RangeApi, Served};
 use tower::Service;
 
 /// How long a client may take to send a request's headers.
@@ -108,7 +108,7 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>
 /// (taken first, so that a file taking the name after it is noticed).
 fn open(path: &Path) -> Result<(Served, Identity)> {
     let identity = Identity::of(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let index = Index::open(path)?;
+    let index = crate::pwned::open_index(path)?;
     let mut served = Served::new(index, path.display().to_string())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(modified) = identity.modified {

@@ -649,3 +649,100 @@ fn check_reports_malformed_inputs_by_line() {
     assert_eq!(text(&out.stderr), "-:2: not UTF-8\n");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn inputs_of_the_wrong_kind_are_named_or_read() {
+    use std::io::Write as _;
+    let dir = tempdir("wrong-kind");
+    let corpus = dir.join("corpus.txt");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let plain = dir.join("plain.idx");
+    assert!(prepare(&corpus, &plain, &[]).status.success());
+    // gzip (in several members, as concatenated .gz files are) is read
+    // through a decompressor: the same index.
+    let gz = dir.join("corpus.txt.gz");
+    let (first, second) = CORPUS.split_at(CORPUS.len() / 2);
+    let mut bytes = Vec::new();
+    for part in [first, second] {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(part.as_bytes()).unwrap();
+        bytes.extend(encoder.finish().unwrap());
+    }
+    std::fs::write(&gz, bytes).unwrap();
+    let from_gz = dir.join("gz.idx");
+    let out = prepare(&gz, &from_gz, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let export = |index: &Path| seekless(&["pwned", "export", index.to_str().unwrap()], b"").stdout;
+    assert_eq!(export(&from_gz), export(&plain));
+    // A damaged gzip file is an error naming it, and leaves no index.
+    let broken = dir.join("broken.gz");
+    let whole = std::fs::read(&gz).unwrap();
+    let mut damaged = whole[..whole.len() / 2].to_vec();
+    damaged.extend_from_slice(&[0xFF; 16]);
+    std::fs::write(&broken, damaged).unwrap();
+    let out = prepare(&broken, &dir.join("broken.idx"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(broken.to_str().unwrap()), "{}", text(&out.stderr));
+    assert!(!dir.join("broken.idx").exists());
+    // Formats prepare cannot read, and an index given as a corpus: named,
+    // with what to do instead; status 2.
+    for (name, head, says) in [
+        (
+            "c.zst",
+            &[0x28u8, 0xB5, 0x2F, 0xFD, 0, 0][..],
+            "is zstd-compressed: decompress it",
+        ),
+        (
+            "c.7z",
+            &[0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C, 0, 4][..],
+            "is a 7z archive",
+        ),
+        ("c.zip", b"PK\x03\x04rest", "is a zip archive"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, head).unwrap();
+        let out = prepare(&path, &dir.join("x.idx"), &[]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(path.to_str().unwrap()) && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+    let out = prepare(&plain, &dir.join("x.idx"), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is a seekless index, not a corpus"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A directory or a corpus given as an index: the file named.
+    let d = dir.to_str().unwrap();
+    let c = corpus.to_str().unwrap();
+    for args in [
+        vec!["pwned", "check", "-i", d, "x"],
+        vec!["pwned", "stats", d],
+        vec!["pwned", "verify", d],
+        vec!["pwned", "export", d],
+    ] {
+        let out = seekless(&args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("seekless: {d}: is a directory, not an index\n"),
+            "{args:?}"
+        );
+    }
+    for args in [
+        vec!["pwned", "check", "-i", c, "x"],
+        vec!["pwned", "stats", c],
+    ] {
+        let out = seekless(&args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).starts_with(&format!("seekless: {c}: not a seekless pwned index")),
+            "{args:?}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::hash::{Key, Kind, prefix_ascii};
 
@@ -51,19 +51,78 @@ pub(crate) enum PartSource {
     Bytes(Vec<u8>),
 }
 
+/// What a file's first bytes say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sniffed {
+    /// Text, presumably `HASH:COUNT` lines.
+    Text,
+    /// gzip (read through a decompressor, streaming).
+    Gzip,
+    /// Something prepare cannot read, and what to do instead.
+    Refused(&'static str),
+}
+
+/// Looks at the first bytes of `path`.
+fn sniff(path: &Path) -> io::Result<Sniffed> {
+    let mut head = [0u8; 8];
+    let n = fill(&mut File::open(path)?, &mut head)?;
+    let head = &head[..n];
+    Ok(if head.starts_with(&[0x1F, 0x8B]) {
+        Sniffed::Gzip
+    } else if head.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
+        Sniffed::Refused(
+            "is zstd-compressed: decompress it into prepare's standard input \
+             (zstd -dc FILE | seekless pwned prepare - -o INDEX)",
+        )
+    } else if head.starts_with(&[0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C]) {
+        Sniffed::Refused(
+            "is a 7z archive: extract it into prepare's standard input \
+             (7z x -so FILE | seekless pwned prepare - -o INDEX)",
+        )
+    } else if head.starts_with(b"PK\x03\x04") {
+        Sniffed::Refused(
+            "is a zip archive: extract it into prepare's standard input \
+             (unzip -p FILE | seekless pwned prepare - -o INDEX)",
+        )
+    } else if head.starts_with(crate::format::MAGIC) {
+        Sniffed::Refused(
+            "is a seekless index, not a corpus of HASH:COUNT lines \
+             (`seekless pwned export` turns an index back into one)",
+        )
+    } else {
+        Sniffed::Text
+    })
+}
+
 impl Part {
+    /// The part's text: a gzip file through a streaming decompressor; a
+    /// compressed or archive format prepare cannot read, or an index, is
+    /// an error saying what to do instead.
     pub(crate) fn open(&mut self) -> io::Result<Box<dyn Read + '_>> {
         Ok(match &mut self.source {
             PartSource::Stdin => Box::new(io::stdin().lock()),
-            PartSource::File(path) => Box::new(File::open(path)?),
+            PartSource::File(path) => match sniff(path)? {
+                Sniffed::Text => Box::new(File::open(path)?),
+                Sniffed::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
+                    io::BufReader::with_capacity(1 << 16, File::open(path)?),
+                )),
+                Sniffed::Refused(what) => {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, what));
+                }
+            },
             PartSource::Bytes(data) => Box::new(io::Cursor::new(std::mem::take(data))),
         })
     }
 
+    /// Bytes of text the part holds, when known (0 when not: standard
+    /// input, a compressed file).
     pub(crate) fn size(&self) -> u64 {
         match &self.source {
             PartSource::Stdin => 0,
-            PartSource::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            PartSource::File(path) => match sniff(path) {
+                Ok(Sniffed::Text) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                _ => 0,
+            },
             PartSource::Bytes(data) => data.len() as u64,
         }
     }
