@@ -16,6 +16,8 @@ mod progress;
 mod pwned;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(feature = "pwned")]
+mod terminal;
 #[cfg(any(feature = "pwned", feature = "blocks"))]
 mod words;
 

@@ -447,9 +447,11 @@ fn check(
     let stdin = io::stdin();
     // On a terminal, answer each line as it is typed; otherwise answer in
     // batches, which overlaps the lookups' memory and disk reads.
+    // Typed passwords are not shown (as a password prompt does not).
+    let _hidden = stdin.is_terminal().then(crate::terminal::NoEcho::new);
     let batch = if stdin.is_terminal() {
         let what = if hashes { "hashes" } else { "passwords" };
-        eprintln!("seekless: type {what}, one per line; end with Ctrl-D");
+        eprintln!("seekless: type {what}, one per line (not shown); end with Ctrl-D");
         1
     } else {
         4096

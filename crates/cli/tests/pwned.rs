@@ -682,7 +682,11 @@ fn inputs_of_the_wrong_kind_are_named_or_read() {
     std::fs::write(&broken, damaged).unwrap();
     let out = prepare(&broken, &dir.join("broken.idx"), &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains(broken.to_str().unwrap()), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(broken.to_str().unwrap()),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!dir.join("broken.idx").exists());
     // Formats prepare cannot read, and an index given as a corpus: named,
     // with what to do instead; status 2.
@@ -745,4 +749,61 @@ fn inputs_of_the_wrong_kind_are_named_or_read() {
         );
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `pwned check` on a terminal (a pseudo-terminal from util-linux's
+/// `script`): what is typed is not shown, the answers are.
+#[test]
+fn typed_passwords_are_not_echoed() {
+    use std::io::Read as _;
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: util-linux script is needed for a pseudo-terminal");
+        return;
+    }
+    let command = format!("{} pwned check", env!("CARGO_BIN_EXE_seekless"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut wait_for = |text: &str, seen: &mut Vec<u8>| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(seen).contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {text:?} in {}",
+                text_of(seen)
+            );
+            let n = stdout.read(&mut buf).unwrap();
+            assert!(n > 0, "ended before {text:?}: {}", text_of(seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+    };
+    // The prompt comes once echo is off; then type.
+    wait_for("end with Ctrl-D", &mut seen);
+    stdin.write_all(b"correct horse 77\n").unwrap();
+    stdin.flush().unwrap();
+    // Its answer: the hash of what was typed.
+    wait_for("CF273D5FF79AC305B553FB930CB5149ABA57A5BD", &mut seen);
+    stdin.write_all(b"\x04").unwrap();
+    drop(stdin);
+    let mut rest = Vec::new();
+    let _ = stdout.read_to_end(&mut rest);
+    seen.extend(rest);
+    let _ = child.wait();
+    let shown = text_of(&seen);
+    assert!(
+        !shown.contains("correct horse"),
+        "the password was echoed: {shown}"
+    );
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
