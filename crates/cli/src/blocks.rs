@@ -30,6 +30,11 @@ pub struct Source {
     /// files; none means plain files).
     #[arg(long, value_name = "HEX")]
     xor_key: Option<String>,
+    /// Also parse every transaction and check merkle roots: a block that
+    /// fails, and its descendants, are not on the best chain (as Core would
+    /// not connect them), and are named.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// `seekless blocks` subcommands.
@@ -41,9 +46,6 @@ pub enum Command {
     Scan {
         #[command(flatten)]
         source: Source,
-        /// Also parse every transaction and check merkle roots.
-        #[arg(long)]
-        verify: bool,
         /// Print one JSON object instead of the summary.
         #[arg(long)]
         json: bool,
@@ -83,11 +85,7 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 /// Run a `seekless blocks` subcommand.
 pub fn run(command: Command) -> ExitCode {
     let result = match command {
-        Command::Scan {
-            source,
-            verify,
-            json,
-        } => run_scan(&source, verify, json),
+        Command::Scan { source, json } => run_scan(&source, json),
         Command::List { source, json } => run_list(&source, json),
         Command::Linearize {
             source,
@@ -106,25 +104,24 @@ pub fn run(command: Command) -> ExitCode {
     result.unwrap_or_else(fail)
 }
 
-fn load(source: &Source, verify: bool) -> Result<(ScanOutput, Chain), String> {
-    scan_files(source, block_files(source)?, verify)
+fn load(source: &Source) -> Result<(ScanOutput, Chain), String> {
+    scan_files(source, block_files(source)?)
 }
 
 fn block_files(source: &Source) -> Result<Vec<BlockFile>, String> {
-    let xor = source
-        .xor_key
-        .as_deref()
-        .map(XorKey::from_hex)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let xor = match source.xor_key.as_deref() {
+        Some(none) if none.eq_ignore_ascii_case("none") => Some(XorKey::default()),
+        key => key
+            .map(XorKey::from_hex)
+            .transpose()
+            .map_err(|e| e.to_string())?,
+    };
     list_block_files(&source.paths, xor).map_err(|e| e.to_string())
 }
 
-fn scan_files(
-    source: &Source,
-    files: Vec<BlockFile>,
-    verify: bool,
-) -> Result<(ScanOutput, Chain), String> {
+/// Scans `files`; finding no block of the network at all is an error that
+/// says what may be wrong (the network, or a missing XOR key).
+fn scan_files(source: &Source, files: Vec<BlockFile>) -> Result<(ScanOutput, Chain), String> {
     let network = source
         .network
         .as_deref()
@@ -135,13 +132,41 @@ fn scan_files(
     let bar = crate::progress::bytes(total, "scan");
     let options = ScanOptions {
         network,
-        verify,
+        verify: source.verify,
         thorough: source.thorough,
         ..ScanOptions::default()
     };
-    let mut output = scan(files, &options, &mut |n| bar.inc(n)).map_err(|e| e.to_string())?;
+    let read_plain = files.iter().all(|f| f.xor.is_zero());
+    // What may be wrong when no block is found: the network, or a key.
+    let mut hint = String::new();
+    if network.is_some() {
+        hint.push_str("; wrong --network?");
+    }
+    if read_plain && source.xor_key.is_none() {
+        hint.push_str(
+            "; if the files are XOR-obfuscated (Core 28 and later), is xor.dat missing? \
+             copy it from Core's blocks directory or give --xor-key",
+        );
+    }
+    let mut output = scan(files, &options, &mut |n| bar.inc(n)).map_err(|e| match e.kind() {
+        seekless_blocks::ErrorKind::NetworkNotDetected => {
+            format!("no valid block record found to detect the network{hint}; or pass --network")
+        }
+        _ => e.to_string(),
+    })?;
     bar.finish_and_clear();
     let chain = Chain::build(&mut output);
+    if chain.is_empty() && total > 0 {
+        let what = match network {
+            Some(network) => format!("no {network} block"),
+            None => "no block of any network".to_string(),
+        };
+        return Err(format!(
+            "{what} found in {} ({} bad records){hint}",
+            crate::words::count(output.files.len() as u64, "file", "files"),
+            output.bad_records.len()
+        ));
+    }
     Ok((output, chain))
 }
 
@@ -165,8 +190,9 @@ fn bad_detail(kind: &BadKind) -> String {
     }
 }
 
-fn run_scan(source: &Source, verify: bool, as_json: bool) -> Result<ExitCode, String> {
-    let (output, chain) = load(source, verify)?;
+fn run_scan(source: &Source, as_json: bool) -> Result<ExitCode, String> {
+    let verify = source.verify;
+    let (output, chain) = load(source)?;
     let tip = chain.tip();
     if as_json {
         let bad: Vec<Value> = output
@@ -280,7 +306,7 @@ fn run_scan(source: &Source, verify: bool, as_json: bool) -> Result<ExitCode, St
 }
 
 fn run_list(source: &Source, as_json: bool) -> Result<ExitCode, String> {
-    let (output, chain) = load(source, false)?;
+    let (output, chain) = load(source)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for block in chain.best_chain() {
@@ -316,7 +342,7 @@ fn run_linearize(
     let files = block_files(source)?;
     // Refuse a bad output before the scan, not after it.
     check_linearize_output(dir, &files, options).map_err(|e| e.to_string())?;
-    let (output, chain) = scan_files(source, files, false)?;
+    let (output, chain) = scan_files(source, files)?;
     let total = chain.best_chain().map(|b| b.size as u64).sum();
     let bar = crate::progress::bytes(total, "linearize");
     let report = linearize(&chain, &output.files, dir, options, &mut |n| bar.inc(n))

@@ -266,6 +266,43 @@ fn verify_failure_exits_1_and_names_the_block() {
         serde_json::json!([builder.blocks[5].hash.to_string()])
     );
     assert_eq!(v["tip_height"], 4);
+    // list and linearize follow the valid chain with --verify, the header
+    // chain without.
+    let d = dir.to_str().unwrap();
+    let heights = |args: &[&str]| -> Vec<String> {
+        let out = seekless(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(heights(&["blocks", "list", d, "--verify"]).len(), 5);
+    assert_eq!(heights(&["blocks", "list", d]).len(), 11);
+    let out_dir = dir.join("linear");
+    let out = seekless(&[
+        "blocks",
+        "linearize",
+        d,
+        "--verify",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("wrote 5 blocks"));
+    assert_eq!(
+        heights(&["blocks", "list", out_dir.to_str().unwrap()]).len(),
+        5
+    );
     // Without --verify the header chain is all there is.
     let v = json(&seekless(&[
         "blocks",
@@ -305,18 +342,21 @@ fn mainnet_block_file_with_duplicates() {
     );
     assert_eq!(v["tip_hash"], Value::Null);
     assert_eq!(v["invalid"], serde_json::json!([]));
-    // Forced to the wrong network: nothing found, one bad stretch.
-    let v = json(&seekless(&[
+    // Forced to the wrong network: no block found is an error that says
+    // what may be wrong.
+    let out = seekless(&[
         "blocks",
         "scan",
         path.to_str().unwrap(),
         "--json",
         "--network",
         "testnet4",
-    ]));
-    assert_eq!(
-        (v["blocks"].as_u64(), v["bad_records"].as_u64()),
-        (Some(0), Some(1))
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no testnet4 block found in 1 file (1 bad records); wrong --network?"),
+        "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -469,4 +509,48 @@ fn linearize_counts_in_words() {
         "{stdout}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn obfuscated_files_without_a_key_say_so_and_none_means_plain() {
+    let dir = tempdir("xor-missing");
+    let key = XorKey([9, 8, 7, 6, 5, 4, 3, 2]);
+    write_chain(&dir, key);
+    std::fs::remove_file(dir.join("xor.dat")).unwrap();
+    let d = dir.to_str().unwrap();
+    let out = seekless(&["blocks", "scan", d]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no valid block record found") && stderr.contains("is xor.dat missing?"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+    // The key given: the chain is there.
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        d,
+        "--json",
+        "--xor-key",
+        "0908070605040302",
+    ]));
+    assert_eq!(v["tip_height"], 50);
+    // --xor-key none reads plain files, even beside an xor.dat.
+    let plain = tempdir("xor-none");
+    write_chain(&plain, XorKey::default());
+    std::fs::write(plain.join("xor.dat"), key.0).unwrap();
+    let p = plain.to_str().unwrap();
+    let v = json(&seekless(&[
+        "blocks",
+        "scan",
+        p,
+        "--json",
+        "--xor-key",
+        "none",
+    ]));
+    assert_eq!(v["tip_height"], 50);
+    assert_eq!(seekless(&["blocks", "scan", p]).status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&plain).unwrap();
 }
