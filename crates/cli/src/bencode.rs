@@ -149,11 +149,13 @@ pub enum TorrentCommand {
         /// The directory the torrent was downloaded into.
         data_dir: PathBuf,
     },
-    /// Create a torrent from a file or directory (hybrid v1+v2 by default).
+    /// Create a torrent from a file or directory (hybrid v1+v2 by default)
+    /// and say what was made: name, size, pieces, info-hashes, magnet link.
     Create {
         /// The file or directory to share.
         path: PathBuf,
-        /// Where to write the .torrent file.
+        /// Where to write the .torrent file (`-`: standard output, and the
+        /// summary goes to standard error).
         #[arg(short, long)]
         output: PathBuf,
         /// BEP 3 only (SHA-1 pieces).
@@ -177,11 +179,22 @@ pub enum TorrentCommand {
         #[arg(long = "web-seed")]
         web_seeds: Vec<String>,
         /// Set the private flag.
-        #[arg(long)]
+        #[arg(short, long)]
         private: bool,
         /// Comment.
         #[arg(long)]
         comment: Option<String>,
+        /// The torrent's name (default: the file or directory's name).
+        #[arg(short, long)]
+        name: Option<String>,
+        /// `info.source` tag (private trackers tell their torrents apart
+        /// by it; it changes the info-hashes).
+        #[arg(short, long)]
+        source: Option<String>,
+        /// Leave out the creation date (the same input then always makes
+        /// the same bytes).
+        #[arg(short = 'd', long)]
+        no_date: bool,
     },
 }
 
@@ -201,6 +214,9 @@ pub fn run_torrent(command: TorrentCommand) -> ExitCode {
             web_seeds,
             private,
             comment,
+            name,
+            source,
+            no_date,
         } => {
             let version = if v1 {
                 Version::V1
@@ -219,7 +235,10 @@ pub fn run_torrent(command: TorrentCommand) -> ExitCode {
                 creation_date: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .ok()
-                    .and_then(|d| i64::try_from(d.as_secs()).ok()),
+                    .and_then(|d| i64::try_from(d.as_secs()).ok())
+                    .filter(|_| !no_date),
+                name,
+                source,
             };
             create(&path, &output, &options)
         }
@@ -310,11 +329,29 @@ fn info(path: &Path, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The directory a torrent was saved into: `data_dir` itself, or its parent
+/// when `data_dir` is the torrent's own directory (or file).
+fn save_dir(t: &Torrent, data_dir: &Path) -> PathBuf {
+    if !data_dir.join(&t.name).exists()
+        && data_dir.file_name().is_some_and(|n| n == t.name.as_str())
+    {
+        if let Some(parent) = data_dir.parent() {
+            return if parent.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                parent.to_path_buf()
+            };
+        }
+    }
+    data_dir.to_path_buf()
+}
+
 fn verify(path: &Path, data_dir: &Path) -> ExitCode {
     let t = match load_torrent(path) {
         Ok(t) => t,
         Err(code) => return code,
     };
+    let data_dir = &save_dir(&t, data_dir);
     let total: u64 = t.files.iter().filter(|f| !f.pad).map(|f| f.length).sum();
     let bar = crate::progress::bytes(total, "verify");
     let result = torrent::verify(&t, data_dir, &mut |n| bar.inc(n));
@@ -355,19 +392,81 @@ fn verify(path: &Path, data_dir: &Path) -> ExitCode {
     }
 }
 
+/// Bytes of the regular files at or under `path` (for the progress bar).
+fn tree_size(path: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => {
+                if let Ok(entries) = std::fs::read_dir(&path) {
+                    pending.extend(entries.flatten().map(|e| e.path()));
+                }
+            }
+            Ok(meta) => total += meta.len(),
+            Err(_) => {}
+        }
+    }
+    total
+}
+
 fn create(path: &Path, output: &Path, options: &CreateOptions) -> ExitCode {
-    if let Err(e) = crate::guard::output_apart(output, &[path]) {
+    let to_stdout = output == Path::new("-");
+    if !to_stdout && let Err(e) = crate::guard::output_apart(output, &[path]) {
         return fail(e);
     }
-    let bar = crate::progress::items("bytes hashed");
+    let bar = crate::progress::bytes(tree_size(path), "hashing");
     let result = torrent::create(path, options, &mut |n| bar.inc(n));
     bar.finish_and_clear();
     let bytes = match result {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
-    if let Err(e) = torrent::write_atomically(output, &bytes) {
+    let written = if to_stdout {
+        std::io::stdout()
+            .lock()
+            .write_all(&bytes)
+            .map_err(|e| e.to_string())
+    } else {
+        torrent::write_atomically(output, &bytes).map_err(|e| e.to_string())
+    };
+    if let Err(e) = written {
         return fail(e);
+    }
+    // What was made, read back from the bytes written.
+    let t = match Torrent::from_bytes(&bytes) {
+        Ok(t) => t,
+        Err(e) => return fail(format_args!("the torrent made does not read back: {e}")),
+    };
+    let files = t.files.iter().filter(|f| !f.pad).count() as u64;
+    let mut o = format!(
+        "{}: {} ({}), {} bytes in {}, {} of {} bytes\n",
+        if to_stdout {
+            "-".to_string()
+        } else {
+            output.display().to_string()
+        },
+        t.name,
+        t.version.name(),
+        t.total_size,
+        crate::words::count(files, "file", "files"),
+        crate::words::count(t.piece_count(), "piece", "pieces"),
+        t.piece_length,
+    );
+    if let Some(hash) = t.info_hash_v1 {
+        o.push_str(&format!("info hash v1: {}\n", torrent::hex(&hash)));
+    }
+    if let Some(hash) = t.info_hash_v2 {
+        o.push_str(&format!("info hash v2: {}\n", torrent::hex(&hash)));
+    }
+    o.push_str(&format!("magnet: {}\n", magnet_link(&t)));
+    let shown = if to_stdout {
+        std::io::stderr().lock().write_all(o.as_bytes())
+    } else {
+        std::io::stdout().lock().write_all(o.as_bytes())
+    };
+    if shown.is_err() {
+        return ExitCode::from(2);
     }
     ExitCode::SUCCESS
 }

@@ -161,8 +161,9 @@ fn dump_prints_json() {
         stdout.starts_with('{') && stdout.contains("\"piece length\":"),
         "{stdout}"
     );
+    // Invalid input is an error: status 2.
     let (code, stdout, stderr) = run(&["bencode", "dump", "-"], Some(b"d1:a"));
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(stdout.is_empty());
     assert_eq!(stderr, "seekless: -: unexpected end of input at byte 4\n");
 }
@@ -185,7 +186,7 @@ fn torrent_info_text_and_json() {
     );
     assert!(stdout.ends_with("}\n"));
     let (code, _, stderr) = run(&["torrent", "info", "-"], Some(b"d4:infod4:name1:aee"));
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert_eq!(
         stderr,
         "seekless: -: invalid torrent: info.piece length: missing\n"
@@ -297,5 +298,93 @@ fn torrent_create_never_writes_over_what_it_shares() {
         assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains(what), "{stderr}");
         assert_eq!(snapshot(&t.0), before);
+    }
+}
+
+#[test]
+fn torrent_create_says_what_it_made_and_takes_mktorrent_flags() {
+    use std::process::Command;
+    let tmp = Temp::new("create-flags");
+    tmp.file("share/a.bin", &vec![3u8; 40_000]);
+    tmp.file("share/b.txt", b"hello");
+    let share = tmp.0.join("share");
+    let s = share.to_str().unwrap();
+    let raw = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_seekless"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    // To a file: the summary on standard output.
+    let file = tmp.0.join("s.torrent");
+    let out = raw(&[
+        "torrent",
+        "create",
+        s,
+        "-o",
+        file.to_str().unwrap(),
+        "--no-date",
+    ]);
+    let summary = String::from_utf8(out.stdout).unwrap();
+    let t = seekless_bencode::torrent::Torrent::from_bytes(&std::fs::read(&file).unwrap()).unwrap();
+    let v1 = seekless_bencode::torrent::hex(&t.info_hash_v1.unwrap());
+    let v2 = seekless_bencode::torrent::hex(&t.info_hash_v2.unwrap());
+    assert!(
+        summary.starts_with(&format!(
+            "{}: share (hybrid), 40005 bytes in 2 files, ",
+            file.display()
+        )),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!("info hash v1: {v1}\n"))
+            && summary.contains(&format!("info hash v2: {v2}\n"))
+    );
+    assert!(summary.contains("magnet: magnet:?xt="), "{summary}");
+    // -o -: the torrent on standard output, the summary on standard error;
+    // with --no-date the same bytes as the file.
+    let out = raw(&["torrent", "create", s, "-o", "-", "--no-date"]);
+    assert_eq!(out.stdout, std::fs::read(&file).unwrap());
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("-: share (hybrid)"));
+    // --name, --source, --private: in the info dictionary; the source and
+    // the flag change the info-hashes.
+    let out = raw(&[
+        "torrent", "create", s, "-o", "-", "-d", "-n", "renamed", "-s", "TRACKER", "-p",
+    ]);
+    let doc = seekless_bencode::decode(&out.stdout).unwrap();
+    let info = doc.root().get(b"info").unwrap();
+    assert_eq!(info.get(b"name").unwrap().as_str(), Some("renamed"));
+    assert_eq!(info.get(b"source").unwrap().as_str(), Some("TRACKER"));
+    assert_eq!(info.get(b"private").unwrap().as_int().unwrap(), 1);
+    assert!(doc.root().get(b"creation date").is_none());
+    let renamed = seekless_bencode::torrent::Torrent::from_bytes(&out.stdout).unwrap();
+    assert_ne!(renamed.info_hash_v1, t.info_hash_v1);
+    // Without --no-date there is a creation date.
+    let dated = raw(&["torrent", "create", s, "-o", "-"]).stdout;
+    assert!(
+        seekless_bencode::decode(&dated)
+            .unwrap()
+            .root()
+            .get(b"creation date")
+            .is_some()
+    );
+    // A bad name is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_seekless"))
+        .args(["torrent", "create", s, "-o", "-", "-n", "../up"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // verify takes the torrent's own directory as well as its parent.
+    let t = file.to_str().unwrap();
+    for dir in [tmp.0.to_str().unwrap(), s] {
+        let (code, stdout, stderr) = run(&["torrent", "verify", t, dir], None);
+        assert_eq!(code, 0, "{dir}: {stdout}{stderr}");
+        assert!(stdout.contains("share/b.txt\tok\t"), "{stdout}");
     }
 }

@@ -30,6 +30,11 @@ pub struct CreateOptions {
     pub comment: Option<String>,
     /// `creation date` in seconds since the epoch (`None` leaves it out).
     pub creation_date: Option<i64>,
+    /// The torrent's name (`None`: the file or directory's own name).
+    pub name: Option<String>,
+    /// `info.source`: a tag private trackers use to tell their torrents
+    /// apart (it changes the info-hashes).
+    pub source: Option<String>,
 }
 
 impl Default for CreateOptions {
@@ -42,6 +47,8 @@ impl Default for CreateOptions {
             private: false,
             comment: None,
             creation_date: None,
+            name: None,
+            source: None,
         }
     }
 }
@@ -126,7 +133,13 @@ pub fn create(
     options: &CreateOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<u8>, Error> {
-    let name = name_of(&std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?)?;
+    let name = match &options.name {
+        Some(name) => {
+            check_component(name, "name")?;
+            name.clone()
+        }
+        None => name_of(&std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?)?,
+    };
     let files = collect(path)?;
     let total: u64 = files.iter().map(|f| f.length).sum();
     let piece_length = match options.piece_length {
@@ -274,6 +287,9 @@ pub fn create(
     }
     if options.private {
         e.key("private").int(1);
+    }
+    if let Some(source) = &options.source {
+        e.key("source").str(source);
     }
     e.end();
     if version.has_v2() {
