@@ -332,18 +332,13 @@ fn info(path: &Path, json: bool) -> ExitCode {
 /// The directory a torrent was saved into: `data_dir` itself, or its parent
 /// when `data_dir` is the torrent's own directory (or file).
 fn save_dir(t: &Torrent, data_dir: &Path) -> PathBuf {
-    if !data_dir.join(&t.name).exists()
-        && data_dir.file_name().is_some_and(|n| n == t.name.as_str())
-    {
-        if let Some(parent) = data_dir.parent() {
-            return if parent.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                parent.to_path_buf()
-            };
-        }
+    let own = !data_dir.join(&t.name).exists()
+        && data_dir.file_name().is_some_and(|n| n == t.name.as_str());
+    match data_dir.parent() {
+        Some(parent) if own && parent.as_os_str().is_empty() => PathBuf::from("."),
+        Some(parent) if own => parent.to_path_buf(),
+        _ => data_dir.to_path_buf(),
     }
-    data_dir.to_path_buf()
 }
 
 fn verify(path: &Path, data_dir: &Path) -> ExitCode {
