@@ -7,7 +7,7 @@
 //! `SEEKLESS_REQUIRE_CHROMIUM=1` (CI installs both and sets it).
 #![cfg(feature = "serve")]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{SEEKLESS, prepare_index, tempdir};
+use common::{SEEKLESS, announced, prepare_index, tempdir};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -231,16 +231,7 @@ fn serve(index: &Path, extra: &[&str]) -> (Running, u16) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no address announced: {line:?}"));
+    let (port, _) = announced(&mut child);
     (Running(child), port)
 }
 

@@ -4,7 +4,7 @@
 #![cfg(feature = "serve")]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{SEEKLESS, prepare_index, tempdir};
+use common::{SEEKLESS, announced, prepare_index, tempdir};
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -132,16 +132,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no address announced: {line:?}"));
+        let (port, _) = announced(&mut child);
         Server {
             child,
             probe: Probe { port },
@@ -999,10 +990,7 @@ fn listen_takes_names_and_bare_ports_and_names_what_failed() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (_, line) = announced(&mut child);
         let _ = child.kill();
         let _ = child.wait();
         line

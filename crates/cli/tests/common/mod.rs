@@ -1,8 +1,9 @@
 //! Helpers shared by the command-line tests (each test file uses some).
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 
 /// The binary under test.
 pub const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
@@ -51,4 +52,21 @@ pub fn snapshot(path: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
+}
+
+/// What a starting `seekless pwned serve` announces on the first line of
+/// its standard output (`listening on http://ADDRESS:PORT`): the port, and
+/// the line. The child's standard output must be piped.
+pub fn announced(child: &mut Child) -> (u16, String) {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout is piped"))
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address announced: {line:?}"));
+    (port, line)
 }
