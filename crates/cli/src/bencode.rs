@@ -168,9 +168,9 @@ pub enum TorrentCommand {
         #[arg(long, conflicts_with_all = ["v1", "v2"])]
         hybrid: bool,
         /// Bytes per piece: a power of two, at least 16 KiB, in bytes or with
-        /// a K/M suffix (`262144`, `256K`, `4M`); default: chosen from the
+        /// a K/M/G suffix (`262144`, `256K`, `4M`); default: chosen from the
         /// total size.
-        #[arg(long, value_parser = parse_size)]
+        #[arg(long, value_parser = crate::size::parse)]
         piece_length: Option<u64>,
         /// Tracker URL (repeatable; each becomes its own tier).
         #[arg(long = "tracker")]
@@ -243,24 +243,6 @@ pub fn run_torrent(command: TorrentCommand) -> ExitCode {
             create(&path, &output, &options)
         }
     }
-}
-
-/// `262144`, `256K`, `256KiB`, `4M`, `4MiB` (binary units).
-fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size"))?;
-    let shift = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        _ => return Err(format!("{text:?}: unknown unit (use K or M)")),
-    };
-    value
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 fn load_torrent(path: &Path) -> Result<Torrent, ExitCode> {

@@ -66,9 +66,10 @@ pub enum Command {
         /// Output directory.
         #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: PathBuf,
-        /// Start a new file before one would exceed this many bytes.
+        /// Start a new file before one would exceed this many bytes
+        /// (suffixes K, M, G).
         #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_SIZE,
-              value_parser = clap::value_parser!(u64).range(1..))]
+              value_parser = crate::size::parse_positive)]
         max_file_size: u64,
         /// Write into a non-empty directory, replacing the block files an
         /// earlier linearize wrote there (other files are left alone).

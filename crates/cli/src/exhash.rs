@@ -32,9 +32,9 @@ pub enum Command {
     /// Insert N pairs, then look them all up, in the memory backend and in
     /// std's HashMap in the same run; print ns per op and bytes per entry.
     Bench {
-        /// Number of pairs.
-        #[arg(long, default_value_t = 1_000_000)]
-        keys: usize,
+        /// Number of pairs (suffixes K, M, G are binary: 1M is 1,048,576).
+        #[arg(long, default_value_t = 1_000_000, value_parser = crate::size::parse)]
+        keys: u64,
         /// Key pattern.
         #[arg(long, value_enum, default_value_t = PatternArg::Random)]
         pattern: PatternArg,
@@ -52,7 +52,13 @@ pub fn run(command: Command) -> ExitCode {
             keys,
             pattern,
             json,
-        } => bench(keys, pattern, json),
+        } => match usize::try_from(keys) {
+            Ok(keys) => bench(keys, pattern, json),
+            Err(_) => {
+                eprintln!("seekless exhash bench: --keys {keys} is too large for this machine");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 

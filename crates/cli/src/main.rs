@@ -16,9 +16,16 @@ mod progress;
 mod pwned;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(any(
+    feature = "pwned",
+    feature = "bencode",
+    feature = "blocks",
+    feature = "exhash"
+))]
+mod size;
 #[cfg(feature = "pwned")]
 mod terminal;
-#[cfg(any(feature = "pwned", feature = "blocks"))]
+#[cfg(any(feature = "pwned", feature = "bencode", feature = "blocks"))]
 mod words;
 
 use std::process::ExitCode;
@@ -63,6 +70,7 @@ impl Command {
     /// not a signal that ends the process.
     fn uses_sockets(&self) -> bool {
         #[cfg(feature = "pwned")]
+        #[allow(irrefutable_let_patterns)] // when pwned is the only engine built
         if let Command::Pwned(command) = self {
             return command.uses_sockets();
         }

@@ -23,10 +23,10 @@ pub enum Command {
         /// Parser and sorter threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
-        /// Memory budget for buffered hashes, in bytes (suffixes K, M, G;
-        /// default: half the machine's memory). Beyond it, input spills to
-        /// temporary files.
-        #[arg(long, value_parser = parse_bytes)]
+        /// Memory budget for buffered hashes, in bytes (suffixes K, M, G,
+        /// T; default: half the machine's memory). Beyond it, input spills
+        /// to temporary files.
+        #[arg(long, value_parser = crate::size::parse)]
         memory: Option<u64>,
         /// Directory for spill files (default: the output's directory).
         #[arg(long)]
@@ -231,23 +231,6 @@ pub fn open_index(path: &Path) -> std::result::Result<Index, String> {
 }
 
 /// Parses `1234`, `64K`, `512M`, `8G` (binary multiples).
-fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
-    let text = text.trim();
-    let (digits, shift) = match text.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&text[..i], 10),
-        Some((i, 'm' | 'M')) => (&text[..i], 20),
-        Some((i, 'g' | 'G')) => (&text[..i], 30),
-        Some((i, 't' | 'T')) => (&text[..i], 40),
-        _ => (text, 0),
-    };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of bytes"))?;
-    value
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is too large"))
-}
-
 /// Progress of a build, drawn only on a terminal.
 struct BuildProgress {
     bar: ProgressBar,
@@ -718,20 +701,4 @@ fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_bytes;
-
-    #[test]
-    fn byte_sizes() {
-        assert_eq!(parse_bytes("1234"), Ok(1234));
-        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
-        assert_eq!(parse_bytes("512m"), Ok(512 << 20));
-        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
-        assert!(parse_bytes("8X").is_err());
-        assert!(parse_bytes("").is_err());
-        assert!(parse_bytes("99999999999T").is_err());
-    }
 }

@@ -143,3 +143,56 @@ fn errors_are_status_2_and_bad_news_status_1() {
     assert!(Path::new(&index).exists());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn sizes_read_one_way_for_every_flag() {
+    let dir = tempdir("sizes");
+    let index = dir.join("p.idx");
+    let corpus = dir.join("p.txt");
+    std::fs::write(&corpus, "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:3\n").unwrap();
+    std::fs::create_dir(dir.join("share")).unwrap();
+    std::fs::write(dir.join("share/a"), vec![1u8; 100]).unwrap();
+    let c = corpus.to_str().unwrap();
+    let i = index.to_str().unwrap();
+    let share = dir.join("share");
+    let s = share.to_str().unwrap();
+    // The same spellings are accepted by every size flag...
+    for unit in ["64K", "64KiB", "64 kb", "65536"] {
+        assert_eq!(
+            status(&["pwned", "prepare", c, "-o", i, "--memory", unit]),
+            Some(0),
+            "{unit}"
+        );
+        assert_eq!(
+            status(&["torrent", "create", s, "-o", "-", "--piece-length", unit]),
+            Some(0),
+            "{unit}"
+        );
+        assert_eq!(
+            status(&["exhash", "bench", "--keys", unit]),
+            Some(0),
+            "{unit}"
+        );
+    }
+    // ...and the same mistakes refused with one message.
+    for flags in [
+        vec!["pwned", "prepare", c, "-o", i, "--memory", "8X"],
+        vec!["torrent", "create", s, "-o", "-", "--piece-length", "8X"],
+        vec!["exhash", "bench", "--keys", "8X"],
+        vec!["blocks", "linearize", s, "-o", i, "--max-file-size", "8X"],
+    ] {
+        let out = Command::new(SEEKLESS).args(&flags).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("\"8X\": unknown unit (use K, M, G or T)"),
+            "{flags:?}: {stderr}"
+        );
+    }
+    let out = Command::new(SEEKLESS)
+        .args(["blocks", "linearize", s, "-o", i, "--max-file-size", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).unwrap();
+}
