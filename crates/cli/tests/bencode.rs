@@ -1,12 +1,10 @@
 //! `seekless bencode …` and `seekless torrent …` end to end.
 #![cfg(feature = "bencode")]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 mod common;
-use common::{SEEKLESS, snapshot};
+use common::snapshot;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,20 +41,7 @@ impl Drop for Temp {
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
-    let mut child = Command::new(SEEKLESS)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(input) = stdin {
-            pipe.write_all(input).unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = common::run(args, stdin.unwrap_or_default());
     (
         out.status.code().unwrap(),
         String::from_utf8(out.stdout).unwrap(),

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod common;
 
@@ -16,13 +16,7 @@ use common::{SEEKLESS, prepare_index, tempdir};
 /// pipe, and checks the command ended quietly: no message, and either
 /// success or the end SIGPIPE gives it.
 fn ends_quietly_when_the_reader_leaves(args: &[&str], stdin: &[u8]) {
-    let mut child = Command::new(SEEKLESS)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn(args);
     let mut input = child.stdin.take().unwrap();
     let stdin = stdin.to_vec();
     let writer = std::thread::spawn(move || {

@@ -15,17 +15,8 @@ fn bin() -> Command {
 }
 
 fn apply(db: &Path, input: &str) -> Output {
-    let mut child = bin()
-        .args(["exhash", "apply"])
-        .arg(db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // The tool may exit (on a bad file) before reading its input.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
+    common::run(&["exhash", "apply", db.to_str().unwrap()], input.as_bytes())
 }
 
 fn stdout(o: &Output) -> String {

@@ -9,15 +9,7 @@ mod common;
 use common::{snapshot, tempdir};
 
 fn seekless(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run seekless");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    common::run(args, stdin)
 }
 
 fn text(bytes: &[u8]) -> String {

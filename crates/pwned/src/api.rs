@@ -367,20 +367,23 @@ fn method_not_allowed() -> Response {
     response
 }
 
+/// Sets fixed headers on a response.
+fn set_headers(response: &mut Response, fixed: &[(header::HeaderName, &'static str)]) {
+    let headers = response.headers_mut();
+    for (name, value) in fixed {
+        headers.insert(name.clone(), HeaderValue::from_static(value));
+    }
+}
+
 fn preflight() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
-        HeaderValue::from_static("GET, HEAD, OPTIONS"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Add-Padding"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("86400"),
+    set_headers(
+        &mut response,
+        &[
+            (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, HEAD, OPTIONS"),
+            (header::ACCESS_CONTROL_ALLOW_HEADERS, "Add-Padding"),
+            (header::ACCESS_CONTROL_MAX_AGE, "86400"),
+        ],
     );
     response
 }
@@ -524,21 +527,18 @@ async fn page(State(api): State<RangeApi>, method: Method) -> Response {
     };
     let (body, policy) = rendered_page(kind);
     let mut response = Response::new(Body::from(body.clone()));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
+    set_headers(
+        &mut response,
+        &[
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
     );
-    headers.insert(header::CONTENT_SECURITY_POLICY, policy.clone());
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_SECURITY_POLICY, policy.clone());
     response
 }
 

@@ -1,9 +1,10 @@
 //! Helpers shared by the command-line tests (each test file uses some).
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The binary under test.
 pub const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
@@ -69,4 +70,30 @@ pub fn announced(child: &mut Child) -> (u16, String) {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no address announced: {line:?}"));
     (port, line)
+}
+
+/// `seekless ARGS` started with its standard input, output and error piped.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(SEEKLESS)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run seekless")
+}
+
+/// Runs `seekless ARGS` with `stdin` as its standard input (written from
+/// another thread, so a large output cannot stall it; a command that exits
+/// before reading it all is fine) and collects what it printed.
+pub fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = spawn(args);
+    let mut pipe = child.stdin.take().expect("stdin is piped");
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
 }
