@@ -103,6 +103,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A JSON text given to [`crate::from_json`] is not JSON, or does not
+    /// stand for bencode.
+    Json {
+        /// Byte offset in the JSON text.
+        offset: usize,
+        /// What is wrong there.
+        message: &'static str,
+    },
     /// Reading or writing a file failed.
     Io {
         /// The file concerned.
@@ -132,6 +140,7 @@ impl Error {
             Error::WrongType { .. } => "wrong_type",
             Error::Serde { .. } => "serde",
             Error::Torrent { .. } => "invalid_torrent",
+            Error::Json { .. } => "json",
             Error::Io { .. } => "io",
         }
     }
@@ -151,7 +160,8 @@ impl Error {
             | Error::LeadingZero { offset }
             | Error::NegativeZero { offset }
             | Error::TrailingData { offset }
-            | Error::WrongType { offset, .. } => Some(offset),
+            | Error::WrongType { offset, .. }
+            | Error::Json { offset, .. } => Some(offset),
             Error::Serde { offset, .. } => offset,
             Error::Torrent { .. } | Error::Io { .. } => None,
         }
@@ -214,6 +224,7 @@ impl fmt::Display for Error {
                 message,
             } => f.write_str(message),
             Error::Torrent { field, reason } => write!(f, "invalid torrent: {field}: {reason}"),
+            Error::Json { offset, message } => write!(f, "{message} at byte {offset}"),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }

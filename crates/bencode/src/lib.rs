@@ -14,6 +14,7 @@
 
 mod encoder;
 mod error;
+mod hex;
 mod json;
 mod lint;
 mod node;
@@ -24,7 +25,7 @@ pub mod torrent;
 
 pub use encoder::Encoder;
 pub use error::Error;
-pub use json::to_json;
+pub use json::{from_json, to_json};
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
 pub use serde_support::{from_bytes, from_node, to_bytes};

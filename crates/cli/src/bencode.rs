@@ -22,11 +22,23 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Print a bencoded file as JSON (byte strings as UTF-8 when valid,
-    /// otherwise `{"hex": …}`; non-UTF-8 keys as `"hex:…"`).
+    /// Print a bencoded file as JSON, in a mapping `bencode encode` turns
+    /// back into the exact bytes: plain JSON where that is exact, otherwise a
+    /// one-member object tagged `$hex`, `$int`, `$raw`, `$dict` or
+    /// `$trailing` (docs/format-bencode.md).
     Dump {
         /// The file (`-` reads standard input).
         file: PathBuf,
+    },
+    /// Turn JSON (as `bencode dump` prints it, or written by hand) into
+    /// bencode.
+    Encode {
+        /// The JSON file (`-` or nothing reads standard input).
+        #[arg(default_value = "-")]
+        file: PathBuf,
+        /// Where to write the bencode (default `-`: standard output).
+        #[arg(short, long, default_value = "-")]
+        output: PathBuf,
     },
 }
 
@@ -50,6 +62,7 @@ pub fn run(command: Command) -> ExitCode {
     match command {
         Command::Check { strict, files } => check(strict, &files),
         Command::Dump { file } => dump(&file),
+        Command::Encode { file, output } => encode(&file, &output),
     }
 }
 
@@ -127,6 +140,42 @@ fn dump(path: &Path) -> ExitCode {
         return ExitCode::from(2);
     }
     ExitCode::SUCCESS
+}
+
+fn encode(path: &Path, output: &Path) -> ExitCode {
+    let to_stdout = output == Path::new("-");
+    if !to_stdout && let Err(e) = crate::guard::output_apart(output, &[path]) {
+        return fail(e);
+    }
+    let json = match read_input(path) {
+        Ok(data) => data,
+        Err(e) => return fail(format_args!("{}: {e}", path.display())),
+    };
+    let bytes = match seekless_bencode::from_json(&json) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let at = e.offset().unwrap_or(0).min(json.len());
+            let line = 1 + json[..at].iter().filter(|&&c| c == b'\n').count();
+            let column = 1 + at
+                - json[..at]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |p| p + 1);
+            return fail(format_args!("{}:{line}:{column}: {e}", path.display()));
+        }
+    };
+    let written = if to_stdout {
+        std::io::stdout()
+            .lock()
+            .write_all(&bytes)
+            .map_err(|e| e.to_string())
+    } else {
+        torrent::write_atomically(output, &bytes).map_err(|e| e.to_string())
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
 }
 
 /// `seekless torrent` subcommands.

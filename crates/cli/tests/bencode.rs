@@ -135,8 +135,17 @@ fn dump_prints_json() {
     assert_eq!(code, 0);
     assert_eq!(
         stdout,
-        "{\"cow\":\"moo\",\"spam\":[\"a\",-7],\"bin\":{\"hex\":\"ff00\"}}\n"
+        "{\"cow\":\"moo\",\"spam\":[\"a\",-7],\"bin\":{\"$hex\":\"ff00\"}}\n"
     );
+    // What the first mapping printed alike prints apart.
+    let (_, a, _) = run(&["bencode", "dump", "-"], Some(b"d3:hex2:ffe"));
+    let (_, b, _) = run(&["bencode", "dump", "-"], Some(b"1:\xff"));
+    assert_eq!(
+        (a.as_str(), b.as_str()),
+        ("{\"hex\":\"ff\"}\n", "{\"$hex\":\"ff\"}\n")
+    );
+    let (_, dup, _) = run(&["bencode", "dump", "-"], Some(b"d1:ai1e1:ai2ee"));
+    assert_eq!(dup, "{\"$dict\":[[\"a\",1],[\"a\",2]]}\n");
     let (code, stdout, _) = run(
         &["bencode", "dump", data("sample.torrent").to_str().unwrap()],
         None,
@@ -151,6 +160,109 @@ fn dump_prints_json() {
     assert_eq!(code, 2);
     assert!(stdout.is_empty());
     assert_eq!(stderr, "seekless: -: unexpected end of input at byte 4\n");
+}
+
+#[test]
+fn dump_then_encode_gives_back_the_exact_bytes() {
+    let tmp = Temp::new("encode");
+    let mut inputs: Vec<Vec<u8>> = [
+        "sample.torrent",
+        "base-v1.torrent",
+        "base-v2.torrent",
+        "v2_hybrid.torrent",
+        "v2_multiple_files.torrent",
+        "many-pad-files.torrent",
+    ]
+    .iter()
+    .map(|name| std::fs::read(data(name)).unwrap())
+    .collect();
+    inputs.extend(
+        [
+            &b"d1:bi007e1:ai-0e1:a03:abc2:\xff\xfele4:$hexi1ee"[..],
+            b"i1e and more",
+            b"d4:$raw0:e",
+        ]
+        .map(<[u8]>::to_vec),
+    );
+    for (i, bytes) in inputs.iter().enumerate() {
+        let input = tmp.file(&format!("in-{i}"), bytes);
+        let (code, json, stderr) = run(&["bencode", "dump", input.to_str().unwrap()], None);
+        assert_eq!(code, 0, "{stderr}");
+        // To standard output, from standard input.
+        let out = common::run(&["bencode", "encode"], json.as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout == *bytes, "{i}: {json}");
+        // To a file, from a file.
+        let json_file = tmp.file(&format!("in-{i}.json"), json.as_bytes());
+        let output = tmp.0.join(format!("out-{i}"));
+        let (code, stdout, stderr) = run(
+            &[
+                "bencode",
+                "encode",
+                json_file.to_str().unwrap(),
+                "-o",
+                output.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
+        assert!(std::fs::read(&output).unwrap() == *bytes, "{i}");
+    }
+}
+
+#[test]
+fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
+    let tmp = Temp::new("encode-bad");
+    let output = tmp.0.join("out.torrent");
+    for (json, expected) in [
+        (
+            &b"{\"a\": [1,\n  2.5]}"[..],
+            "2:4: bencode has integers only: no fraction or exponent at byte 13",
+        ),
+        (
+            b"{\"a\": true}",
+            "1:7: true, false and null have no bencode form at byte 6",
+        ),
+        (b"[1, 2", "1:6: expected ',' or ']' at byte 5"),
+        (
+            b"{\"$hex\": \"f\"}",
+            "1:10: expected a string of hex digits at byte 9",
+        ),
+        (b"\xff", "1:1: JSON text must be UTF-8 at byte 0"),
+    ] {
+        let input = tmp.file("in.json", json);
+        let (code, stdout, stderr) = run(
+            &[
+                "bencode",
+                "encode",
+                input.to_str().unwrap(),
+                "-o",
+                output.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stdout.is_empty());
+        assert_eq!(
+            stderr,
+            format!("seekless: {}:{expected}\n", input.display())
+        );
+        assert!(!output.exists());
+    }
+    // Its own input as its output is refused, the input unchanged.
+    let input = tmp.file("same.json", b"[1]");
+    let (code, _, stderr) = run(
+        &[
+            "bencode",
+            "encode",
+            input.to_str().unwrap(),
+            "-o",
+            input.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(std::fs::read(&input).unwrap(), b"[1]");
 }
 
 #[test]

@@ -16,11 +16,7 @@ pub use verify::{FileReport, PieceState, VerifyReport, verify};
 
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
+    let mut out = String::new();
+    crate::hex::push(&mut out, bytes);
     out
 }

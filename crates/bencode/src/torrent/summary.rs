@@ -1,19 +1,7 @@
 //! A torrent's metadata as JSON (for `seekless torrent info --json`).
 
 use super::{Torrent, hex, magnet_link};
-
-fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+use crate::json::push_string as string;
 
 fn opt_hex(out: &mut String, bytes: Option<&[u8]>) {
     match bytes {
