@@ -11,6 +11,7 @@
 //! assert_eq!(root.get(b"spam").unwrap().raw(), b"l1:a1:be");
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod encoder;
 mod error;
