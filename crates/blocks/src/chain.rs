@@ -8,107 +8,15 @@
 
 use std::cmp::Ordering;
 
+use crate::entry::{
+    Entry, FLAG_BAD_CHAIN, FLAG_BEST, FLAG_INVALID, HEIGHT_ORPHAN, HEIGHT_UNSET, HEIGHT_VISITING,
+    NONE, OFFSET_BITS, SIZE_MASK,
+};
 use crate::hash::BlockHash;
-use crate::header::{BlockHeader, block_work};
+use crate::header::block_work;
 use crate::network::Network;
-use crate::record::FoundBlock;
 use crate::scan::ScanOutput;
 use crate::u256::U256;
-
-const FLAG_INVALID: u32 = 1 << 31;
-const FLAG_BAD_CHAIN: u32 = 1 << 30;
-const FLAG_BEST: u32 = 1 << 29;
-const SIZE_MASK: u32 = (1 << 29) - 1;
-
-const NONE: u32 = u32::MAX;
-const HEIGHT_UNSET: u32 = u32::MAX;
-const HEIGHT_ORPHAN: u32 = u32::MAX - 1;
-const HEIGHT_VISITING: u32 = u32::MAX - 2;
-
-const FILE_BITS: u32 = 24;
-const OFFSET_BITS: u32 = 40;
-
-/// One block, 88 bytes: what the scan records and the chain is built from.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Entry {
-    hash: [u8; 32],
-    /// Before linking: the previous block's hash. After: parent index (4
-    /// bytes), height (4), cumulative work saturated to 192 bits (24).
-    link: [u8; 32],
-    bits: u32,
-    time: u32,
-    version: i32,
-    size_flags: u32,
-    /// File index (high 24 bits) and record offset (low 40 bits): the order
-    /// of first sight.
-    pos: u64,
-}
-
-impl Entry {
-    pub(crate) const MAX_FILES: u64 = 1 << FILE_BITS;
-    pub(crate) const MAX_OFFSET: u64 = 1 << OFFSET_BITS;
-
-    pub(crate) fn new(block: &FoundBlock<'_>, file: usize) -> Entry {
-        Entry::from_header(&block.hash, &block.header, block.size, file, block.offset)
-    }
-
-    pub(crate) fn from_header(
-        hash: &BlockHash,
-        header: &BlockHeader,
-        size: u32,
-        file: usize,
-        offset: u64,
-    ) -> Entry {
-        Entry {
-            hash: hash.0,
-            link: header.prev.0,
-            bits: header.bits,
-            time: header.time,
-            version: header.version,
-            size_flags: size,
-            pos: (file as u64) << OFFSET_BITS | offset,
-        }
-    }
-
-    pub(crate) fn mark_invalid(&mut self) {
-        self.size_flags |= FLAG_INVALID;
-    }
-
-    fn parent(&self) -> u32 {
-        u32::from_le_bytes(self.link[0..4].try_into().expect("4 bytes"))
-    }
-
-    fn set_parent(&mut self, parent: u32) {
-        self.link[0..4].copy_from_slice(&parent.to_le_bytes());
-    }
-
-    fn height(&self) -> u32 {
-        u32::from_le_bytes(self.link[4..8].try_into().expect("4 bytes"))
-    }
-
-    fn set_height(&mut self, height: u32) {
-        self.link[4..8].copy_from_slice(&height.to_le_bytes());
-    }
-
-    fn work(&self) -> U256 {
-        let mut bytes = [0u8; 32];
-        bytes[..24].copy_from_slice(&self.link[8..32]);
-        U256::from_le_bytes(&bytes)
-    }
-
-    fn set_work(&mut self, work: U256) {
-        let saturated = if work.0[3] != 0 {
-            U256([u64::MAX, u64::MAX, u64::MAX, 0])
-        } else {
-            work
-        };
-        self.link[8..32].copy_from_slice(&saturated.to_le_bytes()[..24]);
-    }
-
-    fn connected(&self) -> bool {
-        self.height() < HEIGHT_VISITING
-    }
-}
 
 /// The first 8 bytes of a hash as a big-endian number: ordering by it first
 /// is ordering by the bytes, with one integer comparison.

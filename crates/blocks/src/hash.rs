@@ -4,7 +4,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 
 /// Double SHA-256 of `data`.
 pub fn sha256d(data: &[u8]) -> [u8; 32] {
@@ -19,7 +19,7 @@ pub struct BlockHash(pub [u8; 32]);
 impl BlockHash {
     /// Parses the usual reversed hex form (64 hex digits).
     pub fn from_hex(text: &str) -> Result<BlockHash> {
-        let bytes = crate::xor::parse_hex::<32>(text)?;
+        let bytes = crate::hex::parse_hex::<32>(text)?;
         let mut out = bytes;
         out.reverse();
         Ok(BlockHash(out))
@@ -39,12 +39,4 @@ impl fmt::Debug for BlockHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "BlockHash({self})")
     }
-}
-
-pub(crate) fn hex_error(text: &str, expected_len: usize) -> crate::error::Error {
-    ErrorKind::BadHex {
-        text: text.to_string(),
-        expected_len,
-    }
-    .into()
 }

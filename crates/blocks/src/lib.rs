@@ -29,11 +29,14 @@
 
 mod block;
 mod chain;
+mod entry;
 mod error;
 mod files;
+#[cfg(any(test, feature = "test-util"))]
 pub mod generate;
 mod hash;
 mod header;
+mod hex;
 mod linearize;
 mod mapped;
 mod network;

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 
 use crate::block::check_block;
-use crate::chain::Entry;
+use crate::entry::Entry;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::BlockFile;
 use crate::hash::BlockHash;

@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use crate::error::{ErrorKind, Result};
-use crate::hash::hex_error;
 
 /// The 8-byte XOR key of a blocks directory; all zeros means plain files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -17,7 +16,7 @@ impl XorKey {
 
     /// Parses 16 hex digits, as in `--xor-key 0123456789abcdef` (file byte order).
     pub fn from_hex(text: &str) -> Result<XorKey> {
-        Ok(XorKey(parse_hex::<8>(text)?))
+        Ok(XorKey(crate::hex::parse_hex::<8>(text)?))
     }
 
     /// Reads `xor.dat` from a directory; a missing file means no obfuscation.
@@ -59,28 +58,6 @@ impl XorKey {
             *byte ^= rotated[i];
         }
     }
-}
-
-/// Parses exactly `N` bytes of hex (no prefix; whitespace not allowed).
-pub(crate) fn parse_hex<const N: usize>(text: &str) -> Result<[u8; N]> {
-    let digits = text.strip_prefix("0x").unwrap_or(text).as_bytes();
-    if digits.len() != 2 * N {
-        return Err(hex_error(text, N));
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        match (nibble(digits[2 * i]), nibble(digits[2 * i + 1])) {
-            (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
-            _ => return Err(hex_error(text, N)),
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use seekless_bencode::torrent::{self, CreateOptions, Torrent, Version, magnet_link, summary_json};
 use seekless_bencode::{Parser, to_json};
 
+use crate::fail;
+
 /// `seekless bencode` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -50,11 +52,6 @@ fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
     } else {
         std::fs::read(path)
     }
-}
-
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("seekless: {message}");
-    ExitCode::from(2)
 }
 
 /// Run a `seekless bencode` subcommand.
@@ -128,10 +125,7 @@ fn dump(path: &Path) -> ExitCode {
     };
     let doc = match seekless_bencode::decode(&data) {
         Ok(doc) => doc,
-        Err(e) => {
-            eprintln!("seekless: {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        Err(e) => return fail(format_args!("{}: {e}", path.display())),
     };
     let mut json = String::with_capacity(data.len() * 2);
     to_json(doc.root(), &mut json);
@@ -296,10 +290,7 @@ pub fn run_torrent(command: TorrentCommand) -> ExitCode {
 
 fn load_torrent(path: &Path) -> Result<Torrent, ExitCode> {
     let data = read_input(path).map_err(|e| fail(format_args!("{}: {e}", path.display())))?;
-    Torrent::from_bytes(&data).map_err(|e| {
-        eprintln!("seekless: {}: {e}", path.display());
-        ExitCode::from(2)
-    })
+    Torrent::from_bytes(&data).map_err(|e| fail(format_args!("{}: {e}", path.display())))
 }
 
 fn info(path: &Path, json: bool) -> ExitCode {

@@ -11,6 +11,8 @@ use seekless_blocks::{
 };
 use serde_json::{Value, json};
 
+use crate::fail;
+
 /// Where the blocks are and how to read them.
 #[derive(Debug, clap::Args)]
 pub struct Source {
@@ -76,11 +78,6 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-}
-
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("seekless: {message}");
-    ExitCode::from(2)
 }
 
 /// Run a `seekless blocks` subcommand.

@@ -114,3 +114,10 @@ fn main() -> ExitCode {
         Command::Exhash(command) => exhash::run(command),
     }
 }
+
+/// Report an error the one way every command does (`seekless: …` on
+/// standard error) and give its exit status, 2.
+pub(crate) fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("seekless: {message}");
+    ExitCode::from(2)
+}

@@ -207,11 +207,12 @@ pub fn run(command: Command) -> ExitCode {
                 )
             });
             if located {
+                // `FILE:LINE: …`, as compilers print it.
                 eprintln!("{e}");
+                ExitCode::from(2)
             } else {
-                eprintln!("seekless: {e}");
+                crate::fail(e)
             }
-            ExitCode::from(2)
         }
     }
 }

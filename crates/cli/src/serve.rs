@@ -95,10 +95,7 @@ impl Identity {
 pub fn run(args: Args) -> ExitCode {
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("seekless: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => crate::fail(e),
     }
 }
 

@@ -49,6 +49,8 @@ pub enum ErrorKind {
     NewerVersion {
         /// The version found in the file.
         version: u16,
+        /// The newest version this build reads.
+        newest: u16,
     },
     /// The index is damaged (checksum mismatch, wrong size, inconsistent data).
     Corrupt {
@@ -78,6 +80,8 @@ pub enum ErrorKind {
         key_bits: u32,
         /// The kind of the hashes.
         kind: crate::Kind,
+        /// The fewest bits an index may keep.
+        min: u32,
     },
     /// The index keeps only the top bits of each hash (`--key-bits`), and
     /// what was asked needs whole hashes (ranges, export, update).
@@ -167,20 +171,22 @@ impl fmt::Display for Error {
             ),
             ErrorKind::BadHash { text, what } => write!(f, "bad hash {text:?}: {what}"),
             ErrorKind::NotAnIndex => write!(f, "not a seekless pwned index (bad magic)"),
-            ErrorKind::NewerVersion { version } => write!(
+            ErrorKind::NewerVersion { version, newest } => write!(
                 f,
-                "index format version {version} was made by a newer seekless; this one reads version {}",
-                crate::format::VERSION
+                "index format version {version} was made by a newer seekless; this one reads version {newest}"
             ),
             ErrorKind::Corrupt { what } => write!(f, "index is damaged: {what}"),
             ErrorKind::TooLarge => write!(f, "index is too large for this platform"),
             ErrorKind::WrongKind { found, wanted } => {
                 write!(f, "the index holds {found} hashes, not {wanted}")
             }
-            ErrorKind::KeyBits { key_bits, kind } => write!(
+            ErrorKind::KeyBits {
+                key_bits,
+                kind,
+                min,
+            } => write!(
                 f,
-                "cannot keep {key_bits} bits of {kind} hashes: from {} to {} bits",
-                crate::format::MIN_KEY_BITS,
+                "cannot keep {key_bits} bits of {kind} hashes: from {min} to {} bits",
                 kind.bits()
             ),
             ErrorKind::Compact { key_bits } => write!(

@@ -164,7 +164,11 @@ impl Header {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let version = u16_at(8);
         if version > VERSION {
-            return Err(ErrorKind::NewerVersion { version }.into());
+            return Err(ErrorKind::NewerVersion {
+                version,
+                newest: VERSION,
+            }
+            .into());
         }
         if version == 0 {
             return Err(Error::corrupt("format version 0"));
@@ -283,7 +287,7 @@ mod tests {
         newer[8] = 5;
         assert!(matches!(
             Header::decode(&newer).unwrap_err().kind(),
-            ErrorKind::NewerVersion { version: 5 }
+            ErrorKind::NewerVersion { version: 5, .. }
         ));
         // Version 4 records the key bits; they must make sense.
         let compact = Header {

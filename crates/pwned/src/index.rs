@@ -110,6 +110,12 @@ fn bit(set: &[u64], i: usize) -> bool {
 impl Index {
     /// Opens an index file (memory-mapped, with random-access advice so a
     /// lookup reads one page).
+    ///
+    /// The file must not be truncated or rewritten in place while an `Index`
+    /// (or anything borrowed from it) is alive: the mapping then reads
+    /// changed bytes, and a page past a shrunken end raises `SIGBUS`. Replace
+    /// an index by renaming a complete new file over its name, as `prepare`
+    /// and `update` do; the open `Index` keeps reading the old file.
     pub fn open(path: impl AsRef<Path>) -> Result<Index> {
         let path = path.as_ref();
         let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;

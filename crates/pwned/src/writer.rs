@@ -385,7 +385,12 @@ pub(crate) fn check_key_bits(kind: Kind, key_bits: u32) -> Result<()> {
     if (MIN_KEY_BITS..=kind.bits()).contains(&key_bits) {
         Ok(())
     } else {
-        Err(ErrorKind::KeyBits { key_bits, kind }.into())
+        Err(ErrorKind::KeyBits {
+            key_bits,
+            kind,
+            min: MIN_KEY_BITS,
+        }
+        .into())
     }
 }
 
