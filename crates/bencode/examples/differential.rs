@@ -140,7 +140,7 @@ fn edge_cases(rng: &mut Rng) -> Vec<u8> {
 fn ours(input: &[u8]) -> String {
     match decode(input) {
         Ok(_) => "ok".to_string(),
-        Err(e) => format!("error {} {}", e.code(), e.offset().unwrap_or(0)),
+        Err(e) => format!("error {} {}", e.code(), e.offset()),
     }
 }
 

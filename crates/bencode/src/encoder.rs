@@ -1,6 +1,6 @@
 //! The encoder: a writer API producing canonical bencode.
 
-use crate::Error;
+use crate::error::{Error, ErrorKind};
 use crate::node::Node;
 
 /// Writes bencode into a byte buffer.
@@ -120,13 +120,11 @@ impl Encoder {
         &self.out
     }
 
-    /// The encoded bytes. Fails with [`Error::UnexpectedEof`] (at the end of
+    /// The encoded bytes. Fails with [`ErrorKind::UnexpectedEof`](crate::ErrorKind::UnexpectedEof) (at the end of
     /// the output) if a list or dictionary is still open.
     pub fn finish(self) -> Result<Vec<u8>, Error> {
         if self.open != 0 {
-            return Err(Error::UnexpectedEof {
-                offset: self.out.len(),
-            });
+            return Err(Error::new(ErrorKind::UnexpectedEof, self.out.len()));
         }
         Ok(self.out)
     }

@@ -25,9 +25,9 @@ mod token;
 pub mod torrent;
 
 pub use encoder::Encoder;
-pub use error::Error;
+pub use error::{Error, ErrorKind, Result};
 pub use json::{from_json, to_json};
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
-pub use serde_support::{from_bytes, from_node, to_bytes};
+pub use serde_support::{SerdeError, from_bytes, from_node, to_bytes};
 pub use token::{Kind, Token};

@@ -1,13 +1,23 @@
 //! BEP 3 violations that default mode tolerates, listed after the fact.
 
-use crate::Error;
+use crate::error::{Error, ErrorKind};
 use crate::node::Node;
-use crate::token::{BYTES, DICT, INT, Token};
+use crate::token::{BYTES, DICT, INT};
 
-/// Walks the subtree at `index` (linearly: tokens are in input order) and
-/// lists every BEP 3 violation, sorted by offset.
-pub(crate) fn warnings(input: &[u8], tokens: &[Token], index: usize) -> Vec<Error> {
-    let root = Node::new(input, tokens, index);
+impl Node<'_> {
+    /// The BEP 3 violations default mode tolerates, in input order: leading
+    /// zeros, `-0`, unsorted and duplicate keys within this value, and (for
+    /// the top-level value) trailing bytes after it. Strict mode rejects the
+    /// first of these.
+    pub fn warnings(&self) -> Vec<Error> {
+        warnings(*self)
+    }
+}
+
+/// Walks the subtree (linearly: tokens are in input order) and lists every
+/// BEP 3 violation, sorted by offset.
+fn warnings(root: Node<'_>) -> Vec<Error> {
+    let (input, tokens, index) = (root.input(), root.tokens(), root.token_index());
     let mut out = Vec::new();
     for (i, t) in root.subtree().iter().enumerate() {
         let offset = t.offset as usize;
@@ -16,17 +26,17 @@ pub(crate) fn warnings(input: &[u8], tokens: &[Token], index: usize) -> Vec<Erro
                 let mut d = offset + 1;
                 if input[d] == b'-' {
                     if input[d + 1] == b'0' {
-                        out.push(Error::NegativeZero { offset: d });
+                        out.push(Error::new(ErrorKind::NegativeZero, d));
                         continue;
                     }
                     d += 1;
                 }
                 if input[d] == b'0' && input[d + 1] != b'e' {
-                    out.push(Error::LeadingZero { offset: d });
+                    out.push(Error::new(ErrorKind::LeadingZero, d));
                 }
             }
             BYTES if input[offset] == b'0' && t.aux() > 2 => {
-                out.push(Error::LeadingZero { offset });
+                out.push(Error::new(ErrorKind::LeadingZero, offset));
             }
             DICT => {
                 let dict = Node::new(input, tokens, index + i)
@@ -40,10 +50,10 @@ pub(crate) fn warnings(input: &[u8], tokens: &[Token], index: usize) -> Vec<Erro
                         match p.cmp(key) {
                             std::cmp::Ordering::Less => {}
                             std::cmp::Ordering::Equal => {
-                                out.push(Error::DuplicateKey { offset: key_offset })
+                                out.push(Error::new(ErrorKind::DuplicateKey, key_offset))
                             }
                             std::cmp::Ordering::Greater => {
-                                out.push(Error::UnsortedKey { offset: key_offset })
+                                out.push(Error::new(ErrorKind::UnsortedKey, key_offset))
                             }
                         }
                     }
@@ -56,7 +66,7 @@ pub(crate) fn warnings(input: &[u8], tokens: &[Token], index: usize) -> Vec<Erro
     if index == 0 {
         let end = root.offset() + root.raw().len();
         if end < input.len() {
-            out.push(Error::TrailingData { offset: end });
+            out.push(Error::new(ErrorKind::TrailingData, end));
         }
     }
     out.sort_by_key(|e| e.offset());

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::Error;
+use crate::error::{Error, ErrorKind};
 use crate::token::{BYTES, DICT, END, INT, Kind, LIST, Token};
 
 /// One decoded value: a view into the input and the token buffer. Copying a
@@ -80,11 +80,13 @@ impl<'a> Node<'a> {
     }
 
     fn wrong(&self, expected: Kind) -> Error {
-        Error::WrongType {
-            offset: self.offset(),
-            expected,
-            found: self.kind(),
-        }
+        Error::new(
+            ErrorKind::WrongType {
+                expected,
+                found: self.kind(),
+            },
+            self.offset(),
+        )
     }
 
     /// The payload of a byte string, or `None` for other types.
@@ -105,7 +107,7 @@ impl<'a> Node<'a> {
 
     /// The value of an integer. Integers of up to 20 digits decode (as in
     /// libtorrent) even when they do not fit an `i64`; reading one gives
-    /// [`Error::Overflow`] rather than a silent 0.
+    /// [`ErrorKind::Overflow`] rather than a silent 0.
     pub fn as_int(&self) -> Result<i64, Error> {
         let t = self.token();
         if t.ty() != INT {
@@ -125,9 +127,10 @@ impl<'a> Node<'a> {
             match next {
                 Some(v) => value = v,
                 None => {
-                    return Err(Error::Overflow {
-                        offset: self.offset() + 1 + usize::from(negative) + i,
-                    });
+                    return Err(Error::new(
+                        ErrorKind::Overflow,
+                        self.offset() + 1 + usize::from(negative) + i,
+                    ));
                 }
             }
         }
@@ -189,14 +192,6 @@ impl<'a> Node<'a> {
     /// Look `key` up if this is a dictionary (see [`Dict::get`]).
     pub fn get(&self, key: &[u8]) -> Option<Node<'a>> {
         self.as_dict()?.get(key)
-    }
-
-    /// The BEP 3 violations default mode tolerates, in input order: leading
-    /// zeros, `-0`, unsorted and duplicate keys within this value, and (for
-    /// the top-level value) trailing bytes after it. Strict mode rejects the
-    /// first of these.
-    pub fn warnings(&self) -> Vec<Error> {
-        crate::lint::warnings(self.input, self.tokens, self.index)
     }
 
     pub(crate) fn tokens(&self) -> &'a [Token] {

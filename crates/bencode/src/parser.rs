@@ -7,7 +7,7 @@
 //! additionally rejects everything BEP 3 forbids, reporting the first problem
 //! in input order.
 
-use crate::Error;
+use crate::error::{Error, ErrorKind};
 use crate::node::Node;
 use crate::token::{BYTES, DICT, END, INT, LIST, MAX_AUX, Token};
 
@@ -187,18 +187,18 @@ impl Fail {
     #[cold]
     fn at(self, offset: usize) -> Error {
         match self {
-            Fail::ExpectedDigit => Error::ExpectedDigit { offset },
-            Fail::ExpectedColon => Error::ExpectedColon { offset },
-            Fail::UnexpectedEof => Error::UnexpectedEof { offset },
-            Fail::ExpectedValue => Error::ExpectedValue { offset },
-            Fail::DepthExceeded => Error::DepthExceeded { offset },
-            Fail::LimitExceeded => Error::LimitExceeded { offset },
-            Fail::Overflow => Error::Overflow { offset },
-            Fail::UnsortedKey => Error::UnsortedKey { offset },
-            Fail::DuplicateKey => Error::DuplicateKey { offset },
-            Fail::LeadingZero => Error::LeadingZero { offset },
-            Fail::NegativeZero => Error::NegativeZero { offset },
-            Fail::TrailingData => Error::TrailingData { offset },
+            Fail::ExpectedDigit => Error::new(ErrorKind::ExpectedDigit, offset),
+            Fail::ExpectedColon => Error::new(ErrorKind::ExpectedColon, offset),
+            Fail::UnexpectedEof => Error::new(ErrorKind::UnexpectedEof, offset),
+            Fail::ExpectedValue => Error::new(ErrorKind::ExpectedValue, offset),
+            Fail::DepthExceeded => Error::new(ErrorKind::DepthExceeded, offset),
+            Fail::LimitExceeded => Error::new(ErrorKind::LimitExceeded, offset),
+            Fail::Overflow => Error::new(ErrorKind::Overflow, offset),
+            Fail::UnsortedKey => Error::new(ErrorKind::UnsortedKey, offset),
+            Fail::DuplicateKey => Error::new(ErrorKind::DuplicateKey, offset),
+            Fail::LeadingZero => Error::new(ErrorKind::LeadingZero, offset),
+            Fail::NegativeZero => Error::new(ErrorKind::NegativeZero, offset),
+            Fail::TrailingData => Error::new(ErrorKind::TrailingData, offset),
         }
     }
 }

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use seekless_bencode::{Encoder, Error, decode, decode_strict, from_bytes, from_node, to_bytes};
+use seekless_bencode::{
+    Encoder, ErrorKind, decode, decode_strict, from_bytes, from_node, to_bytes,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -126,22 +128,21 @@ fn serde_errors_are_clear() {
         n: u8,
     }
     let err = from_bytes::<Needs>(b"d1:ni300ee").unwrap_err();
+    assert_eq!((err.offset(), err.decode_error()), (Some(4), None), "{err}");
+    let err = from_bytes::<Needs>(b"d1:n3:abce").unwrap_err();
+    let decode = err.decode_error().expect("a wrong type");
     assert!(
-        matches!(
-            err,
-            Error::Serde {
-                offset: Some(4),
-                ..
-            }
-        ),
+        matches!(decode.kind(), ErrorKind::WrongType { .. }) && decode.offset() == 4,
         "{err}"
     );
-    let err = from_bytes::<Needs>(b"d1:n3:abce").unwrap_err();
-    assert!(matches!(err, Error::WrongType { offset: 4, .. }), "{err}");
     let err = from_bytes::<Needs>(b"de").unwrap_err();
     assert_eq!(err.to_string(), "missing field `n`");
     let err = from_bytes::<Needs>(b"d1:n").unwrap_err();
-    assert!(matches!(err, Error::UnexpectedEof { offset: 4 }));
+    let decode = err.decode_error().expect("not bencode");
+    assert_eq!(
+        (decode.kind(), decode.offset()),
+        (ErrorKind::UnexpectedEof, 4)
+    );
     assert!(from_bytes::<f64>(b"i1e").is_err());
     assert!(to_bytes(&1.5f64).is_err());
     assert!(to_bytes(&None::<u8>).is_err());

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use seekless_bencode::torrent::{
-    CreateOptions, Torrent, Version, create, hex, magnet_link, summary_json, verify,
+    CreateOptions, ErrorKind, Torrent, Version, create, hex, magnet_link, summary_json, verify,
 };
-use seekless_bencode::{Encoder, Error, decode};
+use seekless_bencode::{Encoder, decode};
 
 fn load(name: &str) -> Torrent {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -119,8 +119,10 @@ fn v1_torrent(piece_length: i64, pieces: &[u8], name: &str, length: i64) -> Vec<
 fn reason(data: &[u8]) -> String {
     match Torrent::from_bytes(data) {
         Ok(_) => "ok".to_string(),
-        Err(Error::Torrent { field, reason }) => format!("{field}: {reason}"),
-        Err(e) => format!("{}", e),
+        Err(e) => match e.kind() {
+            ErrorKind::Invalid { field, reason } => format!("{field}: {reason}"),
+            _ => e.to_string(),
+        },
     }
 }
 

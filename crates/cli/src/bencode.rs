@@ -97,12 +97,7 @@ fn check(strict: bool, files: &[PathBuf]) -> ExitCode {
             }
             Err(e) => {
                 any_bad = true;
-                format!(
-                    "{}\terror\t{}\t{}",
-                    path.display(),
-                    e.code(),
-                    e.offset().unwrap_or(0)
-                )
+                format!("{}\terror\t{}\t{}", path.display(), e.code(), e.offset())
             }
         };
         if writeln!(out, "{line}").is_err() {
@@ -148,7 +143,7 @@ fn encode(path: &Path, output: &Path) -> ExitCode {
     let bytes = match seekless_bencode::from_json(&json) {
         Ok(bytes) => bytes,
         Err(e) => {
-            let at = e.offset().unwrap_or(0).min(json.len());
+            let at = e.offset().min(json.len());
             let line = 1 + json[..at].iter().filter(|&&c| c == b'\n').count();
             let column = 1 + at
                 - json[..at]

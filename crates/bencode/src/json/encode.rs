@@ -4,8 +4,9 @@
 //! list of tokens (like the bencode decoder's), then written out as bencode
 //! from an explicit work stack.
 
+use crate::error::{Error, ErrorKind};
 use crate::hex;
-use crate::{Error, Limits, Parser};
+use crate::{Limits, Parser};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -38,7 +39,7 @@ impl Token {
 }
 
 fn fail(offset: usize, message: &'static str) -> Error {
-    Error::Json { offset, message }
+    Error::new(ErrorKind::Json { message }, offset)
 }
 
 /// Build the bencode that a JSON text stands for, in the mapping
@@ -551,8 +552,11 @@ mod tests {
 
     fn error(json: &str) -> (usize, &'static str) {
         match from_json(json.as_bytes()) {
-            Err(Error::Json { offset, message }) => (offset, message),
-            other => panic!("{json}: {other:?}"),
+            Err(e) => match e.kind() {
+                ErrorKind::Json { message } => (e.offset(), message),
+                _ => panic!("{json}: {e}"),
+            },
+            Ok(bytes) => panic!("{json}: {bytes:?}"),
         }
     }
 
@@ -613,7 +617,7 @@ mod tests {
         assert_eq!(error("\"a\nb\"").0, 2);
         assert_eq!(error(r#""\ud800""#).0, 1);
         assert_eq!(error(r#""\udc00x""#).0, 1);
-        assert_eq!(from_json(b"\"\xff\"").unwrap_err().offset(), Some(1));
+        assert_eq!(from_json(b"\"\xff\"").unwrap_err().offset(), 1);
     }
 
     #[test]

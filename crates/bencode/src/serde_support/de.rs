@@ -2,13 +2,15 @@
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
+use super::SerdeError;
+use crate::decode;
+use crate::error::{Error, ErrorKind};
 use crate::node::Node;
 use crate::token::{BYTES, DICT, END, INT, Kind, LIST, Token};
-use crate::{Error, decode};
 
 /// Decode `input` (default mode) and deserialize a `T` from it; `&[u8]` and
 /// `&str` fields borrow from `input`.
-pub fn from_bytes<'de, T: de::Deserialize<'de>>(input: &'de [u8]) -> Result<T, Error> {
+pub fn from_bytes<'de, T: de::Deserialize<'de>>(input: &'de [u8]) -> Result<T, SerdeError> {
     let doc = decode(input)?;
     let mut de = Deserializer {
         input,
@@ -20,7 +22,7 @@ pub fn from_bytes<'de, T: de::Deserialize<'de>>(input: &'de [u8]) -> Result<T, E
 
 /// Deserialize a `T` from an already decoded node (e.g. a torrent's `info`
 /// dictionary).
-pub fn from_node<'a, T: de::Deserialize<'a>>(node: Node<'a>) -> Result<T, Error> {
+pub fn from_node<'a, T: de::Deserialize<'a>>(node: Node<'a>) -> Result<T, SerdeError> {
     let mut de = Deserializer {
         input: node.input(),
         tokens: node.tokens(),
@@ -49,23 +51,23 @@ impl<'de, 't> Deserializer<'de, 't> {
         Node::new(self.input, self.tokens, self.index).kind()
     }
 
-    fn wrong(&self, expected: Kind) -> Error {
-        Error::WrongType {
-            offset: self.offset(),
-            expected,
-            found: self.kind(),
-        }
+    fn wrong(&self, expected: Kind) -> SerdeError {
+        Error::new(
+            ErrorKind::WrongType {
+                expected,
+                found: self.kind(),
+            },
+            self.offset(),
+        )
+        .into()
     }
 
-    fn unsupported(&self, what: &str) -> Error {
-        Error::Serde {
-            offset: Some(self.offset()),
-            message: format!("bencode has no {what}"),
-        }
+    fn unsupported(&self, what: &str) -> SerdeError {
+        SerdeError::at(self.offset(), format!("bencode has no {what}"))
     }
 
     /// The payload of the byte string at the cursor, advancing past it.
-    fn take_bytes(&mut self) -> Result<&'de [u8], Error> {
+    fn take_bytes(&mut self) -> Result<&'de [u8], SerdeError> {
         let t = self.token();
         // The serializer writes an empty sequence as `le`; read it back as
         // an empty byte string.
@@ -82,17 +84,15 @@ impl<'de, 't> Deserializer<'de, 't> {
         Ok(&self.input[start..end])
     }
 
-    fn take_str(&mut self) -> Result<&'de str, Error> {
+    fn take_str(&mut self) -> Result<&'de str, SerdeError> {
         let offset = self.offset();
         let bytes = self.take_bytes()?;
-        std::str::from_utf8(bytes).map_err(|_| Error::Serde {
-            offset: Some(offset),
-            message: "byte string is not UTF-8".to_string(),
-        })
+        std::str::from_utf8(bytes)
+            .map_err(|_| SerdeError::at(offset, "byte string is not UTF-8".to_string()))
     }
 
     /// The integer at the cursor as i128 (covers i64 and u64), advancing.
-    fn take_int(&mut self) -> Result<i128, Error> {
+    fn take_int(&mut self) -> Result<i128, SerdeError> {
         let t = self.token();
         if t.ty() != INT {
             return Err(self.wrong(Kind::Int));
@@ -100,22 +100,24 @@ impl<'de, 't> Deserializer<'de, 't> {
         let node = Node::new(self.input, self.tokens, self.index);
         let raw = node.raw();
         let text = std::str::from_utf8(&raw[1..raw.len() - 1]).expect("ASCII digits");
-        let value: i128 = text.parse().map_err(|_| Error::Overflow {
-            offset: self.offset(),
-        })?;
+        let value: i128 = text
+            .parse()
+            .map_err(|_| SerdeError::from(Error::new(ErrorKind::Overflow, self.offset())))?;
         self.index += 1;
         Ok(value)
     }
 
-    fn int<T: TryFrom<i128>>(&mut self) -> Result<T, Error> {
+    fn int<T: TryFrom<i128>>(&mut self) -> Result<T, SerdeError> {
         let offset = self.offset();
         let v = self.take_int()?;
-        T::try_from(v).map_err(|_| Error::Serde {
-            offset: Some(offset),
-            message: format!(
-                "integer {v} out of range for {}",
-                std::any::type_name::<T>()
-            ),
+        T::try_from(v).map_err(|_| {
+            SerdeError::at(
+                offset,
+                format!(
+                    "integer {v} out of range for {}",
+                    std::any::type_name::<T>()
+                ),
+            )
         })
     }
 
@@ -126,7 +128,7 @@ impl<'de, 't> Deserializer<'de, 't> {
 
 macro_rules! int_method {
     ($method:ident, $visit:ident, $ty:ty) => {
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
             let v: $ty = self.int()?;
             visitor.$visit(v)
         }
@@ -134,9 +136,9 @@ macro_rules! int_method {
 }
 
 impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
-    type Error = Error;
+    type Error = SerdeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         match self.token().ty() {
             INT => {
                 let offset = self.offset();
@@ -146,7 +148,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
                 } else if let Ok(v) = u64::try_from(v) {
                     visitor.visit_u64(v)
                 } else {
-                    Err(Error::Overflow { offset })
+                    Err(Error::new(ErrorKind::Overflow, offset).into())
                 }
             }
             BYTES => visitor.visit_borrowed_bytes(self.take_bytes()?),
@@ -156,15 +158,15 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         }
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         let offset = self.offset();
         match self.take_int()? {
             0 => visitor.visit_bool(false),
             1 => visitor.visit_bool(true),
-            v => Err(Error::Serde {
-                offset: Some(offset),
-                message: format!("{v} is not a boolean (0 or 1)"),
-            }),
+            v => Err(SerdeError::at(
+                offset,
+                format!("{v} is not a boolean (0 or 1)"),
+            )),
         }
     }
 
@@ -179,50 +181,50 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
     int_method!(deserialize_u64, visit_u64, u64);
     int_method!(deserialize_u128, visit_u128, u128);
 
-    fn deserialize_f32<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_f32<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, SerdeError> {
         Err(self.unsupported("floating point numbers"))
     }
 
-    fn deserialize_f64<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_f64<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, SerdeError> {
         Err(self.unsupported("floating point numbers"))
     }
 
-    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         let offset = self.offset();
         let s = self.take_str()?;
         let mut chars = s.chars();
         match (chars.next(), chars.next()) {
             (Some(c), None) => visitor.visit_char(c),
-            _ => Err(Error::Serde {
-                offset: Some(offset),
-                message: "expected a single character".to_string(),
-            }),
+            _ => Err(SerdeError::at(
+                offset,
+                "expected a single character".to_string(),
+            )),
         }
     }
 
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         visitor.visit_borrowed_str(self.take_str()?)
     }
 
-    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         self.deserialize_str(visitor)
     }
 
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         visitor.visit_borrowed_bytes(self.take_bytes()?)
     }
 
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         self.deserialize_bytes(visitor)
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         // A value that is present is `Some`; absence is handled by the
         // containing struct (missing field).
         visitor.visit_some(self)
     }
 
-    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         self.skip();
         visitor.visit_unit()
     }
@@ -231,7 +233,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         self.deserialize_unit(visitor)
     }
 
@@ -239,11 +241,11 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         match self.token().ty() {
             LIST => {
                 self.index += 1;
@@ -258,7 +260,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
             // A byte string reads as a sequence of bytes (for `Vec<u8>`).
             BYTES => {
                 let bytes = self.take_bytes()?;
-                visitor.visit_seq(de::value::SeqDeserializer::<_, Error>::new(
+                visitor.visit_seq(de::value::SeqDeserializer::<_, SerdeError>::new(
                     bytes.iter().copied(),
                 ))
             }
@@ -270,7 +272,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         self,
         _len: usize,
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         self.deserialize_seq(visitor)
     }
 
@@ -279,11 +281,11 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         _name: &'static str,
         _len: usize,
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         if self.token().ty() != DICT {
             return Err(self.wrong(Kind::Dict));
         }
@@ -301,7 +303,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         _name: &'static str,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         self.deserialize_map(visitor)
     }
 
@@ -310,17 +312,17 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         _name: &'static str,
         _variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         match self.token().ty() {
             BYTES => visitor.visit_enum(self.take_str()?.into_deserializer()),
             DICT => {
                 self.index += 1;
                 let value = visitor.visit_enum(Enum { de: &mut *self })?;
                 if self.token().ty() != END {
-                    return Err(Error::Serde {
-                        offset: Some(self.offset()),
-                        message: "an enum dictionary has exactly one entry".to_string(),
-                    });
+                    return Err(SerdeError::at(
+                        self.offset(),
+                        "an enum dictionary has exactly one entry".to_string(),
+                    ));
                 }
                 self.index += 1;
                 Ok(value)
@@ -329,7 +331,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         }
     }
 
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         // Keys that are not UTF-8 still match `#[serde(other)]`/ignored.
         let bytes = self.take_bytes()?;
         match std::str::from_utf8(bytes) {
@@ -338,7 +340,7 @@ impl<'de, 't> de::Deserializer<'de> for &mut Deserializer<'de, 't> {
         }
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         self.skip();
         visitor.visit_unit()
     }
@@ -349,12 +351,12 @@ struct Seq<'a, 'de, 't> {
 }
 
 impl<'de> de::SeqAccess<'de> for Seq<'_, 'de, '_> {
-    type Error = Error;
+    type Error = SerdeError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,
-    ) -> Result<Option<T::Value>, Error> {
+    ) -> Result<Option<T::Value>, SerdeError> {
         if self.de.token().ty() == END {
             return Ok(None);
         }
@@ -367,19 +369,22 @@ struct Map<'a, 'de, 't> {
 }
 
 impl<'de> de::MapAccess<'de> for Map<'_, 'de, '_> {
-    type Error = Error;
+    type Error = SerdeError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
-    ) -> Result<Option<K::Value>, Error> {
+    ) -> Result<Option<K::Value>, SerdeError> {
         if self.de.token().ty() == END {
             return Ok(None);
         }
         seed.deserialize(Key { de: &mut *self.de }).map(Some)
     }
 
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, SerdeError> {
         seed.deserialize(&mut *self.de)
     }
 }
@@ -392,19 +397,17 @@ struct Key<'a, 'de, 't> {
 }
 
 impl<'de> Key<'_, 'de, '_> {
-    fn parse<T: std::str::FromStr>(self) -> Result<T, Error> {
+    fn parse<T: std::str::FromStr>(self) -> Result<T, SerdeError> {
         let offset = self.de.offset();
         let s = self.de.take_str()?;
-        s.parse().map_err(|_| Error::Serde {
-            offset: Some(offset),
-            message: format!("key {s:?} is not a number"),
-        })
+        s.parse()
+            .map_err(|_| SerdeError::at(offset, format!("key {s:?} is not a number")))
     }
 }
 
 macro_rules! key_int {
     ($method:ident, $visit:ident, $ty:ty) => {
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
             let v: $ty = self.parse()?;
             visitor.$visit(v)
         }
@@ -412,9 +415,9 @@ macro_rules! key_int {
 }
 
 impl<'de> de::Deserializer<'de> for Key<'_, 'de, '_> {
-    type Error = Error;
+    type Error = SerdeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         de::Deserializer::deserialize_identifier(&mut *self.de, visitor)
     }
 
@@ -427,11 +430,11 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de, '_> {
     key_int!(deserialize_u32, visit_u32, u32);
     key_int!(deserialize_u64, visit_u64, u64);
 
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         visitor.visit_borrowed_bytes(self.de.take_bytes()?)
     }
 
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SerdeError> {
         self.deserialize_bytes(visitor)
     }
 
@@ -439,7 +442,7 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de, '_> {
         self,
         _name: &'static str,
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -454,28 +457,38 @@ struct Enum<'a, 'de, 't> {
 }
 
 impl<'de> de::EnumAccess<'de> for Enum<'_, 'de, '_> {
-    type Error = Error;
+    type Error = SerdeError;
     type Variant = Self;
 
-    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), Error> {
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Self), SerdeError> {
         let variant = seed.deserialize(Key { de: &mut *self.de })?;
         Ok((variant, self))
     }
 }
 
 impl<'de> de::VariantAccess<'de> for Enum<'_, 'de, '_> {
-    type Error = Error;
+    type Error = SerdeError;
 
-    fn unit_variant(self) -> Result<(), Error> {
+    fn unit_variant(self) -> Result<(), SerdeError> {
         self.de.skip();
         Ok(())
     }
 
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, SerdeError> {
         seed.deserialize(&mut *self.de)
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+    fn tuple_variant<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, SerdeError> {
         de::Deserializer::deserialize_seq(&mut *self.de, visitor)
     }
 
@@ -483,7 +496,7 @@ impl<'de> de::VariantAccess<'de> for Enum<'_, 'de, '_> {
         self,
         _fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Error> {
+    ) -> Result<V::Value, SerdeError> {
         de::Deserializer::deserialize_map(&mut *self.de, visitor)
     }
 }

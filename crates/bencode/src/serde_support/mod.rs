@@ -26,27 +26,10 @@
 //! ```
 
 mod de;
+mod error;
 mod ser;
 
 pub use de::{from_bytes, from_node};
 pub use ser::to_bytes;
 
-use crate::Error;
-
-impl serde::de::Error for Error {
-    fn custom<T: std::fmt::Display>(msg: T) -> Self {
-        Error::Serde {
-            offset: None,
-            message: msg.to_string(),
-        }
-    }
-}
-
-impl serde::ser::Error for Error {
-    fn custom<T: std::fmt::Display>(msg: T) -> Self {
-        Error::Serde {
-            offset: None,
-            message: msg.to_string(),
-        }
-    }
-}
+pub use error::SerdeError;

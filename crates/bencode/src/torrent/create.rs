@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
+use super::Error;
 use super::merkle::{self, BLOCK_SIZE, Hash32};
 use super::metainfo::check_component;
 use super::{Torrent, Version};
-use crate::{Encoder, Error};
+use crate::Encoder;
 
 /// What to create.
 #[derive(Debug, Clone)]
@@ -64,7 +65,7 @@ fn name_of(path: &Path) -> Result<String, Error> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::torrent("name", format!("{} has no UTF-8 name", path.display())))?;
+        .ok_or_else(|| Error::invalid("name", format!("{} has no UTF-8 name", path.display())))?;
     check_component(name, "name")?;
     Ok(name.to_string())
 }
@@ -103,7 +104,7 @@ fn collect(root: &Path) -> Result<Vec<InputFile>, Error> {
     }
     out.sort_by(|a, b| a.components.cmp(&b.components));
     if out.is_empty() {
-        return Err(Error::torrent(
+        return Err(Error::invalid(
             "files",
             format!("no files under {}", root.display()),
         ));
@@ -144,13 +145,13 @@ pub fn create(
     let total: u64 = files.iter().map(|f| f.length).sum();
     let piece_length = match options.piece_length {
         Some(p) if !p.is_power_of_two() || p < BLOCK_SIZE => {
-            return Err(Error::torrent(
+            return Err(Error::invalid(
                 "piece length",
                 format!("{p} is not a power of two of at least 16 KiB"),
             ));
         }
         Some(p) if p > MAX_PIECE_LENGTH => {
-            return Err(Error::torrent(
+            return Err(Error::invalid(
                 "piece length",
                 format!("{p} is larger than 256 MiB"),
             ));

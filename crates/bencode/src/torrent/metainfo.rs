@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
+use super::Error;
 use super::merkle::{self, BLOCK_SIZE, Hash32};
-use crate::{Dict, Error, Node};
+use crate::{Dict, Node};
 
 /// Which hash trees a torrent carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,32 +105,34 @@ pub struct Torrent {
 fn text(node: Node<'_>, field: &str) -> Result<String, Error> {
     let bytes = node
         .as_bytes()
-        .ok_or_else(|| Error::torrent(field, "not a string"))?;
+        .ok_or_else(|| Error::invalid(field, "not a string"))?;
     Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
 fn int(node: Node<'_>, field: &str) -> Result<i64, Error> {
     match node.as_int() {
         Ok(v) => Ok(v),
-        Err(Error::Overflow { .. }) => Err(Error::torrent(field, "integer overflows")),
-        Err(_) => Err(Error::torrent(field, "not an integer")),
+        Err(e) if e.kind() == crate::ErrorKind::Overflow => {
+            Err(Error::invalid(field, "integer overflows"))
+        }
+        Err(_) => Err(Error::invalid(field, "not an integer")),
     }
 }
 
 fn size(node: Node<'_>, field: &str) -> Result<u64, Error> {
     let v = int(node, field)?;
-    u64::try_from(v).map_err(|_| Error::torrent(field, format!("negative size {v}")))
+    u64::try_from(v).map_err(|_| Error::invalid(field, format!("negative size {v}")))
 }
 
 fn required<'a>(dict: Dict<'a>, key: &str, prefix: &str) -> Result<Node<'a>, Error> {
     dict.get(key.as_bytes())
-        .ok_or_else(|| Error::torrent(format!("{prefix}{key}"), "missing"))
+        .ok_or_else(|| Error::invalid(format!("{prefix}{key}"), "missing"))
 }
 
 /// Checks one path component: no empty names, `.`, `..`, separators or NUL.
 pub(crate) fn check_component(name: &str, field: &str) -> Result<(), Error> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
-        return Err(Error::torrent(
+        return Err(Error::invalid(
             field,
             format!("bad path component {name:?}"),
         ));
@@ -144,16 +147,16 @@ impl Torrent {
         let root = doc.root();
         let top = root
             .as_dict()
-            .ok_or_else(|| Error::torrent("(top level)", "not a dictionary"))?;
+            .ok_or_else(|| Error::invalid("(top level)", "not a dictionary"))?;
         let info_node = required(top, "info", "")?;
         let info = info_node
             .as_dict()
-            .ok_or_else(|| Error::torrent("info", "not a dictionary"))?;
+            .ok_or_else(|| Error::invalid("info", "not a dictionary"))?;
 
         let name_node = info
             .get(b"name.utf-8")
             .or_else(|| info.get(b"name"))
-            .ok_or_else(|| Error::torrent("info.name", "missing"))?;
+            .ok_or_else(|| Error::invalid("info.name", "missing"))?;
         let name = text(name_node, "info.name")?;
         check_component(&name, "info.name")?;
 
@@ -162,11 +165,11 @@ impl Torrent {
             "info.piece length",
         )?;
         if piece_length == 0 {
-            return Err(Error::torrent("info.piece length", "must be positive"));
+            return Err(Error::invalid("info.piece length", "must be positive"));
         }
         // libtorrent keeps piece sizes in an int; so do readers' buffers.
         if piece_length > i32::MAX as u64 {
-            return Err(Error::torrent(
+            return Err(Error::invalid(
                 "info.piece length",
                 format!("{piece_length} is too large (at most 2^31 - 1)"),
             ));
@@ -179,7 +182,7 @@ impl Torrent {
         let has_v2 = match meta_version {
             Some(2) => true,
             Some(v) => {
-                return Err(Error::torrent(
+                return Err(Error::invalid(
                     "info.meta version",
                     format!("unsupported version {v}"),
                 ));
@@ -191,7 +194,7 @@ impl Torrent {
             (true, true) => Version::Hybrid,
             (true, false) => Version::V1,
             (false, true) => Version::V2,
-            (false, false) => return Err(Error::torrent("info.pieces", "missing")),
+            (false, false) => return Err(Error::invalid("info.pieces", "missing")),
         };
 
         let mut torrent = Torrent {
@@ -218,9 +221,9 @@ impl Torrent {
             let stream: u64 = torrent.v1_files.iter().map(|f| f.length).sum();
             let pieces = required(info, "pieces", "info.")?
                 .as_bytes()
-                .ok_or_else(|| Error::torrent("info.pieces", "not a string"))?;
+                .ok_or_else(|| Error::invalid("info.pieces", "not a string"))?;
             if pieces.len() % 20 != 0 {
-                return Err(Error::torrent(
+                return Err(Error::invalid(
                     "info.pieces",
                     format!("length {} is not a multiple of 20", pieces.len()),
                 ));
@@ -231,7 +234,7 @@ impl Torrent {
                 .collect();
             let expected = stream.div_ceil(piece_length);
             if torrent.pieces.len() as u64 != expected {
-                return Err(Error::torrent(
+                return Err(Error::invalid(
                     "info.pieces",
                     format!(
                         "{} piece hashes for {stream} bytes in pieces of {piece_length} (expected {expected})",
@@ -244,7 +247,7 @@ impl Torrent {
 
         if has_v2 {
             if !piece_length.is_power_of_two() || piece_length < BLOCK_SIZE {
-                return Err(Error::torrent(
+                return Err(Error::invalid(
                     "info.piece length",
                     format!("{piece_length} is not a power of two of at least 16 KiB"),
                 ));
@@ -264,7 +267,7 @@ impl Torrent {
             .iter()
             .filter(|f| !f.pad)
             .try_fold(0u64, |acc, f| acc.checked_add(f.length))
-            .ok_or_else(|| Error::torrent("info.files", "total size overflows"))?;
+            .ok_or_else(|| Error::invalid("info.files", "total size overflows"))?;
 
         torrent.private = match info.get(b"private") {
             Some(n) => int(n, "info.private")? == 1,
@@ -300,7 +303,7 @@ fn parse_v1_files(info: Dict<'_>, name: &str) -> Result<Vec<FileEntry>, Error> {
     let Some(files) = info.get(b"files") else {
         let length = size(
             info.get(b"length")
-                .ok_or_else(|| Error::torrent("info.length", "missing"))?,
+                .ok_or_else(|| Error::invalid("info.length", "missing"))?,
             "info.length",
         )?;
         return Ok(vec![FileEntry {
@@ -313,26 +316,26 @@ fn parse_v1_files(info: Dict<'_>, name: &str) -> Result<Vec<FileEntry>, Error> {
     };
     let files = files
         .as_list()
-        .ok_or_else(|| Error::torrent("info.files", "not a list"))?;
+        .ok_or_else(|| Error::invalid("info.files", "not a list"))?;
     let mut out = Vec::new();
     let mut offset = 0u64;
     for (i, file) in files.iter().enumerate() {
         let field = format!("info.files[{i}]");
         let file = file
             .as_dict()
-            .ok_or_else(|| Error::torrent(&field, "not a dictionary"))?;
+            .ok_or_else(|| Error::invalid(&field, "not a dictionary"))?;
         let length = size(
             file.get(b"length")
-                .ok_or_else(|| Error::torrent(format!("{field}.length"), "missing"))?,
+                .ok_or_else(|| Error::invalid(format!("{field}.length"), "missing"))?,
             &format!("{field}.length"),
         )?;
         let path_node = file
             .get(b"path.utf-8")
             .or_else(|| file.get(b"path"))
-            .ok_or_else(|| Error::torrent(format!("{field}.path"), "missing"))?;
+            .ok_or_else(|| Error::invalid(format!("{field}.path"), "missing"))?;
         let path_list = path_node
             .as_list()
-            .ok_or_else(|| Error::torrent(format!("{field}.path"), "not a list"))?;
+            .ok_or_else(|| Error::invalid(format!("{field}.path"), "not a list"))?;
         let mut path = vec![name.to_string()];
         for component in path_list.iter() {
             let c = text(component, &format!("{field}.path"))?;
@@ -340,7 +343,7 @@ fn parse_v1_files(info: Dict<'_>, name: &str) -> Result<Vec<FileEntry>, Error> {
             path.push(c);
         }
         if path.len() == 1 {
-            return Err(Error::torrent(format!("{field}.path"), "empty path"));
+            return Err(Error::invalid(format!("{field}.path"), "empty path"));
         }
         let pad = match file.get(b"attr") {
             Some(attr) => attr.as_bytes().is_some_and(|a| a.contains(&b'p')),
@@ -355,10 +358,10 @@ fn parse_v1_files(info: Dict<'_>, name: &str) -> Result<Vec<FileEntry>, Error> {
         });
         offset = offset
             .checked_add(length)
-            .ok_or_else(|| Error::torrent(format!("{field}.length"), "total size overflows"))?;
+            .ok_or_else(|| Error::invalid(format!("{field}.length"), "total size overflows"))?;
     }
     if out.is_empty() {
-        return Err(Error::torrent("info.files", "no files"));
+        return Err(Error::invalid("info.files", "no files"));
     }
     Ok(out)
 }
@@ -371,7 +374,7 @@ fn parse_file_tree(
 ) -> Result<Vec<FileEntry>, Error> {
     let tree = required(info, "file tree", "info.")?
         .as_dict()
-        .ok_or_else(|| Error::torrent("info.file tree", "not a dictionary"))?;
+        .ok_or_else(|| Error::invalid("info.file tree", "not a dictionary"))?;
     let mut files = Vec::new();
     // Depth-first without recursion: a stack of dictionary iterators, and the
     // path of names leading to each.
@@ -386,30 +389,30 @@ fn parse_file_tree(
         let field = "info.file tree";
         let entry = value
             .as_dict()
-            .ok_or_else(|| Error::torrent(field, "entry is not a dictionary"))?;
+            .ok_or_else(|| Error::invalid(field, "entry is not a dictionary"))?;
         if key.is_empty() {
-            return Err(Error::torrent(field, "file without a name"));
+            return Err(Error::invalid(field, "file without a name"));
         }
         let component = String::from_utf8_lossy(key).into_owned();
         check_component(&component, field)?;
         if let Some(leaf) = entry.get(b"") {
             let leaf = leaf
                 .as_dict()
-                .ok_or_else(|| Error::torrent(field, "file entry is not a dictionary"))?;
+                .ok_or_else(|| Error::invalid(field, "file entry is not a dictionary"))?;
             let length = size(
                 leaf.get(b"length")
-                    .ok_or_else(|| Error::torrent(format!("{field}.length"), "missing"))?,
+                    .ok_or_else(|| Error::invalid(format!("{field}.length"), "missing"))?,
                 &format!("{field}.length"),
             )?;
             let pieces_root = match leaf.get(b"pieces root") {
                 Some(n) => {
                     let b = n.as_bytes().filter(|b| b.len() == 32).ok_or_else(|| {
-                        Error::torrent(format!("{field}.pieces root"), "not 32 bytes")
+                        Error::invalid(format!("{field}.pieces root"), "not 32 bytes")
                     })?;
                     Some(<Hash32>::try_from(b).expect("32 bytes"))
                 }
                 None if length > 0 => {
-                    return Err(Error::torrent(format!("{field}.pieces root"), "missing"));
+                    return Err(Error::invalid(format!("{field}.pieces root"), "missing"));
                 }
                 None => None,
             };
@@ -432,7 +435,7 @@ fn parse_file_tree(
         }
     }
     if files.is_empty() {
-        return Err(Error::torrent("info.file tree", "no files"));
+        return Err(Error::invalid("info.file tree", "no files"));
     }
     // A single file at the top of the tree named like the torrent is a
     // single-file torrent (for hybrids, the v1 part decides); otherwise
@@ -459,7 +462,7 @@ fn parse_piece_layers(
     let layers = match top.get(b"piece layers") {
         Some(n) => Some(
             n.as_dict()
-                .ok_or_else(|| Error::torrent("piece layers", "not a dictionary"))?,
+                .ok_or_else(|| Error::invalid("piece layers", "not a dictionary"))?,
         ),
         None => None,
     };
@@ -474,12 +477,12 @@ fn parse_piece_layers(
         let field = format!("piece layers[{}]", file.display_path());
         let layer = layers
             .and_then(|l| l.get(&root))
-            .ok_or_else(|| Error::torrent(&field, "missing"))?
+            .ok_or_else(|| Error::invalid(&field, "missing"))?
             .as_bytes()
-            .ok_or_else(|| Error::torrent(&field, "not a string"))?;
+            .ok_or_else(|| Error::invalid(&field, "not a string"))?;
         let pieces = file.length.div_ceil(piece_length);
         if layer.len() as u64 != pieces * 32 {
-            return Err(Error::torrent(
+            return Err(Error::invalid(
                 &field,
                 format!("{} bytes for {pieces} pieces", layer.len()),
             ));
@@ -489,7 +492,7 @@ fn parse_piece_layers(
             .map(|c| c.try_into().expect("32 bytes"))
             .collect();
         if merkle::root_from_layer(&hashes, piece_length) != root {
-            return Err(Error::torrent(
+            return Err(Error::invalid(
                 &field,
                 "inconsistent with the file's pieces root",
             ));
@@ -508,7 +511,7 @@ fn check_hybrid(v1: &[FileEntry], v2: &[FileEntry]) -> Result<(), Error> {
             .zip(&v2)
             .any(|(a, b)| a.path != b.path || a.length != b.length)
     {
-        return Err(Error::torrent(
+        return Err(Error::invalid(
             "info.files",
             "the v1 file list and the v2 file tree describe different files",
         ));

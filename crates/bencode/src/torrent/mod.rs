@@ -2,6 +2,7 @@
 //! downloaded data, and creation.
 
 mod create;
+mod error;
 mod magnet;
 pub mod merkle;
 mod metainfo;
@@ -9,6 +10,7 @@ mod summary;
 mod verify;
 
 pub use create::{CreateOptions, create, write_atomically};
+pub use error::{Error, ErrorKind, Result};
 pub use magnet::magnet_link;
 pub use metainfo::{FileEntry, Torrent, Version};
 pub use summary::to_json as summary_json;

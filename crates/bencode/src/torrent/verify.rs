@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
+use super::Error;
 use super::merkle::{self, BLOCK_SIZE, Hash32};
 use super::{FileEntry, Torrent, Version};
-use crate::Error;
 
 /// The verdict on one piece.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
