@@ -9,6 +9,8 @@ use seekless_exhash::ExHash;
 use seekless_exhash::bench::{self, Pattern};
 use serde_json::json;
 
+use crate::fail;
+
 /// Key patterns for `bench`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum PatternArg {
@@ -54,10 +56,9 @@ pub fn run(command: Command) -> ExitCode {
             json,
         } => match usize::try_from(keys) {
             Ok(keys) => bench(keys, pattern, json),
-            Err(_) => {
-                eprintln!("seekless exhash bench: --keys {keys} is too large for this machine");
-                ExitCode::from(2)
-            }
+            Err(_) => fail(format_args!(
+                "exhash bench: --keys {keys} is too large for this machine"
+            )),
         },
     }
 }
@@ -109,8 +110,7 @@ fn apply(db: &std::path::Path) -> ExitCode {
     let mut table = match ExHash::open_or_create(db) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("seekless exhash apply: {}: {e}", db.display());
-            return ExitCode::from(2);
+            return fail(format_args!("exhash apply: {}: {e}", db.display()));
         }
     };
     let stdin = std::io::stdin().lock();
@@ -122,8 +122,9 @@ fn apply(db: &std::path::Path) -> ExitCode {
             Ok(l) => l,
             Err(e) => {
                 let _ = out.flush();
-                eprintln!("seekless exhash apply: line {number}: cannot read input: {e}");
-                return ExitCode::from(2);
+                return fail(format_args!(
+                    "exhash apply: line {number}: cannot read input: {e}"
+                ));
             }
         };
         let op = match parse(&line) {
@@ -131,10 +132,9 @@ fn apply(db: &std::path::Path) -> ExitCode {
             Ok(None) => continue,
             Err(msg) => {
                 let _ = out.flush();
-                eprintln!(
-                    "seekless exhash apply: line {number}: {msg}; nothing after the last commit was applied"
-                );
-                return ExitCode::from(2);
+                return fail(format_args!(
+                    "exhash apply: line {number}: {msg}; nothing after the last commit was applied"
+                ));
             }
         };
         let written = match op {
@@ -153,34 +153,31 @@ fn apply(db: &std::path::Path) -> ExitCode {
             Op::Commit => {
                 if let Err(e) = table.commit() {
                     let _ = out.flush();
-                    eprintln!("seekless exhash apply: line {number}: commit failed: {e}");
-                    return ExitCode::from(2);
+                    return fail(format_args!(
+                        "exhash apply: line {number}: commit failed: {e}"
+                    ));
                 }
                 Ok(())
             }
         };
         if let Err(e) = written {
-            eprintln!("seekless exhash apply: cannot write output: {e}");
-            return ExitCode::from(2);
+            return fail(format_args!("exhash apply: cannot write output: {e}"));
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     if let Err(e) = out.flush() {
-        eprintln!("seekless exhash apply: cannot write output: {e}");
-        return ExitCode::from(2);
+        return fail(format_args!("exhash apply: cannot write output: {e}"));
     }
     if let Err(e) = table.commit() {
-        eprintln!("seekless exhash apply: final commit failed: {e}");
-        return ExitCode::from(2);
+        return fail(format_args!("exhash apply: final commit failed: {e}"));
     }
     ExitCode::SUCCESS
 }
 
 fn bench(keys: usize, pattern: PatternArg, as_json: bool) -> ExitCode {
     if keys == 0 {
-        eprintln!("seekless exhash bench: --keys must be at least 1");
-        return ExitCode::from(2);
+        return fail(format_args!("exhash bench: --keys must be at least 1"));
     }
     let (pattern, name) = match pattern {
         PatternArg::Random => (Pattern::Random, "random"),

@@ -1,5 +1,7 @@
-//! `seekless`: one command-line tool for every engine. This crate parses
-//! arguments and prints results; the engines live in their own crates.
+//! `seekless`: one command-line tool for every engine. The engines live in
+//! their own crates; this one parses arguments, guards outputs, reports
+//! errors one way, prints results, and is the shell (socket, signals, logs)
+//! around the range API of `pwned serve`.
 
 #[cfg(feature = "bencode")]
 mod bencode;
@@ -9,6 +11,8 @@ mod blocks;
 mod exhash;
 #[cfg(any(feature = "pwned", feature = "bencode"))]
 mod guard;
+#[cfg(feature = "pwned")]
+mod index_file;
 #[cfg(feature = "pwned")]
 mod okon;
 mod progress;

@@ -219,19 +219,6 @@ pub fn run(command: Command) -> ExitCode {
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// Opens an index, naming the file when it is not one (a directory, a
-/// corpus, anything else).
-pub fn open_index(path: &Path) -> std::result::Result<Index, String> {
-    if path.is_dir() {
-        return Err(format!("{}: is a directory, not an index", path.display()));
-    }
-    Index::open(path).map_err(|e| match e.kind() {
-        ErrorKind::Io { .. } => e.to_string(),
-        _ => format!("{}: {e}", path.display()),
-    })
-}
-
-/// Parses `1234`, `64K`, `512M`, `8G` (binary multiples).
 /// Progress of a build, drawn only on a terminal.
 struct BuildProgress {
     bar: ProgressBar,
@@ -397,7 +384,7 @@ fn check(
 ) -> Result<ExitCode> {
     let from_sample = index.is_none();
     let index = match index {
-        Some(path) => open_index(path)?,
+        Some(path) => crate::index_file::open(path)?,
         None => {
             eprintln!(
                 "seekless: no index given (-i INDEX): answering from {}",
@@ -571,7 +558,7 @@ impl Checker<'_> {
 /// fields.
 fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     use serde_json::{Value, json};
-    let index = open_index(path)?;
+    let index = crate::index_file::open(path)?;
     let s = index.stats();
     let kind = match s.kind {
         Kind::Sha1 => "sha1",
@@ -659,7 +646,7 @@ fn verify(path: &Path) -> Result<ExitCode> {
 }
 
 fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
-    let index = open_index(path)?;
+    let index = crate::index_file::open(path)?;
     if let s @ seekless_pwned::Stats { key_bits, .. } = index.stats()
         && s.is_compact()
     {

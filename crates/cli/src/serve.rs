@@ -105,7 +105,7 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>
 /// (taken first, so that a file taking the name after it is noticed).
 fn open(path: &Path) -> Result<(Served, Identity)> {
     let identity = Identity::of(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let index = crate::pwned::open_index(path)?;
+    let index = crate::index_file::open(path)?;
     let mut served = Served::new(index, path.display().to_string())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(modified) = identity.modified {

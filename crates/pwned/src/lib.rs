@@ -59,6 +59,8 @@ pub use gzip::gzip;
 pub use hash::{Key, Kind};
 pub use index::{Index, Iter, Stats};
 pub use input::Input;
+#[cfg(feature = "update")]
+pub use journal::UpdateSummary;
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
@@ -70,6 +72,6 @@ pub use source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "update")]
 pub use update::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
-    UpdateSummary, decode_body, update,
+    decode_body, update,
 };
 pub use writer::{Checkpoint, SortedWriter, Written};

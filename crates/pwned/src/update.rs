@@ -31,7 +31,7 @@ use crate::format::PAGE;
 use crate::gzip::gunzip_whole;
 use crate::hash::{Key, Kind};
 use crate::index::Index;
-use crate::journal::{Journal, Record, Terms};
+use crate::journal::{Journal, Record, Terms, UpdateSummary};
 use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
 use crate::source::{RANGES, Source};
 use crate::writer::SortedWriter;
@@ -103,38 +103,6 @@ pub trait UpdateProgress: Sync {
 pub struct NoUpdateProgress;
 
 impl UpdateProgress for NoUpdateProgress {}
-
-/// What an update did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UpdateSummary {
-    /// Whether there was no index before.
-    pub created: bool,
-    /// The range an interrupted update went on from (0: from the start).
-    pub resumed_from: u32,
-    /// Ranges asked for (all 1,048,576).
-    pub checked: u32,
-    /// Ranges the server said were not modified (copied from the old index).
-    pub not_modified: u32,
-    /// Ranges whose content differs from the old index (all of them when
-    /// there was none).
-    pub changed: u32,
-    /// Hashes that are new.
-    pub added: u64,
-    /// Hashes that are gone.
-    pub removed: u64,
-    /// Hashes whose count changed.
-    pub counts_changed: u64,
-    /// Hashes in the new index.
-    pub hashes: u64,
-    /// Bytes of answer bodies received, as sent (compressed).
-    pub received: u64,
-    /// Requests repeated after a fault.
-    pub retries: u64,
-    /// Bytes of the new index.
-    pub bytes: u64,
-    /// Wall time.
-    pub seconds: f64,
-}
 
 /// Builds `path` from the range API, or refreshes it when it exists (see the
 /// module documentation).
