@@ -734,14 +734,7 @@ impl Answer<'_> {
                 tag
             }
         };
-        let mut quoted = [b'"'; 34];
-        for (pair, byte) in quoted[1..33].chunks_exact_mut(2).zip(tag) {
-            const DIGITS: &[u8; 16] = b"0123456789abcdef";
-            pair.copy_from_slice(&[
-                DIGITS[usize::from(byte >> 4)],
-                DIGITS[usize::from(byte & 15)],
-            ]);
-        }
+        let quoted = crate::range::quoted_etag(tag);
         Ok(HeaderValue::from_bytes(&quoted).expect("hex in quotes is a valid header value"))
     }
 

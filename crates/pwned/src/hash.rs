@@ -184,11 +184,7 @@ impl Key {
 
     /// Writes the hash in uppercase hex.
     pub fn write_hex(self, kind: Kind, out: &mut Vec<u8>) {
-        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-        for &byte in &self.to_bytes()[..kind.bytes()] {
-            out.push(DIGITS[usize::from(byte >> 4)]);
-            out.push(DIGITS[usize::from(byte & 15)]);
-        }
+        push_hex(&self.to_bytes()[..kind.bytes()], b"0123456789ABCDEF", out);
     }
 
     /// The hash in uppercase hex.
@@ -267,6 +263,16 @@ pub(crate) fn prefix_ascii(prefix: &[u8; 5]) -> u64 {
 /// meaningless unless valid, and whether all 16 bytes are hex digits. One
 /// SSE2 register on x86-64 (SSE2 is part of it), two [`hex8_parts`] elsewhere.
 #[inline(always)]
+/// Appends `bytes` in hex with the given digits (upper- or lowercase): the
+/// crate's one byte-at-a-time hex writer (ranges render through the SIMD
+/// path in range.rs).
+pub(crate) fn push_hex(bytes: &[u8], digits: &[u8; 16], out: &mut Vec<u8>) {
+    for &byte in bytes {
+        out.push(digits[usize::from(byte >> 4)]);
+        out.push(digits[usize::from(byte & 15)]);
+    }
+}
+
 fn hex16_parts(digits: [u8; 16]) -> (u64, bool) {
     #[cfg(target_arch = "x86_64")]
     {

@@ -413,7 +413,11 @@ impl Index {
     pub fn count_bytes(&self, hash: &[u8]) -> Result<u64> {
         if hash.len() != self.kind().bytes() {
             return Err(ErrorKind::BadHash {
-                text: hash.iter().map(|b| format!("{b:02x}")).collect(),
+                text: {
+                    let mut hex = Vec::with_capacity(2 * hash.len());
+                    crate::hash::push_hex(hash, b"0123456789abcdef", &mut hex);
+                    String::from_utf8(hex).expect("hex is ASCII")
+                },
                 what: "wrong length for the index's hash kind",
             }
             .into());

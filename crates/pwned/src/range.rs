@@ -151,13 +151,17 @@ fn parse_count(digits: &[u8]) -> Option<u64> {
 /// of SHA-1 over the kind and every pair, hash bytes then count as 8
 /// big-endian bytes).
 pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
-    let mut tag = String::with_capacity(34);
-    tag.push('"');
-    for byte in range_digest(kind, items) {
-        tag.push_str(&format!("{byte:02x}"));
-    }
-    tag.push('"');
-    tag
+    let tag = quoted_etag(range_digest(kind, items));
+    String::from_utf8(tag.to_vec()).expect("hex in quotes is ASCII")
+}
+
+/// A range digest as its `ETag` value: lowercase hex in double quotes.
+pub(crate) fn quoted_etag(digest: [u8; 16]) -> [u8; 34] {
+    let mut hex = Vec::with_capacity(32);
+    crate::hash::push_hex(&digest, b"0123456789abcdef", &mut hex);
+    let mut quoted = [b'"'; 34];
+    quoted[1..33].copy_from_slice(&hex);
+    quoted
 }
 
 /// The 128 bits [`range_etag`] writes in hex.
