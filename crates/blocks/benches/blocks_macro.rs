@@ -17,79 +17,21 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
+#[path = "../../../benches/measure.rs"]
+mod measure;
+use measure::{Sample, drop_cache, median_sample as median, time};
 use seekless_blocks::{Chain, Network, ScanOptions, XorKey, list_block_files, scan};
 
 const BLOCK_413567: &[u8] = include_bytes!("../tests/data/block413567.raw");
 const CORE_COPIES: usize = 134;
 
-/// Wall-clock time and CPU time (user + system, this process and the
-/// children it waited for): on a shared machine the CPU time is the steadier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Sample {
-    wall: Duration,
-    cpu: Duration,
-}
-
-impl Sample {
-    fn as_secs_f64(&self) -> f64 {
-        self.wall.as_secs_f64()
-    }
-}
-
-fn cpu_now() -> Duration {
-    let mut total = Duration::ZERO;
-    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
-        // SAFETY: getrusage writes one rusage struct into the zeroed one given.
-        let usage = unsafe {
-            let mut usage: libc::rusage = std::mem::zeroed();
-            libc::getrusage(who, &mut usage);
-            usage
-        };
-        for tv in [usage.ru_utime, usage.ru_stime] {
-            total += Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
-        }
-    }
-    total
-}
-
-fn median(samples: Vec<Sample>) -> Sample {
-    let mut wall: Vec<Duration> = samples.iter().map(|s| s.wall).collect();
-    let mut cpu: Vec<Duration> = samples.iter().map(|s| s.cpu).collect();
-    wall.sort();
-    cpu.sort();
-    Sample {
-        wall: wall[wall.len() / 2],
-        cpu: cpu[cpu.len() / 2],
-    }
-}
-
-fn drop_cache(path: &Path) {
-    let file = File::open(path).expect("open for fadvise");
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid open descriptor; posix_fadvise only advises the kernel.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(rc, 0, "posix_fadvise failed");
-}
-
 fn drop_dir_cache(dir: &Path) {
     for entry in std::fs::read_dir(dir).expect("list") {
         drop_cache(&entry.expect("entry").path());
     }
-}
-
-fn time<T>(f: impl FnOnce() -> T) -> (Sample, T) {
-    let (start, cpu) = (Instant::now(), cpu_now());
-    let out = f();
-    (
-        Sample {
-            wall: start.elapsed(),
-            cpu: cpu_now() - cpu,
-        },
-        out,
-    )
 }
 
 fn scan_paths(paths: &[PathBuf], options: &ScanOptions) -> (u64, usize) {
@@ -102,46 +44,32 @@ fn scan_paths(paths: &[PathBuf], options: &ScanOptions) -> (u64, usize) {
 fn cat(paths: &[&Path]) -> Sample {
     let args: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let script = format!("cat {} > /dev/null", args.join(" "));
-    let (start, cpu) = (Instant::now(), cpu_now());
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(&script)
-        .status()
-        .expect("run cat");
-    assert!(status.success());
-    Sample {
-        wall: start.elapsed(),
-        cpu: cpu_now() - cpu,
-    }
+    let (sample, status) = time(|| Command::new("sh").arg("-c").arg(&script).status());
+    assert!(status.expect("run cat").success());
+    sample
 }
 
 fn sha256sum(paths: &[&Path]) -> Sample {
-    let (start, cpu) = (Instant::now(), cpu_now());
-    let status = Command::new("sha256sum")
-        .args(paths)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("run sha256sum");
-    assert!(status.success());
-    Sample {
-        wall: start.elapsed(),
-        cpu: cpu_now() - cpu,
-    }
+    let (sample, status) = time(|| {
+        Command::new("sha256sum")
+            .args(paths)
+            .stdout(std::process::Stdio::null())
+            .status()
+    });
+    assert!(status.expect("run sha256sum").success());
+    sample
 }
 
 /// `openssl dgst -sha256` (SHA-NI assembly): the machine's hashing limit, if installed.
 fn openssl_sha256(path: &Path) -> Option<Sample> {
-    let (start, cpu) = (Instant::now(), cpu_now());
-    let status = Command::new("openssl")
-        .args(["dgst", "-sha256"])
-        .arg(path)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .ok()?;
-    status.success().then(|| Sample {
-        wall: start.elapsed(),
-        cpu: cpu_now() - cpu,
-    })
+    let (sample, status) = time(|| {
+        Command::new("openssl")
+            .args(["dgst", "-sha256"])
+            .arg(path)
+            .stdout(std::process::Stdio::null())
+            .status()
+    });
+    status.ok()?.success().then_some(sample)
 }
 
 fn ms(d: Sample) -> f64 {
@@ -317,10 +245,10 @@ fn load_external(dir: &Path, runs: usize) {
     for (i, (name, _, _)) in modes.iter().enumerate() {
         println!(
             "ratios, {name}: Core/ours warm {:.1}x-{:.1}x; cold ours/cat {:.2}; warm ours/cat {:.2}",
-            core[0].as_secs_f64() / warm[i].as_secs_f64(),
-            core[1].as_secs_f64() / warm[i].as_secs_f64(),
-            cold[i].as_secs_f64() / cc.as_secs_f64(),
-            warm[i].as_secs_f64() / cw.as_secs_f64()
+            core[0].as_secs_f64() / warm[i].secs(),
+            core[1].as_secs_f64() / warm[i].secs(),
+            cold[i].secs() / cc.secs(),
+            warm[i].secs() / cw.secs()
         );
     }
 
@@ -375,8 +303,8 @@ fn load_external(dir: &Path, runs: usize) {
     );
     println!(
         "ratios: verify time / sha256sum time {:.2}; verify time / in-memory SHA-256 {:.2}",
-        v.as_secs_f64() / s.as_secs_f64(),
-        v.as_secs_f64() / h.as_secs_f64()
+        v.secs() / s.secs(),
+        v.secs() / h.secs()
     );
 }
 
@@ -411,7 +339,7 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
                 write_synced(&dir.join(format!("blk{n:05}.dat")), bytes);
             }
         });
-        println!("(generated {blocks} blocks in {:.1} s)", d.as_secs_f64());
+        println!("(generated {blocks} blocks in {:.1} s)", d.secs());
         write_synced(&marker, b"");
     }
     let paths = vec![dir.clone()];
@@ -460,11 +388,11 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
                  | cat {label} {:8.1} ms (cpu {:8.1}), ratio {:.2}",
                 ms(d),
                 cpu_ms(d),
-                blocks as f64 / d.as_secs_f64(),
+                blocks as f64 / d.secs(),
                 mbps(bytes, d),
                 ms(cat_d),
                 cpu_ms(cat_d),
-                d.as_secs_f64() / cat_d.as_secs_f64()
+                d.secs() / cat_d.secs()
             );
         }
     }

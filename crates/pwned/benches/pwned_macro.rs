@@ -34,12 +34,14 @@ use std::cmp::Reverse;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, NoProgress, build};
 
 mod common;
 use common::Rng;
+#[path = "../../../benches/measure.rs"]
+mod measure;
+use measure::{drop_cache, median, seconds};
 
 /// The next hash of a corpus, and its count.
 fn member(rng: &mut Rng) -> (Key, u32) {
@@ -102,19 +104,8 @@ fn emit(n: u64, sorted: bool) {
     let _ = out.flush();
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn time<T>(f: impl FnOnce() -> T) -> (f64, T) {
-    let t = Instant::now();
-    let r = f();
-    (t.elapsed().as_secs_f64(), r)
-}
-
 fn shell(cmd: &str) -> (f64, bool) {
-    let (secs, status) = time(|| Command::new("sh").arg("-c").arg(cmd).status().unwrap());
+    let (secs, status) = seconds(|| Command::new("sh").arg("-c").arg(cmd).status().unwrap());
     (secs, status.success())
 }
 
@@ -128,18 +119,6 @@ fn read_bytes() -> u64 {
             })
         })
         .unwrap_or(0)
-}
-
-fn drop_file_cache(path: &Path) {
-    let _ = Command::new("dd")
-        .args([
-            format!("if={}", path.display()),
-            "iflag=nocache".into(),
-            "count=0".into(),
-        ])
-        .stderr(std::process::Stdio::null())
-        .status();
-    // dd's nocache with count=0 drops the whole file's cache.
 }
 
 fn main() {
@@ -230,7 +209,7 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     let okon_out = data.join(format!("okon-{n}.okon"));
     let okon_wd = data.join(format!("okon-{n}-wd"));
     let prepare = |path: &Path, options: &BuildOptions| {
-        time(|| {
+        seconds(|| {
             build(
                 vec![Input::Path(corpus.clone())],
                 path,
@@ -392,7 +371,7 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let mut runs = Vec::new();
     let mut found = 0;
     for _ in 0..5 {
-        let (secs, f) = time(|| {
+        let (secs, f) = seconds(|| {
             queries
                 .iter()
                 .filter(|k| index.count(**k).unwrap() > 0)
@@ -417,7 +396,7 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let mut counts = Vec::with_capacity(queries.len());
     for _ in 0..5 {
         counts.clear();
-        let (secs, ()) = time(|| index.count_many(&queries, &mut counts).unwrap());
+        let (secs, ()) = seconds(|| index.count_many(&queries, &mut counts).unwrap());
         runs.push(secs);
     }
     assert_eq!(counts.iter().filter(|&&c| c > 0).count(), queries.len() / 2);
@@ -431,7 +410,7 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let mut runs = Vec::new();
     for _ in 0..5 {
         counts.clear();
-        let (secs, ()) = time(|| loaded.count_many(&queries, &mut counts).unwrap());
+        let (secs, ()) = seconds(|| loaded.count_many(&queries, &mut counts).unwrap());
         runs.push(secs);
     }
     assert_eq!(counts.iter().filter(|&&c| c > 0).count(), queries.len() / 2);
@@ -463,7 +442,7 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
         };
         index.drop_cached_pages().unwrap();
         let before = read_bytes();
-        let (secs, _) = time(|| index.count(key).unwrap());
+        let (secs, _) = seconds(|| index.count(key).unwrap());
         bytes += read_bytes() - before;
         latencies.push(secs);
     }
@@ -478,10 +457,10 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let mut full = Vec::new();
     let mut full_bytes = 0;
     for i in 0..cold.min(50) {
-        drop_file_cache(index_path);
+        drop_cache(index_path);
         let key = all[(i * 7919) % n].0;
         let before = read_bytes();
-        let (secs, _) = time(|| Index::open(index_path).unwrap().count(key).unwrap());
+        let (secs, _) = seconds(|| Index::open(index_path).unwrap().count(key).unwrap());
         full_bytes += read_bytes() - before;
         full.push(secs);
     }
