@@ -4,14 +4,14 @@ use std::fmt;
 
 /// What went wrong.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ErrorKind {
     /// An I/O operation on the backing file failed.
     Io {
         /// What was being done.
         action: &'static str,
-        /// The operating system's message.
-        message: String,
+        /// The underlying error.
+        source: std::io::Error,
     },
     /// The file does not start with the exhash magic bytes.
     NotExhash,
@@ -44,7 +44,7 @@ pub enum ErrorKind {
 }
 
 /// The error type of every fallible exhash operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
 }
@@ -55,12 +55,8 @@ impl Error {
         &self.kind
     }
 
-    pub(crate) fn io(action: &'static str, err: &std::io::Error) -> Error {
-        ErrorKind::Io {
-            action,
-            message: err.to_string(),
-        }
-        .into()
+    pub(crate) fn io(action: &'static str, source: std::io::Error) -> Error {
+        ErrorKind::Io { action, source }.into()
     }
 
     pub(crate) fn corrupt(offset: u64, what: &'static str) -> Error {
@@ -77,7 +73,7 @@ impl From<ErrorKind> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ErrorKind::Io { action, message } => write!(f, "i/o error while {action}: {message}"),
+            ErrorKind::Io { action, source } => write!(f, "i/o error while {action}: {source}"),
             ErrorKind::NotExhash => write!(f, "not an exhash file (bad magic at offset 0)"),
             ErrorKind::NewerVersion { found } => write!(
                 f,
@@ -104,4 +100,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The crate's `Result`.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -145,7 +145,7 @@ impl<D: Device> PageStore for FileStore<D> {
 }
 
 fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
-    move |e| Error::io(action, &e)
+    move |e| Error::io(action, e)
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

@@ -51,7 +51,7 @@ mod store;
 mod table;
 
 pub use device::Device;
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, Result};
 pub use file::FileStore;
 pub use iter::Iter;
 pub use stats::Stats;
