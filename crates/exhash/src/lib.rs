@@ -1,9 +1,9 @@
 //! An extendible hash table from u64 keys to u64 values, stored in 8 KiB
 //! pages of compactly encoded entries, in memory or in a crash-safe file.
 //!
-//! - [`mix`]: keys are mixed by an invertible 64-bit hash; positions are
+//! - `mix.rs`: keys are mixed by an invertible 64-bit hash; positions are
 //!   skewed so pages split evenly over time instead of in waves.
-//! - [`piece`]: a page is 64 pieces of 128 bytes; an entry lives in its home
+//! - `piece.rs`: a page is 64 pieces of 128 bytes; an entry lives in its home
 //!   piece or one of the next [`CHAIN`]` - 1`, delta-encoded.
 //! - [`ExHash`] (`table.rs`): get, insert, remove, placing entries in
 //!   their chain; `directory.rs`: splits, merges, directory doubling and
@@ -43,8 +43,13 @@ mod file;
 pub(crate) mod format;
 mod iter;
 mod layout;
+/// The key mixer (invertible), public with `test-util` so tests can build
+/// keys that land where they want.
+#[cfg(feature = "test-util")]
 pub mod mix;
-pub mod piece;
+#[cfg(not(feature = "test-util"))]
+mod mix;
+mod piece;
 mod prefetch;
 mod stats;
 mod store;

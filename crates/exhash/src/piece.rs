@@ -31,8 +31,6 @@
 pub const PIECE_SIZE: usize = 128;
 /// Bytes available for entries in one piece.
 pub const PIECE_DATA: usize = PIECE_SIZE - 2;
-/// The most entries a piece can hold (every entry takes at least one byte).
-pub const MAX_ENTRIES: usize = PIECE_DATA;
 /// The most bytes one entry can take: a tag and eight bytes each of key
 /// and value.
 pub const MAX_ENTRY_LEN: usize = 17;
