@@ -216,15 +216,13 @@ impl Key {
     #[inline]
     pub(crate) fn bits(self, start: u32, len: u32) -> u64 {
         debug_assert!((1..=57).contains(&len) && start + len <= 160);
-        let words = [self.hi, self.mid, u64::from(self.lo) << 32, 0];
-        let w = (start / 64) as usize;
-        let off = start % 64;
-        let top = if off == 0 {
-            words[w]
-        } else {
-            (words[w] << off) | (words[w + 1] >> (64 - off))
-        };
-        top >> (64 - len)
+        bits_at(&self.words(), (start / 64) as usize, start % 64, len)
+    }
+
+    /// The hash as four 64-bit words from the top (the last one zero), for
+    /// taking many bit fields out of one key with [`bits_at`].
+    pub(crate) fn words(self) -> [u64; 4] {
+        [self.hi, self.mid, u64::from(self.lo) << 32, 0]
     }
 
     /// The key with `len` bits starting at `start` (from the top) set to
@@ -259,10 +257,16 @@ pub(crate) fn prefix_ascii(prefix: &[u8; 5]) -> u64 {
     ])
 }
 
-/// Decodes 16 hex digits (either case) into a big-endian `u64`: the value,
-/// meaningless unless valid, and whether all 16 bytes are hex digits. One
-/// SSE2 register on x86-64 (SSE2 is part of it), two [`hex8_parts`] elsewhere.
+/// `len` bits (1 to 64) of a key's [`Key::words`], starting `shift` bits
+/// (0 to 63) into `words[word]` (`word` at most 2), branch-free.
 #[inline(always)]
+pub(crate) fn bits_at(words: &[u64; 4], word: usize, shift: u32, len: u32) -> u64 {
+    // The second term is `words[word + 1] >> (64 - shift)`, and 0 for a
+    // shift of 0.
+    let top = (words[word] << shift) | ((words[word + 1] >> 1) >> (63 - shift));
+    top >> (64 - len)
+}
+
 /// Appends `bytes` in hex with the given digits (upper- or lowercase): the
 /// crate's one byte-at-a-time hex writer (ranges render through the SIMD
 /// path in range.rs).
@@ -273,6 +277,10 @@ pub(crate) fn push_hex(bytes: &[u8], digits: &[u8; 16], out: &mut Vec<u8>) {
     }
 }
 
+/// Decodes 16 hex digits (either case) into a big-endian `u64`: the value,
+/// meaningless unless valid, and whether all 16 bytes are hex digits. One
+/// SSE2 register on x86-64 (SSE2 is part of it), two [`hex8_parts`] elsewhere.
+#[inline(always)]
 fn hex16_parts(digits: [u8; 16]) -> (u64, bool) {
     #[cfg(target_arch = "x86_64")]
     {

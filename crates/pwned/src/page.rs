@@ -3,7 +3,7 @@
 
 use crate::bits;
 use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
-use crate::hash::{Key, Kind};
+use crate::hash::{Key, Kind, bits_at};
 use crate::sort::Record;
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
@@ -173,10 +173,16 @@ impl Encoder {
             prev = bucket;
         }
         let low = w.len();
-        let chunks: Vec<(u32, u32)> = self.layout.chunks().collect();
+        // Where each chunk of the remainder starts, found once a page.
+        let chunks: Vec<(usize, u32, u32)> = self
+            .layout
+            .chunks()
+            .map(|(start, len)| ((start / 64) as usize, start % 64, len))
+            .collect();
         for &(_, key, _) in &self.pending {
-            for &(start, len) in &chunks {
-                w.push(key.bits(start, len), len);
+            let words = key.words();
+            for &(word, shift, len) in &chunks {
+                w.push(bits_at(&words, word, shift, len), len);
             }
         }
         for &(.., count) in &self.pending {
