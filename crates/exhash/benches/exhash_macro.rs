@@ -4,13 +4,15 @@
 //! the file backend's bulk load.
 //!
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
-//! (add `-- --quick` for one run per figure instead of five).
+//! (add `-- --quick` for one run per figure instead of five, `-- --headline`
+//! for the 1M random pairs table alone, `-- --stalls` for the longest
+//! single puts at 8M pairs alone).
 
 use std::time::Instant;
 
 use seekless_exhash::ExHash;
 use seekless_exhash::bench::{
-    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, swiss_table_bytes,
+    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, stalls, swiss_table_bytes,
     time_exhash, time_map,
 };
 
@@ -112,6 +114,20 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
     }
 }
 
+fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
+    let pairs = pairs(n, pattern);
+    let s = stalls(&pairs, runs);
+    println!(
+        "\nlongest single put while loading {n} {pattern:?} pairs (each put's fastest of {runs} runs)"
+    );
+    println!("| longest put µs | at N | puts over 10 µs | puts over 100 µs |");
+    println!("|---:|---:|---:|---:|");
+    println!(
+        "| {:.1} | {} | {} | {} |",
+        s.max_us, s.at, s.over_10us, s.over_100us
+    );
+}
+
 fn file_bulk_load(n: usize, runs: usize) {
     let pairs = pairs(n, Pattern::Random);
     let dir = std::env::temp_dir().join(format!("exhash-bench-{}", std::process::id()));
@@ -161,7 +177,17 @@ fn main() {
         "exhash macro benchmark ({} run(s) per headline figure)",
         runs
     );
+    if std::env::args().any(|a| a == "--stalls") {
+        // Only the longest-put figures at 8M pairs.
+        growth_stalls(Pattern::Random, 8_000_000, 3);
+        growth_stalls(Pattern::Sequential, 8_000_000, 3);
+        return;
+    }
     headline(1_000_000, Pattern::Random, runs);
+    if std::env::args().any(|a| a == "--headline") {
+        // Only the headline table: for quick A/B runs of two builds.
+        return;
+    }
     headline(1_000_000, Pattern::Sequential, runs);
     let sizes = [
         500_000, 600_000, 750_000, 1_000_000, 1_250_000, 1_500_000, 2_000_000, 2_500_000,
@@ -170,5 +196,8 @@ fn main() {
     let sizes: &[usize] = if quick { &sizes[..4] } else { &sizes };
     curve(Pattern::Random, sizes);
     curve(Pattern::Sequential, sizes);
+    let stall_n = if quick { 1_000_000 } else { 8_000_000 };
+    growth_stalls(Pattern::Random, stall_n, 3);
+    growth_stalls(Pattern::Sequential, stall_n, 3);
     file_bulk_load(1_000_000, runs);
 }

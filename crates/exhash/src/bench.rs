@@ -156,6 +156,51 @@ pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
 }
 
+/// The longest single puts while loading pairs one call at a time: how
+/// long growth (a page split, a directory doubling, fresh memory) can
+/// stall a caller.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stalls {
+    /// The longest put, in microseconds.
+    pub max_us: f64,
+    /// How many pairs the table held before that put.
+    pub at: usize,
+    /// Puts that took longer than 10 µs.
+    pub over_10us: usize,
+    /// Puts that took longer than 100 µs.
+    pub over_100us: usize,
+}
+
+/// Load `pairs` into a new [`ExHash`] `runs` times, timing every put
+/// separately (a clock read around each call, so the total is not a put
+/// figure), and report the longest puts. Each put's time is its fastest
+/// over the runs: the same pairs always grow the table at the same puts,
+/// so what growth costs shows in every run, while a put that the system
+/// interrupted (a preempted thread, a busy host) is timed again.
+pub fn stalls(pairs: &[(u64, u64)], runs: usize) -> Stalls {
+    let mut best = vec![f32::INFINITY; pairs.len()];
+    for _ in 0..runs.max(1) {
+        let mut table = ExHash::new();
+        for (&(k, v), best) in pairs.iter().zip(best.iter_mut()) {
+            let start = Instant::now();
+            table.insert(k, v);
+            *best = best.min(start.elapsed().as_nanos() as f32 / 1000.0);
+        }
+        black_box(&table);
+    }
+    let (at, &max) = best
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap_or((0, &0.0));
+    Stalls {
+        max_us: max as f64,
+        at,
+        over_10us: best.iter().filter(|&&t| t > 10.0).count(),
+        over_100us: best.iter().filter(|&&t| t > 100.0).count(),
+    }
+}
+
 /// `N` (pairs, default 1,000,000) and the pattern (`SEQ` set: sequential)
 /// from the environment, for the profiling examples.
 pub fn from_env() -> (usize, Pattern) {
