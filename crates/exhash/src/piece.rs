@@ -541,12 +541,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
 }
 
 /// [`insert_fixed`] for `WK`-byte keys (4 to 7) and 8-byte values, once
-/// the caller has checked the format and that one more slot fits. Nothing
-/// here branches on the piece's contents, so a mispredicted branch cannot
-/// throw away the work that follows while the piece is still on its way
-/// from memory: every slot is decoded to count the keys below `r` (the
-/// insertion point), and the slots from there on move up by one fixed-size
-/// copy through a buffer.
+/// the caller has checked the format and that one more slot fits.
 #[inline(always)]
 fn insert_wide<const WK: usize>(
     piece: &mut [u8; PIECE_SIZE],
@@ -554,8 +549,73 @@ fn insert_wide<const WK: usize>(
     v: u64,
     used: usize,
 ) -> InPlace {
+    match upsert_wide::<WK>(piece, r, v, used, false, true) {
+        Upsert::Inserted => InPlace::Inserted,
+        _ => InPlace::Unsupported,
+    }
+}
+
+/// What [`upsert`] found in a piece, and did to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upsert {
+    /// The piece holds the distance; this was its value (now replaced by
+    /// the new one if the caller asked).
+    Found(u64),
+    /// The distance was absent and is now in the piece.
+    Inserted,
+    /// The distance is absent from the piece and was not inserted (not
+    /// asked to, no room, or its key delta is wider than the piece's).
+    Absent,
+    /// Not a layout this handles: use [`lookup`] and [`insert_in_place`].
+    Unsupported,
+}
+
+/// Look distance `r` up in a piece and, in the same pass over it, replace
+/// its value with `v` if present, or insert it if absent and `insert` is
+/// set: what a put does to its home piece, with one decode of the piece
+/// instead of one to search and another to insert. Handles the fixed-width
+/// layouts of random pairs (key widths 4 to 7, 8-byte values, distances
+/// below 2^63); [`Upsert::Unsupported`] for every other piece, untouched.
+#[inline(always)]
+pub fn upsert(piece: &mut [u8], r: u64, v: u64, insert: bool) -> Upsert {
+    if let Ok(p) = <&mut [u8; PIECE_SIZE]>::try_from(piece)
+        && r < 1 << 63
+    {
+        let used = used(p);
+        match p[1] {
+            0x86 => return upsert_wide::<6>(p, r, v, used, true, insert),
+            0x87 => return upsert_wide::<7>(p, r, v, used, true, insert),
+            0x85 => return upsert_wide::<5>(p, r, v, used, true, insert),
+            0x84 => return upsert_wide::<4>(p, r, v, used, true, insert),
+            _ => {}
+        }
+    }
+    Upsert::Unsupported
+}
+
+/// [`upsert`] in a fixed-width piece of `WK`-byte keys (4 to 7) and 8-byte
+/// values (the format byte says so, which implies nothing about `used`:
+/// a piece that is not a whole number of slots is refused untouched).
+/// Nothing before the final decision branches on the piece's contents, so
+/// a mispredicted branch cannot throw away the work that follows while
+/// the piece is still on its way from memory: every slot is decoded to
+/// count the keys below `r` (the insertion point, and the match's slot if
+/// there is one), and an insertion moves the slots from there on up by one
+/// fixed-size copy through a buffer.
+#[inline(always)]
+fn upsert_wide<const WK: usize>(
+    piece: &mut [u8; PIECE_SIZE],
+    r: u64,
+    v: u64,
+    used: usize,
+    replace: bool,
+    insert: bool,
+) -> Upsert {
     const { assert!(WK >= 4 && WK <= 7) };
     let width = WK + 8;
+    if !fixed_format_fits(WK, 8, used) {
+        return Upsert::Unsupported;
+    }
     let slots = used / width;
     // `lefts[i]` is `r` minus the stored fields of the slots before `i`;
     // slot `i`'s key is the sum of the fields up to it plus `i`, so it is
@@ -579,14 +639,21 @@ fn insert_wide<const WK: usize>(
     let gap = (below as u64)
         .wrapping_sub(lefts[below + 1])
         .wrapping_sub(1);
-    let present = below < slots && gap == u64::MAX;
-    if present || delta > MASKS[WK] {
-        return InPlace::Unsupported;
+    let pos = 2 + below * width;
+    if below < slots && gap == u64::MAX {
+        let at = pos + WK;
+        let old = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
+        if replace {
+            piece[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        return Upsert::Found(old);
+    }
+    if !insert || used + width > PIECE_DATA || delta > MASKS[WK] {
+        return Upsert::Absent;
     }
     // The tail from the insertion point is at most `PIECE_DATA - width`
-    // bytes (the caller checked the room); `TAIL` covers it for any width.
+    // bytes (checked above); `TAIL` covers it for any width.
     const TAIL: usize = PIECE_DATA - 12;
-    let pos = 2 + below * width;
     let mut buf = [0u8; 2 * PIECE_SIZE];
     buf[..PIECE_SIZE].copy_from_slice(piece);
     let tail: [u8; TAIL] = buf[pos..pos + TAIL].try_into().expect("TAIL bytes");
@@ -600,7 +667,7 @@ fn insert_wide<const WK: usize>(
     buf[at..at + 8].copy_from_slice(&next.to_le_bytes());
     piece.copy_from_slice(&buf[..PIECE_SIZE]);
     piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
-    InPlace::Inserted
+    Upsert::Inserted
 }
 
 /// The body of [`insert_fixed`] once the piece's widths are checked.
@@ -1322,6 +1389,57 @@ mod tests {
             }
         });
         assert!(inserted > 5000, "{inserted}");
+    }
+
+    #[test]
+    fn upsert_finds_replaces_and_inserts_like_the_encoder() {
+        // Pieces of 8-byte values over noise: present distances are
+        // found and their value replaced; absent ones are inserted only
+        // when asked, and the piece is untouched whenever nothing is done.
+        let (mut replaced, mut inserted) = (0, 0);
+        each_noisy_wide_piece(37, |next, round, key_bits, mut piece, mut entries| {
+            let before = piece;
+            let i = (next() % entries.len() as u64) as usize;
+            let v = next() | 1 << 63;
+            if round % 2 == 0 {
+                assert_eq!(
+                    upsert(&mut piece, entries[i].z, v, true),
+                    Upsert::Found(entries[i].v)
+                );
+                entries[i].v = v;
+                let mut got = Vec::new();
+                decode(&piece, &mut got).unwrap();
+                assert_eq!(got, entries);
+                replaced += 1;
+                return;
+            }
+            let new = next() >> (64 - key_bits);
+            if entries.iter().any(|o| o.z == new) {
+                return;
+            }
+            assert_eq!(upsert(&mut piece, new, v, false), Upsert::Absent);
+            assert_eq!(piece, before);
+            let mut want = entries.clone();
+            want.push(Entry { z: new, v });
+            want.sort_by_key(|e| e.z);
+            match upsert(&mut piece, new, v, true) {
+                Upsert::Inserted => {
+                    let mut got = Vec::new();
+                    decode(&piece, &mut got).unwrap();
+                    assert_eq!(got, want);
+                    inserted += 1;
+                }
+                other => {
+                    assert_eq!(other, Upsert::Absent);
+                    assert_eq!(piece, before);
+                }
+            }
+        });
+        assert!(replaced > 5000 && inserted > 2000, "{replaced} {inserted}");
+        // Other layouts are left to the general path.
+        let mut piece = [0u8; PIECE_SIZE];
+        clear(&mut piece);
+        assert_eq!(upsert(&mut piece, 5, 6, true), Upsert::Unsupported);
     }
 
     #[test]
