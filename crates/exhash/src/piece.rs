@@ -957,36 +957,60 @@ pub struct Plan {
 
 /// Plan the smallest encoding of `entries` (strictly ascending keys).
 pub fn plan(entries: &[Entry]) -> Plan {
-    let mut tagged = 0usize;
-    let mut wk = 0usize;
-    let mut wv = 0usize;
-    let mut prev = 0;
-    let mut prev_v = 0u64;
-    for (i, e) in entries.iter().enumerate() {
-        let delta = if i == 0 { e.z } else { e.z - prev - 1 };
+    let mut planner = Planner::default();
+    for &e in entries {
+        planner.add(e);
+    }
+    planner.plan()
+}
+
+/// [`plan`] one entry at a time, so that a caller producing the entries
+/// plans them in the same pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Planner {
+    n: usize,
+    tagged: usize,
+    wk: usize,
+    wv: usize,
+    prev: u64,
+    prev_v: u64,
+}
+
+impl Planner {
+    /// Add `e`, whose key is above every key added so far.
+    #[inline(always)]
+    pub fn add(&mut self, e: Entry) {
+        let first = self.n == 0;
+        let delta = if first { e.z } else { e.z - self.prev - 1 };
         let kl = byte_len(delta);
         let raw = byte_len(e.v);
-        let vl = if i == 0 {
+        let vl = if first {
             raw
         } else {
-            raw.min(byte_len(zigzag(e.v.wrapping_sub(prev_v))))
+            raw.min(byte_len(zigzag(e.v.wrapping_sub(self.prev_v))))
         };
-        tagged += 1 + kl + vl;
-        wk = wk.max(kl);
-        wv = wv.max(raw);
-        prev = e.z;
-        prev_v = e.v;
+        self.tagged += 1 + kl + vl;
+        self.wk = self.wk.max(kl);
+        self.wv = self.wv.max(raw);
+        self.prev = e.z;
+        self.prev_v = e.v;
+        self.n += 1;
     }
-    let width = wk + wv;
-    if width > 0 && entries.len() * width <= tagged {
-        Plan {
-            len: entries.len() * width,
-            format: (wv << 4 | wk) as u8,
-        }
-    } else {
-        Plan {
-            len: tagged,
-            format: TAGGED,
+
+    /// The smallest encoding of the entries added so far.
+    #[inline]
+    pub fn plan(&self) -> Plan {
+        let width = self.wk + self.wv;
+        if width > 0 && self.n * width <= self.tagged {
+            Plan {
+                len: self.n * width,
+                format: (self.wv << 4 | self.wk) as u8,
+            }
+        } else {
+            Plan {
+                len: self.tagged,
+                format: TAGGED,
+            }
         }
     }
 }
