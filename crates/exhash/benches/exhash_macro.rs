@@ -10,11 +10,11 @@
 
 use std::time::Instant;
 
-use seekless_exhash::ExHash;
 use seekless_exhash::bench::{
     Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, stalls, swiss_table_bytes,
     time_exhash, time_map,
 };
+use seekless_exhash::{ExHash, MemoryStore};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -114,18 +114,27 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
     }
 }
 
+/// A way to make the memory store a table starts from.
+type NewStore = fn() -> MemoryStore;
+
 fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
     let pairs = pairs(n, pattern);
-    let s = stalls(&pairs, runs);
     println!(
         "\nlongest single put while loading {n} {pattern:?} pairs (each put's fastest of {runs} runs)"
     );
-    println!("| longest put µs | at N | puts over 10 µs | puts over 100 µs |");
-    println!("|---:|---:|---:|---:|");
-    println!(
-        "| {:.1} | {} | {} | {} |",
-        s.max_us, s.at, s.over_10us, s.over_100us
-    );
+    println!("| memory | longest put µs | at N | puts over 10 µs | puts over 100 µs |");
+    println!("|---|---:|---:|---:|---:|");
+    let stores: [(&str, NewStore); 2] = [
+        ("huge pages (default)", MemoryStore::new),
+        ("small pages", MemoryStore::with_small_pages),
+    ];
+    for (name, store) in stores {
+        let s = stalls(&pairs, runs, store);
+        println!(
+            "| {name} | {:.1} | {} | {} | {} |",
+            s.max_us, s.at, s.over_10us, s.over_100us
+        );
+    }
 }
 
 fn file_bulk_load(n: usize, runs: usize) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::ExHash;
+use crate::{ExHash, MemoryStore};
 
 /// Which keys and values to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,16 +171,16 @@ pub struct Stalls {
     pub over_100us: usize,
 }
 
-/// Load `pairs` into a new [`ExHash`] `runs` times, timing every put
+/// Load `pairs` into a new [`ExHash`] (over `store()`) `runs` times, timing every put
 /// separately (a clock read around each call, so the total is not a put
 /// figure), and report the longest puts. Each put's time is its fastest
 /// over the runs: the same pairs always grow the table at the same puts,
 /// so what growth costs shows in every run, while a put that the system
 /// interrupted (a preempted thread, a busy host) is timed again.
-pub fn stalls(pairs: &[(u64, u64)], runs: usize) -> Stalls {
+pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> Stalls {
     let mut best = vec![f32::INFINITY; pairs.len()];
     for _ in 0..runs.max(1) {
-        let mut table = ExHash::new();
+        let mut table = ExHash::with_store(store());
         for (&(k, v), best) in pairs.iter().zip(best.iter_mut()) {
             let start = Instant::now();
             table.insert(k, v);
