@@ -198,6 +198,9 @@ fn main() {
         return;
     }
     headline(1_000_000, Pattern::Sequential, runs);
+    if !quick {
+        headline(8_000_000, Pattern::Random, 3);
+    }
     let sizes = [
         500_000, 600_000, 750_000, 1_000_000, 1_250_000, 1_500_000, 2_000_000, 2_500_000,
         3_000_000, 4_000_000, 5_000_000, 6_000_000, 7_000_000, 8_000_000,
@@ -205,6 +208,7 @@ fn main() {
     let sizes: &[usize] = if quick { &sizes[..4] } else { &sizes };
     curve(Pattern::Random, sizes);
     curve(Pattern::Sequential, sizes);
+    curve(Pattern::Strided, sizes);
     let stall_n = if quick { 1_000_000 } else { 8_000_000 };
     growth_stalls(Pattern::Random, stall_n, 3);
     growth_stalls(Pattern::Sequential, stall_n, 3);

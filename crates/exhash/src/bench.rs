@@ -15,6 +15,9 @@ pub enum Pattern {
     Random,
     /// Keys 0, 1, 2, ... with the value equal to the key.
     Sequential,
+    /// Keys 0, 4096, 8192, ... (multiples of a page size, as offsets
+    /// are), with the value the key's index.
+    Strided,
 }
 
 /// splitmix64: a full-period generator of well-mixed 64-bit values.
@@ -38,6 +41,7 @@ pub fn pairs(n: usize, pattern: Pattern) -> Vec<(u64, u64)> {
                 .collect()
         }
         Pattern::Sequential => (0..n as u64).map(|i| (i, i)).collect(),
+        Pattern::Strided => (0..n as u64).map(|i| (i << 12, i)).collect(),
     }
 }
 
