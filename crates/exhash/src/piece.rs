@@ -622,16 +622,21 @@ fn upsert_wide<const WK: usize>(
     // `r - lefts[i + 1] + i`.
     let mut lefts = [0u64; PIECE_DATA / 12 + 2];
     lefts[0] = r;
-    let mut below = 0usize;
+    // Bit `i` of `less`: slot `i`'s key is below `r`, which is
+    // `lefts[i + 1] - i > 0` (keys and `r` are below 2^63, so the
+    // difference's sign is exact). Keys ascend, so the used slots' bits
+    // are a run from bit 0, whose length is the insertion point; the
+    // bits of unused slots (whatever their bytes) are masked off once.
+    let mut less = 0u32;
     let mut i = 0;
     while i < PIECE_DATA / (WK + 8) {
         let at = 2 + i * width;
         let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
         lefts[i + 1] = lefts[i].wrapping_sub(word & MASKS[WK]);
-        let key = r.wrapping_sub(lefts[i + 1]).wrapping_add(i as u64);
-        below += (i < slots && key < r) as usize;
+        less |= (((lefts[i + 1].wrapping_sub(i as u64)) as i64 > 0) as u32) << i;
         i += 1;
     }
+    let below = (less & ((1 << slots) - 1)).trailing_ones() as usize;
     // The new entry stores its key minus the previous key minus one (or
     // the key itself, first); its successor, if any, its gap to the new
     // key, which is -1 if the successor is `r` itself.
