@@ -4,15 +4,17 @@
 //! the file backend's bulk load.
 //!
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
-//! (add `-- --quick` for one run per figure instead of five).
+//! (add `-- --quick` for one run per figure instead of five, `-- --headline`
+//! for the 1M random pairs table alone, `-- --stalls` for the longest
+//! single puts at 8M pairs alone).
 
 use std::time::Instant;
 
-use seekless_exhash::ExHash;
 use seekless_exhash::bench::{
-    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, swiss_table_bytes,
+    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, stalls, swiss_table_bytes,
     time_exhash, time_map,
 };
+use seekless_exhash::{ExHash, MemoryStore};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -112,6 +114,29 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
     }
 }
 
+/// A way to make the memory store a table starts from.
+type NewStore = fn() -> MemoryStore;
+
+fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
+    let pairs = pairs(n, pattern);
+    println!(
+        "\nlongest single put while loading {n} {pattern:?} pairs (each put's fastest of {runs} runs)"
+    );
+    println!("| memory | longest put µs | at N | puts over 10 µs | puts over 100 µs |");
+    println!("|---|---:|---:|---:|---:|");
+    let stores: [(&str, NewStore); 2] = [
+        ("huge pages (default)", MemoryStore::new),
+        ("small pages", MemoryStore::with_small_pages),
+    ];
+    for (name, store) in stores {
+        let s = stalls(&pairs, runs, store);
+        println!(
+            "| {name} | {:.1} | {} | {} | {} |",
+            s.max_us, s.at, s.over_10us, s.over_100us
+        );
+    }
+}
+
 fn file_bulk_load(n: usize, runs: usize) {
     let pairs = pairs(n, Pattern::Random);
     let dir = std::env::temp_dir().join(format!("exhash-bench-{}", std::process::id()));
@@ -161,8 +186,21 @@ fn main() {
         "exhash macro benchmark ({} run(s) per headline figure)",
         runs
     );
+    if std::env::args().any(|a| a == "--stalls") {
+        // Only the longest-put figures at 8M pairs.
+        growth_stalls(Pattern::Random, 8_000_000, 3);
+        growth_stalls(Pattern::Sequential, 8_000_000, 3);
+        return;
+    }
     headline(1_000_000, Pattern::Random, runs);
+    if std::env::args().any(|a| a == "--headline") {
+        // Only the headline table: for quick A/B runs of two builds.
+        return;
+    }
     headline(1_000_000, Pattern::Sequential, runs);
+    if !quick {
+        headline(8_000_000, Pattern::Random, 3);
+    }
     let sizes = [
         500_000, 600_000, 750_000, 1_000_000, 1_250_000, 1_500_000, 2_000_000, 2_500_000,
         3_000_000, 4_000_000, 5_000_000, 6_000_000, 7_000_000, 8_000_000,
@@ -170,5 +208,9 @@ fn main() {
     let sizes: &[usize] = if quick { &sizes[..4] } else { &sizes };
     curve(Pattern::Random, sizes);
     curve(Pattern::Sequential, sizes);
+    curve(Pattern::Strided, sizes);
+    let stall_n = if quick { 1_000_000 } else { 8_000_000 };
+    growth_stalls(Pattern::Random, stall_n, 3);
+    growth_stalls(Pattern::Sequential, stall_n, 3);
     file_bulk_load(1_000_000, runs);
 }

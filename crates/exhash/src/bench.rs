@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::ExHash;
+use crate::{ExHash, MemoryStore};
 
 /// Which keys and values to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +15,9 @@ pub enum Pattern {
     Random,
     /// Keys 0, 1, 2, ... with the value equal to the key.
     Sequential,
+    /// Keys 0, 4096, 8192, ... (multiples of a page size, as offsets
+    /// are), with the value the key's index.
+    Strided,
 }
 
 /// splitmix64: a full-period generator of well-mixed 64-bit values.
@@ -38,6 +41,7 @@ pub fn pairs(n: usize, pattern: Pattern) -> Vec<(u64, u64)> {
                 .collect()
         }
         Pattern::Sequential => (0..n as u64).map(|i| (i, i)).collect(),
+        Pattern::Strided => (0..n as u64).map(|i| (i << 12, i)).collect(),
     }
 }
 
@@ -154,6 +158,51 @@ pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     );
     let n = pairs.len().max(1) as f64;
     (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
+}
+
+/// The longest single puts while loading pairs one call at a time: how
+/// long growth (a page split, a directory doubling, fresh memory) can
+/// stall a caller.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stalls {
+    /// The longest put, in microseconds.
+    pub max_us: f64,
+    /// How many pairs the table held before that put.
+    pub at: usize,
+    /// Puts that took longer than 10 µs.
+    pub over_10us: usize,
+    /// Puts that took longer than 100 µs.
+    pub over_100us: usize,
+}
+
+/// Load `pairs` into a new [`ExHash`] (over `store()`) `runs` times, timing every put
+/// separately (a clock read around each call, so the total is not a put
+/// figure), and report the longest puts. Each put's time is its fastest
+/// over the runs: the same pairs always grow the table at the same puts,
+/// so what growth costs shows in every run, while a put that the system
+/// interrupted (a preempted thread, a busy host) is timed again.
+pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> Stalls {
+    let mut best = vec![f32::INFINITY; pairs.len()];
+    for _ in 0..runs.max(1) {
+        let mut table = ExHash::with_store(store());
+        for (&(k, v), best) in pairs.iter().zip(best.iter_mut()) {
+            let start = Instant::now();
+            table.insert(k, v);
+            *best = best.min(start.elapsed().as_nanos() as f32 / 1000.0);
+        }
+        black_box(&table);
+    }
+    let (at, &max) = best
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap_or((0, &0.0));
+    Stalls {
+        max_us: max as f64,
+        at,
+        over_10us: best.iter().filter(|&&t| t > 10.0).count(),
+        over_100us: best.iter().filter(|&&t| t > 100.0).count(),
+    }
 }
 
 /// `N` (pairs, default 1,000,000) and the pattern (`SEQ` set: sequential)

@@ -32,64 +32,79 @@ pub(crate) fn slot_page(slot: DirSlot) -> PageId {
 
 impl<S: PageStore> ExHash<S> {
     /// All entries of a page, by ascending position, into `out` (cleared
-    /// first); `tmp` is working space. Bucketed by home piece: every piece
-    /// stores its entries by descending position, so a bucket needs only a
-    /// short insertion sort.
+    /// first); `tmp` is working space. A counting sort by the position's
+    /// top ten bits (the home piece and four more), then one insertion
+    /// sort pass over the whole list, which finds it nearly sorted: a page
+    /// holds a few hundred entries, so two share a bucket only now and
+    /// then. (Bucketing by home piece alone left runs of several entries
+    /// in each bucket, out of order wherever an insertion found room past
+    /// its home, and sorting them cost a mispredicted branch per
+    /// displaced entry.)
     pub(crate) fn page_entries(&self, id: PageId, tmp: &mut Vec<Entry>, out: &mut Vec<Entry>) {
+        const BUCKET_BITS: u32 = 10;
         let g = Geom::of(self.meta[id as usize].depth);
         let page = self.store.page(id);
+        let bucket_shift = g.shift + 6 - BUCKET_BITS;
         tmp.clear();
-        let mut starts = [0usize; PIECES + 1];
-        for p in 0..PIECES {
+        let mut starts = [0u16; (1 << BUCKET_BITS) + 1];
+        let mut piece_ends = [0usize; PIECES];
+        for (p, piece_end) in piece_ends.iter_mut().enumerate() {
             let mut in_reach = true;
             let end = g.end(p);
             piece::walk(page.piece(p), |e| {
                 in_reach = e.z >> g.shift < CHAIN as u64;
                 let z = end.wrapping_sub(e.z) & g.mask;
-                starts[g.home(z) + 1] += 1;
+                starts[(z >> bucket_shift) as usize + 1] += 1;
                 tmp.push(Entry { z, v: e.v });
                 in_reach
             })
             .expect("valid piece");
             assert!(in_reach, "valid piece: entries lie within their chain");
+            *piece_end = tmp.len();
         }
-        for p in 0..PIECES {
-            starts[p + 1] += starts[p];
+        for b in 0..1 << BUCKET_BITS {
+            starts[b + 1] += starts[b];
         }
         // Every slot of `out` is written below, so growing it is all the
         // clearing it needs.
         out.resize(tmp.len(), Entry::default());
         out.truncate(tmp.len());
-        // Pieces store entries by ascending distance, which is descending
-        // position: filling each bucket from its end turns every piece's run
-        // ascending, so the insertion sort only merges a few runs.
-        let mut next = starts;
-        for &e in tmp.iter() {
-            let h = g.home(e.z);
-            next[h + 1] -= 1;
-            out[next[h + 1]] = e;
-        }
-        for p in 0..PIECES {
-            let bucket = &mut out[starts[p]..starts[p + 1]];
-            for j in 1..bucket.len() {
-                let e = bucket[j];
-                let mut k = j;
-                while k > 0 && bucket[k - 1].z > e.z {
-                    bucket[k] = bucket[k - 1];
-                    k -= 1;
-                }
-                bucket[k] = e;
+        // A piece holds its entries by descending position: each piece's
+        // are taken backwards, so runs of neighbouring keys (sequential
+        // keys) arrive in order.
+        let mut from = 0;
+        for &to in &piece_ends {
+            for &e in tmp[from..to].iter().rev() {
+                let b = (e.z >> bucket_shift) as usize;
+                out[starts[b] as usize] = e;
+                starts[b] += 1;
             }
+            from = to;
+        }
+        for j in 1..out.len() {
+            let e = out[j];
+            let mut k = j;
+            while k > 0 && out[k - 1].z > e.z {
+                out[k] = out[k - 1];
+                k -= 1;
+            }
+            out[k] = e;
         }
     }
 
+    /// Double the directory in place: grow it (the allocator remaps a
+    /// large block rather than copying it where it can), then spread each
+    /// slot over two, from the end back, so no slot is overwritten before
+    /// it is read. (Building a new directory slot by slot was the longest
+    /// single put of a growing table at 8M pairs.)
     fn double_directory(&mut self) {
-        let mut dir = Vec::with_capacity(self.dir.len() * 2);
-        for &id in &self.dir {
-            dir.push(id);
-            dir.push(id);
+        let n = self.dir.len();
+        self.dir.resize(2 * n, 0);
+        for i in (0..n).rev() {
+            let slot = self.dir[i];
+            self.dir[2 * i] = slot;
+            self.dir[2 * i + 1] = slot;
         }
-        self.dir = dir;
         self.global_depth += 1;
         self.at_global = 0;
     }

@@ -106,26 +106,43 @@ pub(crate) fn build(
     page.clear();
     let mut buf: Vec<Entry> = Vec::with_capacity(PIECE_DATA);
     let (mut count, mut bytes) = (0u32, 0u32);
+    // `ends[p]`: how many entries have their home at or before piece `p`,
+    // counted in one pass (a loop per piece would end unpredictably).
+    let mut ends = [0usize; PIECES];
+    for e in entries {
+        ends[g.home(e.z)] += 1;
+    }
+    for p in 1..PIECES {
+        ends[p] += ends[p - 1];
+    }
     // The entries carried into piece `p` are always `entries[a..i]`: every
     // piece takes the oldest ones first, and those that run out of chain
     // are the oldest too.
-    let (mut a, mut i) = (0, 0);
-    for p in 0..PIECES {
-        while i < entries.len() && g.home(entries[i].z) == p {
-            i += 1;
-        }
+    let mut a = 0;
+    for (p, &i) in ends.iter().enumerate() {
         if a == i {
             continue;
         }
         // Oldest homes (largest distances) first, while they fit: all of
         // them when even the longest entries would, else as many as the
-        // sizer admits.
-        let mut sizer = None;
-        let taken = if i - a <= PIECE_DATA / piece::MAX_ENTRY_LEN {
-            i - a
+        // sizer admits. Oldest first is ascending position, which is
+        // descending distance; the distances are planned as they are
+        // computed.
+        buf.clear();
+        let plan = if i - a <= PIECE_DATA / piece::MAX_ENTRY_LEN {
+            let mut planner = piece::Planner::default();
+            for e in entries[a..i].iter().rev() {
+                let d = Entry {
+                    z: g.r(p, e.z),
+                    v: e.v,
+                };
+                planner.add(d);
+                buf.push(d);
+            }
+            planner.plan()
         } else {
-            let sizer = sizer.insert(piece::Sizer::default());
-            entries[a..i]
+            let mut sizer = piece::Sizer::default();
+            let taken = entries[a..i]
                 .iter()
                 .take_while(|e| {
                     sizer.try_add(Entry {
@@ -133,16 +150,15 @@ pub(crate) fn build(
                         v: e.v,
                     })
                 })
-                .count()
+                .count();
+            buf.extend(entries[a..a + taken].iter().rev().map(|e| Entry {
+                z: g.r(p, e.z),
+                v: e.v,
+            }));
+            sizer.plan()
         };
-        // Oldest first is ascending position, which is descending distance.
-        buf.clear();
-        buf.extend(entries[a..a + taken].iter().rev().map(|e| Entry {
-            z: g.r(p, e.z),
-            v: e.v,
-        }));
+        let taken = buf.len();
         let pc = page.piece_mut(p);
-        let plan = sizer.map_or_else(|| piece::plan(&buf), |s| s.plan());
         piece::encode_planned(pc, &buf, plan);
         count += taken as u32;
         bytes += piece::used(pc) as u32;

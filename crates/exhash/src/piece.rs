@@ -539,12 +539,7 @@ pub fn insert_fixed(piece: &mut [u8], r: u64, v: u64) -> InPlace {
 }
 
 /// [`insert_fixed`] for `WK`-byte keys (4 to 7) and 8-byte values, once
-/// the caller has checked the format and that one more slot fits. Nothing
-/// here branches on the piece's contents, so a mispredicted branch cannot
-/// throw away the work that follows while the piece is still on its way
-/// from memory: every slot is decoded to count the keys below `r` (the
-/// insertion point), and the slots from there on move up by one fixed-size
-/// copy through a buffer.
+/// the caller has checked the format and that one more slot fits.
 #[inline(always)]
 fn insert_wide<const WK: usize>(
     piece: &mut [u8; PIECE_SIZE],
@@ -552,24 +547,94 @@ fn insert_wide<const WK: usize>(
     v: u64,
     used: usize,
 ) -> InPlace {
+    match upsert_wide::<WK>(piece, r, v, used, false, true) {
+        Upsert::Inserted => InPlace::Inserted,
+        _ => InPlace::Unsupported,
+    }
+}
+
+/// What [`upsert`] found in a piece, and did to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upsert {
+    /// The piece holds the distance; this was its value (now replaced by
+    /// the new one if the caller asked).
+    Found(u64),
+    /// The distance was absent and is now in the piece.
+    Inserted,
+    /// The distance is absent from the piece and was not inserted (not
+    /// asked to, no room, or its key delta is wider than the piece's).
+    Absent,
+    /// Not a layout this handles: use [`lookup`] and [`insert_in_place`].
+    Unsupported,
+}
+
+/// Look distance `r` up in a piece and, in the same pass over it, replace
+/// its value with `v` if present, or insert it if absent and `insert` is
+/// set: what a put does to its home piece, with one decode of the piece
+/// instead of one to search and another to insert. Handles the fixed-width
+/// layouts of random pairs (key widths 4 to 7, 8-byte values, distances
+/// below 2^63); [`Upsert::Unsupported`] for every other piece, untouched.
+#[inline(always)]
+pub fn upsert(piece: &mut [u8], r: u64, v: u64, insert: bool) -> Upsert {
+    if let Ok(p) = <&mut [u8; PIECE_SIZE]>::try_from(piece)
+        && r < 1 << 63
+    {
+        let used = used(p);
+        match p[1] {
+            0x86 => return upsert_wide::<6>(p, r, v, used, true, insert),
+            0x87 => return upsert_wide::<7>(p, r, v, used, true, insert),
+            0x85 => return upsert_wide::<5>(p, r, v, used, true, insert),
+            0x84 => return upsert_wide::<4>(p, r, v, used, true, insert),
+            _ => {}
+        }
+    }
+    Upsert::Unsupported
+}
+
+/// [`upsert`] in a fixed-width piece of `WK`-byte keys (4 to 7) and 8-byte
+/// values (the format byte says so, which implies nothing about `used`:
+/// a piece that is not a whole number of slots is refused untouched).
+/// Nothing before the final decision branches on the piece's contents, so
+/// a mispredicted branch cannot throw away the work that follows while
+/// the piece is still on its way from memory: every slot is decoded to
+/// count the keys below `r` (the insertion point, and the match's slot if
+/// there is one), and an insertion moves the slots from there on up by one
+/// fixed-size copy through a buffer.
+#[inline(always)]
+fn upsert_wide<const WK: usize>(
+    piece: &mut [u8; PIECE_SIZE],
+    r: u64,
+    v: u64,
+    used: usize,
+    replace: bool,
+    insert: bool,
+) -> Upsert {
     const { assert!(WK >= 4 && WK <= 7) };
     let width = WK + 8;
+    if !fixed_format_fits(WK, 8, used) {
+        return Upsert::Unsupported;
+    }
     let slots = used / width;
     // `lefts[i]` is `r` minus the stored fields of the slots before `i`;
     // slot `i`'s key is the sum of the fields up to it plus `i`, so it is
     // `r - lefts[i + 1] + i`.
     let mut lefts = [0u64; PIECE_DATA / 12 + 2];
     lefts[0] = r;
-    let mut below = 0usize;
+    // Bit `i` of `less`: slot `i`'s key is below `r`, which is
+    // `lefts[i + 1] - i > 0` (keys and `r` are below 2^63, so the
+    // difference's sign is exact). Keys ascend, so the used slots' bits
+    // are a run from bit 0, whose length is the insertion point; the
+    // bits of unused slots (whatever their bytes) are masked off once.
+    let mut less = 0u32;
     let mut i = 0;
     while i < PIECE_DATA / (WK + 8) {
         let at = 2 + i * width;
         let word = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
         lefts[i + 1] = lefts[i].wrapping_sub(word & MASKS[WK]);
-        let key = r.wrapping_sub(lefts[i + 1]).wrapping_add(i as u64);
-        below += (i < slots && key < r) as usize;
+        less |= (((lefts[i + 1].wrapping_sub(i as u64)) as i64 > 0) as u32) << i;
         i += 1;
     }
+    let below = (less & ((1 << slots) - 1)).trailing_ones() as usize;
     // The new entry stores its key minus the previous key minus one (or
     // the key itself, first); its successor, if any, its gap to the new
     // key, which is -1 if the successor is `r` itself.
@@ -577,14 +642,21 @@ fn insert_wide<const WK: usize>(
     let gap = (below as u64)
         .wrapping_sub(lefts[below + 1])
         .wrapping_sub(1);
-    let present = below < slots && gap == u64::MAX;
-    if present || delta > MASKS[WK] {
-        return InPlace::Unsupported;
+    let pos = 2 + below * width;
+    if below < slots && gap == u64::MAX {
+        let at = pos + WK;
+        let old = u64::from_le_bytes(piece[at..at + 8].try_into().expect("8 bytes"));
+        if replace {
+            piece[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        return Upsert::Found(old);
+    }
+    if !insert || used + width > PIECE_DATA || delta > MASKS[WK] {
+        return Upsert::Absent;
     }
     // The tail from the insertion point is at most `PIECE_DATA - width`
-    // bytes (the caller checked the room); `TAIL` covers it for any width.
+    // bytes (checked above); `TAIL` covers it for any width.
     const TAIL: usize = PIECE_DATA - 12;
-    let pos = 2 + below * width;
     let mut buf = [0u8; 2 * PIECE_SIZE];
     buf[..PIECE_SIZE].copy_from_slice(piece);
     let tail: [u8; TAIL] = buf[pos..pos + TAIL].try_into().expect("TAIL bytes");
@@ -598,7 +670,7 @@ fn insert_wide<const WK: usize>(
     buf[at..at + 8].copy_from_slice(&next.to_le_bytes());
     piece.copy_from_slice(&buf[..PIECE_SIZE]);
     piece[0] = (piece[0] & OVERFLOW) | (used + width) as u8;
-    InPlace::Inserted
+    Upsert::Inserted
 }
 
 /// The body of [`insert_fixed`] once the piece's widths are checked.
@@ -888,36 +960,60 @@ pub struct Plan {
 
 /// Plan the smallest encoding of `entries` (strictly ascending keys).
 pub fn plan(entries: &[Entry]) -> Plan {
-    let mut tagged = 0usize;
-    let mut wk = 0usize;
-    let mut wv = 0usize;
-    let mut prev = 0;
-    let mut prev_v = 0u64;
-    for (i, e) in entries.iter().enumerate() {
-        let delta = if i == 0 { e.z } else { e.z - prev - 1 };
+    let mut planner = Planner::default();
+    for &e in entries {
+        planner.add(e);
+    }
+    planner.plan()
+}
+
+/// [`plan`] one entry at a time, so that a caller producing the entries
+/// plans them in the same pass.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Planner {
+    n: usize,
+    tagged: usize,
+    wk: usize,
+    wv: usize,
+    prev: u64,
+    prev_v: u64,
+}
+
+impl Planner {
+    /// Add `e`, whose key is above every key added so far.
+    #[inline(always)]
+    pub fn add(&mut self, e: Entry) {
+        let first = self.n == 0;
+        let delta = if first { e.z } else { e.z - self.prev - 1 };
         let kl = byte_len(delta);
         let raw = byte_len(e.v);
-        let vl = if i == 0 {
+        let vl = if first {
             raw
         } else {
-            raw.min(byte_len(zigzag(e.v.wrapping_sub(prev_v))))
+            raw.min(byte_len(zigzag(e.v.wrapping_sub(self.prev_v))))
         };
-        tagged += 1 + kl + vl;
-        wk = wk.max(kl);
-        wv = wv.max(raw);
-        prev = e.z;
-        prev_v = e.v;
+        self.tagged += 1 + kl + vl;
+        self.wk = self.wk.max(kl);
+        self.wv = self.wv.max(raw);
+        self.prev = e.z;
+        self.prev_v = e.v;
+        self.n += 1;
     }
-    let width = wk + wv;
-    if width > 0 && entries.len() * width <= tagged {
-        Plan {
-            len: entries.len() * width,
-            format: (wv << 4 | wk) as u8,
-        }
-    } else {
-        Plan {
-            len: tagged,
-            format: TAGGED,
+
+    /// The smallest encoding of the entries added so far.
+    #[inline]
+    pub fn plan(&self) -> Plan {
+        let width = self.wk + self.wv;
+        if width > 0 && self.n * width <= self.tagged {
+            Plan {
+                len: self.n * width,
+                format: (self.wv << 4 | self.wk) as u8,
+            }
+        } else {
+            Plan {
+                len: self.tagged,
+                format: TAGGED,
+            }
         }
     }
 }
@@ -1320,6 +1416,57 @@ mod tests {
             }
         });
         assert!(inserted > 5000, "{inserted}");
+    }
+
+    #[test]
+    fn upsert_finds_replaces_and_inserts_like_the_encoder() {
+        // Pieces of 8-byte values over noise: present distances are
+        // found and their value replaced; absent ones are inserted only
+        // when asked, and the piece is untouched whenever nothing is done.
+        let (mut replaced, mut inserted) = (0, 0);
+        each_noisy_wide_piece(37, |next, round, key_bits, mut piece, mut entries| {
+            let before = piece;
+            let i = (next() % entries.len() as u64) as usize;
+            let v = next() | 1 << 63;
+            if round % 2 == 0 {
+                assert_eq!(
+                    upsert(&mut piece, entries[i].z, v, true),
+                    Upsert::Found(entries[i].v)
+                );
+                entries[i].v = v;
+                let mut got = Vec::new();
+                decode(&piece, &mut got).unwrap();
+                assert_eq!(got, entries);
+                replaced += 1;
+                return;
+            }
+            let new = next() >> (64 - key_bits);
+            if entries.iter().any(|o| o.z == new) {
+                return;
+            }
+            assert_eq!(upsert(&mut piece, new, v, false), Upsert::Absent);
+            assert_eq!(piece, before);
+            let mut want = entries.clone();
+            want.push(Entry { z: new, v });
+            want.sort_by_key(|e| e.z);
+            match upsert(&mut piece, new, v, true) {
+                Upsert::Inserted => {
+                    let mut got = Vec::new();
+                    decode(&piece, &mut got).unwrap();
+                    assert_eq!(got, want);
+                    inserted += 1;
+                }
+                other => {
+                    assert_eq!(other, Upsert::Absent);
+                    assert_eq!(piece, before);
+                }
+            }
+        });
+        assert!(replaced > 5000 && inserted > 2000, "{replaced} {inserted}");
+        // Other layouts are left to the general path.
+        let mut piece = [0u8; PIECE_SIZE];
+        clear(&mut piece);
+        assert_eq!(upsert(&mut piece, 5, 6, true), Upsert::Unsupported);
     }
 
     #[test]

@@ -89,11 +89,19 @@ impl<S: PageStore> ExHash<S> {
             + self.spill.len() as u64 * 16
     }
 
-    /// Check every invariant (counts, flags, directory, homes); for tests.
+    /// Check every invariant; for tests. Per page: the directory maps it
+    /// over exactly its aligned range; every piece decodes; every entry
+    /// lives within its chain, and every piece from its home to where it
+    /// lives is flagged overflowed; no piece is flagged that needs no flag
+    /// (a stale flag sends every later miss of that home walking on);
+    /// every position is one a hash maps to and none is stored twice; the
+    /// page's counters match its pieces. Then the table's entry count and
+    /// its count of pages at global depth.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut total = 0u64;
         let mut buf = Vec::new();
+        let mut zs = Vec::new();
         let mut at_global = 0;
         for (id, m) in self.meta.iter().enumerate() {
             if m.depth == 0 {
@@ -113,6 +121,10 @@ impl<S: PageStore> ExHash<S> {
             let g = Geom::of(m.depth);
             let page = self.store.page(id as PageId);
             let (mut count, mut bytes) = (0u32, 0u32);
+            // needed[p]: some entry whose chain passes through piece p
+            // lives after it.
+            let mut needed = [false; PIECES];
+            zs.clear();
             for p in 0..PIECES {
                 decode_z(page.piece(p), p, g, &mut buf)
                     .map_err(|e| format!("page {id} piece {p}: {e}"))?;
@@ -122,6 +134,7 @@ impl<S: PageStore> ExHash<S> {
                     let home = g.home(e.z);
                     let age = (p + PIECES - home) % PIECES;
                     for k in 0..age {
+                        needed[nth(home, k)] = true;
                         if !piece::overflowed(page.piece(nth(home, k))) {
                             return Err(format!(
                                 "page {id}: piece {} should be flagged",
@@ -129,7 +142,21 @@ impl<S: PageStore> ExHash<S> {
                             ));
                         }
                     }
+                    let high = ((m.prefix as u64) << (33 - m.depth)) | (e.z >> 32);
+                    if crate::mix::unskew(high).is_none() {
+                        return Err(format!("page {id} piece {p}: a position no key maps to"));
+                    }
+                    zs.push(e.z);
                 }
+            }
+            if let Some(p) = (0..PIECES).find(|&p| piece::overflowed(page.piece(p)) && !needed[p]) {
+                return Err(format!(
+                    "page {id}: piece {p} is flagged but nothing lives past it"
+                ));
+            }
+            zs.sort_unstable();
+            if zs.windows(2).any(|w| w[0] == w[1]) {
+                return Err(format!("page {id}: a key is stored twice"));
             }
             if count != m.count || bytes != m.bytes {
                 return Err(format!(
@@ -150,5 +177,100 @@ impl<S: PageStore> ExHash<S> {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::layout::{Geom, decode_z, encode_z, nth};
+    use crate::piece;
+    use crate::store::{PIECES, PageId, PageStore};
+    use crate::table::ExHash;
+
+    /// A table of a few pages, some pieces overflowed.
+    fn table() -> ExHash {
+        let mut t = ExHash::new();
+        let mut x = 1u64;
+        for _ in 0..3000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t.insert(x, x >> 7);
+        }
+        t.check_invariants().unwrap();
+        t
+    }
+
+    /// The first live page and piece where `pick(page, piece)` holds.
+    fn find(t: &ExHash, pick: impl Fn(PageId, usize) -> bool) -> (PageId, usize) {
+        (0..t.meta.len() as PageId)
+            .filter(|&id| t.meta[id as usize].depth != 0)
+            .flat_map(|id| (0..PIECES).map(move |p| (id, p)))
+            .find(|&(id, p)| pick(id, p))
+            .expect("a table of 3000 pairs has one")
+    }
+
+    fn expect_error(t: &ExHash, what: &str) {
+        let err = t.check_invariants().expect_err(what);
+        assert!(err.contains(what), "{err}");
+    }
+
+    #[test]
+    fn a_missing_overflow_flag_is_reported() {
+        let mut t = table();
+        let (id, p) = find(&t, |id, p| piece::overflowed(t.store.page(id).piece(p)));
+        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), false);
+        expect_error(&t, "should be flagged");
+    }
+
+    #[test]
+    fn a_stale_overflow_flag_is_reported() {
+        let mut t = table();
+        // Not flagged: nothing lives past it on any chain through it.
+        let (id, p) = find(&t, |id, p| !piece::overflowed(t.store.page(id).piece(p)));
+        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), true);
+        expect_error(&t, "flagged but nothing lives past it");
+    }
+
+    #[test]
+    fn a_key_stored_twice_is_reported() {
+        let mut t = table();
+        // An entry at home in a piece whose successor has room for a copy.
+        let mut buf = Vec::new();
+        let (id, p) = find(&t, |id, p| {
+            let g = Geom::of(t.meta[id as usize].depth);
+            let page = t.store.page(id);
+            let mut here = Vec::new();
+            decode_z(page.piece(p), p, g, &mut here).unwrap();
+            here.iter().any(|e| g.home(e.z) == p)
+                && piece::used(page.piece(nth(p, 1))) + 40 <= piece::PIECE_DATA
+        });
+        let g = Geom::of(t.meta[id as usize].depth);
+        decode_z(t.store.page(id).piece(p), p, g, &mut buf).unwrap();
+        let e = *buf.iter().find(|e| g.home(e.z) == p).unwrap();
+        let q = nth(p, 1);
+        decode_z(t.store.page(id).piece(q), q, g, &mut buf).unwrap();
+        // Distances from q's end ascend: e's is larger than any entry at
+        // home in q and smaller than any from before p.
+        let at = buf.partition_point(|x| g.r(q, x.z) < g.r(q, e.z));
+        buf.insert(at, e);
+        let before = piece::used(t.store.page(id).piece(q)) as u32;
+        assert!(encode_z(t.store.page_mut(id).piece_mut(q), q, g, &mut buf));
+        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), true);
+        // Keep the counters right, so that only the copy is wrong.
+        let after = piece::used(t.store.page(id).piece(q)) as u32;
+        let m = &mut t.meta[id as usize];
+        m.count += 1;
+        m.bytes = m.bytes - before + after;
+        t.len += 1;
+        expect_error(&t, "stored twice");
+    }
+
+    #[test]
+    fn counters_that_disagree_with_the_pieces_are_reported() {
+        let mut t = table();
+        let (id, _) = find(&t, |_, _| true);
+        t.meta[id as usize].count += 1;
+        expect_error(&t, "counters");
     }
 }

@@ -134,6 +134,8 @@ impl std::fmt::Debug for Chunk {
 /// store never copies the pages already in it.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
+    /// Never ask for transparent huge pages (see [`MemoryStore::with_small_pages`]).
+    small_pages: bool,
     chunks: Vec<Chunk>,
     /// Page ids handed out so far (live or free).
     ids: usize,
@@ -145,6 +147,21 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// An empty store that keeps its chunks in small (4 KiB) pages. By
+    /// default a chunk asks for a transparent huge page, which makes
+    /// lookups and inserts in a large table 10-20% faster (one TLB entry
+    /// per 2 MiB), but the kernel faults a huge page in all at once,
+    /// zeroing 2 MiB and, when memory is fragmented, compacting it first:
+    /// measured at up to 6 ms for the one insert that touches a fresh
+    /// chunk. With small pages, memory is faulted in 8 KiB at a time and
+    /// no insert waits for more than a page split or a directory doubling.
+    pub fn with_small_pages() -> MemoryStore {
+        MemoryStore {
+            small_pages: true,
+            ..MemoryStore::default()
+        }
     }
 
     /// Number of page ids ever handed out (live or free).
@@ -163,7 +180,7 @@ impl MemoryStore {
         if id == self.chunks.len() * CHUNK_PAGES {
             // Fresh anonymous memory is zero, and costs resident memory
             // only as its pages are used.
-            let chunk = Chunk::new(!self.chunks.is_empty());
+            let chunk = Chunk::new(!self.small_pages && !self.chunks.is_empty());
             self.chunks.push(chunk);
         }
         self.ids += 1;

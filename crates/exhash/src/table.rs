@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::directory::{DirSlot, dir_slot, slot_page};
 use crate::layout::{Geom, decode_z, encode_z, encoded_len_z, nth};
 use crate::mix::{hash_of_position, mix, position_high, unmix};
-use crate::piece::{self, Entry, InPlace, PIECE_DATA};
+use crate::piece::{self, Entry, InPlace, PIECE_DATA, Upsert};
 use crate::store::{MemoryStore, PIECES, PageId, PageStore};
 
 /// How many pieces an entry may live in: its home piece and the ones after
@@ -298,8 +298,40 @@ impl<S: PageStore> ExHash<S> {
     pub fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
         let h = mix(key);
         let loc = self.locate(h);
-        // The common case first: a new key whose home piece has not
-        // overflowed (so the key is absent) and has room for it in place.
+        // The common case first: the home piece answers whether it holds
+        // the key and, for a new key when the home piece has not
+        // overflowed (so the key is absent from the table), takes it in
+        // place, all in one pass over the piece.
+        let r = !loc.z & ((1u64 << loc.geom.shift) - 1);
+        let direct = self.spill.is_empty();
+        let pc = self.store.page_mut(loc.page).piece_mut(loc.home);
+        let may_insert = direct && !piece::overflowed(pc);
+        let old_used = piece::used(pc) as u32;
+        match piece::upsert(pc, r, value, may_insert) {
+            Upsert::Found(old) => return Some(old),
+            Upsert::Inserted => {
+                let new_used = piece::used(pc) as u32;
+                self.len += 1;
+                let m = &mut self.meta[loc.page as usize];
+                m.bytes = m.bytes - old_used + new_used;
+                m.count += 1;
+                return None;
+            }
+            Upsert::Absent if may_insert => {
+                self.len += 1;
+                self.place_new(h, &loc, value);
+                return None;
+            }
+            Upsert::Absent => return self.insert_slow(h, loc, key, value),
+            Upsert::Unsupported => {}
+        }
+        self.insert_general(h, loc, key, value)
+    }
+
+    /// [`ExHash::insert`] when the home piece's layout is not one
+    /// [`piece::upsert`] handles.
+    #[inline(never)]
+    fn insert_general(&mut self, h: u64, loc: Loc, key: u64, value: u64) -> Option<u64> {
         let r = !loc.z & ((1u64 << loc.geom.shift) - 1);
         let page = self.store.page(loc.page);
         let pc = page.piece(loc.home);
