@@ -16,10 +16,9 @@ use seekless_exhash::bench::{
 };
 use seekless_exhash::{ExHash, MemoryStore};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+#[path = "../../../benches/measure.rs"]
+mod measure;
+use measure::median;
 
 fn measure_hashbrown(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     let (put, get, map) = time_map(

@@ -4,7 +4,10 @@
 use std::hint::black_box;
 
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{Pattern, from_env, pairs};
+use seekless_exhash::bench::{Pattern, pairs};
+
+mod common;
+use common::from_env;
 
 fn main() {
     let (n, _) = from_env();

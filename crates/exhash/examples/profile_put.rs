@@ -1,7 +1,10 @@
 //! Profiling driver (not a benchmark): inserts N random pairs three times.
 //! `N=100000 perf record cargo run --release --example profile_put`
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{from_env, pairs};
+use seekless_exhash::bench::pairs;
+
+mod common;
+use common::from_env;
 fn main() {
     let (n, pattern) = from_env();
     let all = pairs(n, pattern);

@@ -2,7 +2,10 @@
 //! deterministic figures that explain lookup and insert costs.
 //! `N=1000000 SEQ=1 cargo run --release --example shape`
 use seekless_exhash::ExHash;
-use seekless_exhash::bench::{from_env, pairs};
+use seekless_exhash::bench::pairs;
+
+mod common;
+use common::from_env;
 fn main() {
     let (n, pattern) = from_env();
     let mut t = ExHash::new();

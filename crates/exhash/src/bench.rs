@@ -205,21 +205,6 @@ pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> 
     }
 }
 
-/// `N` (pairs, default 1,000,000) and the pattern (`SEQ` set: sequential)
-/// from the environment, for the profiling examples.
-pub fn from_env() -> (usize, Pattern) {
-    let n = std::env::var("N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000);
-    let pattern = if std::env::var("SEQ").is_ok() {
-        Pattern::Sequential
-    } else {
-        Pattern::Random
-    };
-    (n, pattern)
-}
-
 /// Run both sides on `n` pairs of `pattern`.
 pub fn run(n: usize, pattern: Pattern) -> Report {
     let pairs = pairs(n, pattern);

@@ -4,10 +4,10 @@
 //! depth splits), merge with their buddy when both are small, and the
 //! directory halves when no page needs its full depth.
 
-use crate::layout::{Geom, build};
+use crate::layout::{CHAIN, Geom, MIN_DEPTH, PageMeta, build, dir_slot, slot_page};
 use crate::piece::{self, Entry, PIECE_DATA};
 use crate::store::{PIECES, Page, PageId, PageStore};
-use crate::table::{CHAIN, ExHash, MIN_DEPTH, PageMeta};
+use crate::table::ExHash;
 
 /// A page is considered for merging when it holds less than this many bytes
 /// of entries...
@@ -17,19 +17,6 @@ const MERGE_LIMIT: u32 = (PIECES * PIECE_DATA / 2) as u32;
 
 /// A directory slot: page id in the high 26 bits, the page's depth in the
 /// low 6, so a lookup needs no second table to learn the depth.
-pub(crate) type DirSlot = u32;
-
-#[inline]
-pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
-    debug_assert!(id < 1 << 26);
-    (id << 6) | depth as u32
-}
-
-#[inline]
-pub(crate) fn slot_page(slot: DirSlot) -> PageId {
-    slot >> 6
-}
-
 impl<S: PageStore> ExHash<S> {
     /// All entries of a page, by ascending position, into `out` (cleared
     /// first); `tmp` is working space. A counting sort by the position's

@@ -7,13 +7,13 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use crate::device::Device;
-use crate::directory::{dir_slot, slot_page};
 use crate::error::{Error, ErrorKind};
 use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION, VERSION_TAGS_INLINE};
+use crate::layout::{CHAIN, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
 use crate::layout::{Geom, decode_z};
 use crate::piece;
 use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
-use crate::table::{CHAIN, ExHash, MAX_DEPTH, MIN_DEPTH, PageMeta};
+use crate::table::ExHash;
 
 /// Pages in memory over a [`Device`], written out atomically by
 /// [`ExHash::commit`].

@@ -1,10 +1,50 @@
-//! Page layout: how page-local positions map to pieces (home piece,
-//! distance back from a piece's end, chains that wrap around the page), and
-//! laying a page out from a sorted list of entries.
+//! Page layout: the table's geometry (chain length, depths, what is known of
+//! each page, the directory's slot encoding), how page-local positions map
+//! to pieces (home piece, distance back from a piece's end, chains that wrap
+//! around the page), and laying a page out from a sorted list of entries.
 
 use crate::piece::{self, Entry, PIECE_DATA};
-use crate::store::{PIECES, Page};
-use crate::table::CHAIN;
+use crate::store::{PIECES, Page, PageId};
+
+/// How many pieces an entry may live in: its home piece and the ones after
+/// it, wrapping from the last piece to the first. Chosen by measurement:
+/// see `BENCHMARKS.md`.
+pub const CHAIN: usize = 32;
+
+/// The deepest a page (and so the directory) may go: 2^26 directory slots.
+/// Entries that cannot be placed at this depth (only possible with keys
+/// crafted against the public mixer) go to a small ordered spill map.
+pub const MAX_DEPTH: u8 = 26;
+
+/// Every page covers at most half of position space, so page-local
+/// positions fit in 64 bits.
+pub(crate) const MIN_DEPTH: u8 = 1;
+
+/// What the table knows about each page besides its bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PageMeta {
+    /// Local depth; 0 marks a page id that is not in use.
+    pub depth: u8,
+    /// The `depth` leading position bits every entry of the page shares.
+    pub prefix: u32,
+    /// Entries in the page.
+    pub count: u32,
+    /// Entry bytes used in the page's pieces.
+    pub bytes: u32,
+}
+
+pub(crate) type DirSlot = u32;
+
+#[inline]
+pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
+    debug_assert!(id < 1 << 26);
+    (id << 6) | depth as u32
+}
+
+#[inline]
+pub(crate) fn slot_page(slot: DirSlot) -> PageId {
+    slot >> 6
+}
 
 /// How page-local positions of a page at some depth map to pieces.
 #[derive(Clone, Copy, Debug)]

@@ -3,11 +3,11 @@
 //!
 //! - `mix.rs`: keys are mixed by an invertible 64-bit hash; positions are
 //!   skewed so pages split evenly over time instead of in waves.
-//! - `piece.rs`: a page is 64 pieces of 128 bytes; an entry lives in its home
+//! - `piece/`: a page is 64 pieces of 128 bytes; an entry lives in its home
 //!   piece or one of the next [`CHAIN`]` - 1`, delta-encoded.
 //! - [`ExHash`] (`table.rs`): get, insert, remove, placing entries in
 //!   their chain; `directory.rs`: splits, merges, directory doubling and
-//!   halving; `layout.rs`: page geometry and laying out a page.
+//!   halving; `layout.rs`: the geometry and laying out a page.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
 //!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
@@ -35,6 +35,9 @@
 //! ```
 #![deny(missing_docs)]
 
+/// The side-by-side measurement behind `seekless exhash bench` and the
+/// benchmarks (feature `bench`).
+#[cfg(feature = "bench")]
 pub mod bench;
 mod device;
 mod directory;
@@ -59,6 +62,7 @@ pub use device::Device;
 pub use error::{Error, ErrorKind, Result};
 pub use file::FileStore;
 pub use iter::Iter;
+pub use layout::{CHAIN, MAX_DEPTH};
 pub use stats::Stats;
 pub use store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
-pub use table::{CHAIN, ExHash, MAX_DEPTH};
+pub use table::ExHash;

@@ -1,10 +1,10 @@
 //! Shape counters and the invariant check used by the tests.
 
-use crate::directory::dir_slot;
+use crate::layout::{CHAIN, PageMeta, dir_slot};
 use crate::layout::{Geom, decode_z, nth};
 use crate::piece::{self, PIECE_DATA};
 use crate::store::{PAGE_SIZE, PIECES, PageId, PageStore};
-use crate::table::{CHAIN, ExHash, PageMeta};
+use crate::table::ExHash;
 
 /// Counters describing the shape of a table.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -1,41 +1,16 @@
 //! The table: lookups, inserts and removals, and placing entries into the
 //! pieces of their chain. The directory and its page splits and merges are
-//! in `directory.rs`, the page layout in `layout.rs`.
+//! in `directory.rs`, the geometry and page layout in `layout.rs`.
 
 use std::collections::BTreeMap;
 
-use crate::directory::{DirSlot, dir_slot, slot_page};
-use crate::layout::{Geom, decode_z, encode_z, encoded_len_z, nth};
+use crate::layout::{
+    CHAIN, DirSlot, Geom, MAX_DEPTH, MIN_DEPTH, PageMeta, decode_z, dir_slot, encode_z,
+    encoded_len_z, nth, slot_page,
+};
 use crate::mix::{hash_of_position, mix, position_high, unmix};
 use crate::piece::{self, Entry, InPlace, PIECE_DATA, Upsert};
 use crate::store::{MemoryStore, PIECES, PageId, PageStore};
-
-/// How many pieces an entry may live in: its home piece and the ones after
-/// it, wrapping from the last piece to the first. Chosen by measurement:
-/// see `BENCHMARKS.md`.
-pub const CHAIN: usize = 32;
-
-/// The deepest a page (and so the directory) may go: 2^26 directory slots.
-/// Entries that cannot be placed at this depth (only possible with keys
-/// crafted against the public mixer) go to a small ordered spill map.
-pub const MAX_DEPTH: u8 = 26;
-
-/// Every page covers at most half of position space, so page-local
-/// positions fit in 64 bits.
-pub(crate) const MIN_DEPTH: u8 = 1;
-
-/// What the table knows about each page besides its bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PageMeta {
-    /// Local depth; 0 marks a page id that is not in use.
-    pub depth: u8,
-    /// The `depth` leading position bits every entry of the page shares.
-    pub prefix: u32,
-    /// Entries in the page.
-    pub count: u32,
-    /// Entry bytes used in the page's pieces.
-    pub bytes: u32,
-}
 
 /// How many keys ahead the batch operations prefetch.
 const PREFETCH_AHEAD: usize = 8;
