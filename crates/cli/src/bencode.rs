@@ -153,17 +153,23 @@ fn encode(path: &Path, output: &Path) -> ExitCode {
             return fail(format_args!("{}:{line}:{column}: {e}", path.display()));
         }
     };
-    let written = if to_stdout {
-        std::io::stdout()
-            .lock()
-            .write_all(&bytes)
-            .map_err(|e| e.to_string())
-    } else {
-        torrent::write_atomically(output, &bytes).map_err(|e| e.to_string())
-    };
+    let written = write_output(output, &bytes);
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
+    }
+}
+
+/// Writes `bytes` to standard output (`-`) or to `output` through a
+/// temporary file renamed into place.
+fn write_output(output: &Path, bytes: &[u8]) -> Result<(), String> {
+    if output == Path::new("-") {
+        std::io::stdout()
+            .lock()
+            .write_all(bytes)
+            .map_err(|e| e.to_string())
+    } else {
+        torrent::write_atomically(output, bytes).map_err(|e| e.to_string())
     }
 }
 
@@ -434,14 +440,7 @@ fn create(path: &Path, output: &Path, options: &CreateOptions) -> ExitCode {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
-    let written = if to_stdout {
-        std::io::stdout()
-            .lock()
-            .write_all(&bytes)
-            .map_err(|e| e.to_string())
-    } else {
-        torrent::write_atomically(output, &bytes).map_err(|e| e.to_string())
-    };
+    let written = write_output(output, &bytes);
     if let Err(e) = written {
         return fail(e);
     }
