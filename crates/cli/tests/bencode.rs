@@ -162,6 +162,12 @@ fn dump_prints_json() {
     assert_eq!(stderr, "seekless: -: unexpected end of input at byte 4\n");
 }
 
+/// `seekless bencode encode INPUT -o OUTPUT`.
+fn encode(input: &Path, output: &Path) -> (i32, String, String) {
+    let (input, output) = (input.to_str().unwrap(), output.to_str().unwrap());
+    run(&["bencode", "encode", input, "-o", output], None)
+}
+
 #[test]
 fn dump_then_encode_gives_back_the_exact_bytes() {
     let tmp = Temp::new("encode");
@@ -195,16 +201,7 @@ fn dump_then_encode_gives_back_the_exact_bytes() {
         // To a file, from a file.
         let json_file = tmp.file(&format!("in-{i}.json"), json.as_bytes());
         let output = tmp.0.join(format!("out-{i}"));
-        let (code, stdout, stderr) = run(
-            &[
-                "bencode",
-                "encode",
-                json_file.to_str().unwrap(),
-                "-o",
-                output.to_str().unwrap(),
-            ],
-            None,
-        );
+        let (code, stdout, stderr) = encode(&json_file, &output);
         assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
         assert!(std::fs::read(&output).unwrap() == *bytes, "{i}");
     }
@@ -231,16 +228,7 @@ fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
         (b"\xff", "1:1: JSON text must be UTF-8 at byte 0"),
     ] {
         let input = tmp.file("in.json", json);
-        let (code, stdout, stderr) = run(
-            &[
-                "bencode",
-                "encode",
-                input.to_str().unwrap(),
-                "-o",
-                output.to_str().unwrap(),
-            ],
-            None,
-        );
+        let (code, stdout, stderr) = encode(&input, &output);
         assert_eq!(code, 2, "{stderr}");
         assert!(stdout.is_empty());
         assert_eq!(
@@ -251,16 +239,7 @@ fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
     }
     // Its own input as its output is refused, the input unchanged.
     let input = tmp.file("same.json", b"[1]");
-    let (code, _, stderr) = run(
-        &[
-            "bencode",
-            "encode",
-            input.to_str().unwrap(),
-            "-o",
-            input.to_str().unwrap(),
-        ],
-        None,
-    );
+    let (code, _, stderr) = encode(&input, &input);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(std::fs::read(&input).unwrap(), b"[1]");
 }

@@ -320,15 +320,13 @@ mod tests {
 
     #[test]
     fn sizer_agrees_with_the_encoder() {
-        let mut x = 5u64;
+        let mut next = rng(5);
         for round in 0..2000 {
             let mut sizer = Sizer::default();
             let mut added: Vec<Entry> = Vec::new();
             let mut r = 1u64 << (20 + round % 40);
             loop {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                let x = next();
                 let gap = (x >> 33) >> (x % 48);
                 let Some(next) = r.checked_sub(gap + 1) else {
                     break;
@@ -355,15 +353,13 @@ mod tests {
 
     #[test]
     fn insert_fixed_matches_the_encoder() {
-        let mut x = 11u64;
+        let mut next = rng(11);
         for _ in 0..3000 {
             let mut entries: Vec<Entry> = Vec::new();
             let mut piece = [0u8; PIECE_SIZE];
             clear(&mut piece);
             for _ in 0..12 {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                let x = next();
                 let e = Entry {
                     z: (x >> 20) % (1 << 44),
                     v: x | (1 << 63),
@@ -388,14 +384,12 @@ mod tests {
 
     #[test]
     fn overwrite_fixed_changes_one_value() {
-        let mut x = 29u64;
+        let mut next = rng(29);
         let mut done = 0;
         for round in 0..3000u64 {
             let mut entries: Vec<Entry> = (0..1 + round % 9)
                 .map(|i| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    let x = next();
                     Entry {
                         z: (x >> (20 + round % 30)) + i,
                         v: x >> (round % 64),
@@ -410,6 +404,7 @@ mod tests {
                 continue;
             }
             let before = piece;
+            let x = next();
             let i = (x % entries.len() as u64) as usize;
             let v = x.rotate_left(17) >> (x % 64);
             // Absent distances are never written.
@@ -523,16 +518,14 @@ mod tests {
 
     #[test]
     fn insert_tagged_matches_the_encoder() {
-        let mut x = 13u64;
+        let mut next = rng(13);
         let mut fast = 0;
         for _ in 0..3000 {
             let mut entries: Vec<Entry> = Vec::new();
             let mut piece = [0u8; PIECE_SIZE];
             clear(&mut piece);
             for _ in 0..40 {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                let x = next();
                 let e = Entry {
                     z: (x >> 40) % 5000,
                     v: if x.is_multiple_of(3) {
@@ -616,18 +609,16 @@ mod tests {
 
     #[test]
     fn never_panics_on_hostile_bytes() {
-        let mut x = 7u64;
+        let mut next = rng(7);
         let mut out = Vec::new();
         for _ in 0..20_000 {
             let mut piece = [0u8; PIECE_SIZE];
             for b in piece.iter_mut() {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                let x = next();
                 *b = (x >> 56) as u8;
             }
             let _ = decode(&piece, &mut out);
-            let _ = lookup(&piece, x >> 3);
+            let _ = lookup(&piece, next() >> 3);
         }
     }
 
