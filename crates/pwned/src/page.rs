@@ -300,11 +300,6 @@ impl<'a> Page<'a> {
         first: u64,
         out: &mut Vec<(Key, u64)>,
     ) -> Option<()> {
-        let mut pos = self.upper;
-        let mut bucket = first;
-        let l = layout.l() as usize;
-        let mut unary = 0;
-        let mut mantissa = self.mantissa;
         // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
         let mut lens = [0u32; 4];
         let mut n = 0;
@@ -312,53 +307,105 @@ impl<'a> Page<'a> {
             lens[n] = len;
             n += 1;
         }
-        let lens = &lens[..n];
         // The bits a compact index drops, in chunks (none when whole).
         let mut pads = [0u32; 4];
-        let mut n = 0;
+        let mut p = 0;
         let mut pad = layout.kind.bits() - layout.key_bits;
         while pad > 0 {
-            pads[n] = pad.min(CHUNK);
-            pad -= pads[n];
-            n += 1;
+            pads[p] = pad.min(CHUNK);
+            pad -= pads[p];
+            p += 1;
         }
-        let pads = &pads[..n];
+        let pads = &pads[..p];
+        // One loop a chunk count, so that each is unrolled.
+        match n {
+            1 => self.decode_chunks::<1>(layout, first, [lens[0]], pads, out),
+            2 => self.decode_chunks::<2>(layout, first, [lens[0], lens[1]], pads, out),
+            3 => self.decode_chunks(layout, first, [lens[0], lens[1], lens[2]], pads, out),
+            _ => self.decode_chunks(layout, first, lens, pads, out),
+        }
+    }
+
+    /// [`Page::decode`] for remainders in `C` chunks of `lens` bits (the
+    /// last ones 0 when fewer), then `pads` bits of zeros. Three passes,
+    /// one a stream: buckets and count lengths are found one set bit at a
+    /// time (a word's ones without a branch a bit), then each hash is put
+    /// together from its bucket and remainder.
+    #[inline(always)]
+    fn decode_chunks<const C: usize>(
+        &self,
+        layout: Layout,
+        first: u64,
+        lens: [u32; C],
+        pads: &[u32],
+        out: &mut Vec<(Key, u64)>,
+    ) -> Option<()> {
+        let start = out.len();
         out.reserve(self.keys);
-        for j in 0..self.keys {
-            // Bucket: zeros then a one.
-            let zeros = bits::word(self.stream, pos).trailing_zeros() as usize;
-            if zeros == 64 {
-                // A long gap: count zero words.
-                let next = bits::after_nth_one(self.stream, pos, self.low, 1)?;
-                bucket = bucket.checked_add((next - 1 - pos) as u64)?;
-                pos = next;
-            } else {
-                bucket = bucket.checked_add(zeros as u64)?;
-                pos += zeros + 1;
-            }
-            if pos > self.low {
+        // Buckets: the j-th one of the upper bits, after z zeros in all,
+        // ends bucket `first + z`. The last bit must be the last one.
+        let mut last = None;
+        let mut j = 0;
+        for_each_one(self.stream, self.upper, self.low, |at| {
+            let zeros = (at - self.upper - j) as u64;
+            j += 1;
+            last = Some(at);
+            out.push((
+                Key {
+                    hi: first.checked_add(zeros)?,
+                    mid: 0,
+                    lo: 0,
+                },
+                0,
+            ));
+            Some(())
+        })?;
+        if j != self.keys || last != Some(self.low - 1) {
+            return None;
+        }
+        // Counts: e zeros and a one give the length, then e bits of
+        // mantissa follow in their own stream (one 64-bit read holds them,
+        // as e < 64).
+        let mut slots = out[start..].iter_mut();
+        let mut mantissa = self.mantissa;
+        let mut after = 0;
+        for_each_one(self.stream, 0, self.upper, |at| {
+            let e = at - after;
+            after = at + 1;
+            if e >= 64 {
                 return None;
             }
-            // The hash as an integer: the bucket, then the remainder's
-            // chunks shifted in from the bottom of a 192-bit accumulator
-            // (top, mid, bottom) in 64-bit words (each chunk is 1 to 56
-            // bits, so no shift is by 64).
-            let (mut top, mut mid, mut bottom) = (0u64, 0u64, bucket);
+            let below = (1u64 << e) - 1;
+            slots.next()?.1 = (1u64 << e) | (bits::word(self.stream, mantissa) & below);
+            mantissa += e;
+            Some(())
+        })?;
+        if slots.next().is_some() || after != self.upper || mantissa > PAGE_BITS {
+            return None;
+        }
+        // Hashes: the bucket, then the remainder's chunks shifted in from
+        // the bottom of a 192-bit accumulator (top, mid, bottom) in 64-bit
+        // words (each chunk is 1 to 56 bits, so no shift is by 64).
+        let l = layout.l() as usize;
+        for (j, (key, _)) in out[start..].iter_mut().enumerate() {
+            let (mut top, mut mid, mut bottom) = (0u64, 0u64, key.hi);
             let mut shift_in = |len: u32, value: u64| {
                 top = (top << len) | (mid >> (64 - len));
                 mid = (mid << len) | (bottom >> (64 - len));
                 bottom = (bottom << len) | value;
             };
             let mut low = self.low + j * l;
-            for &len in lens {
-                shift_in(len, bits::read(self.stream, low, len));
-                low += len as usize;
+            for len in lens {
+                if len > 0 {
+                    shift_in(len, bits::word(self.stream, low) & (u64::MAX >> (64 - len)));
+                    low += len as usize;
+                }
             }
             // A compact index keeps the top bits: the rest are zero.
             for &len in pads {
                 shift_in(len, 0);
             }
-            let key = match layout.kind {
+            *key = match layout.kind {
                 Kind::Sha1 => Key {
                     hi: (top << 32) | (mid >> 32),
                     mid: (mid << 32) | (bottom >> 32),
@@ -370,17 +417,34 @@ impl<'a> Page<'a> {
                     lo: 0,
                 },
             };
-            let e = bits::word(self.stream, unary).trailing_zeros();
-            if e == 64 || unary + e as usize >= self.upper {
-                return None;
-            }
-            unary += e as usize + 1;
-            let count = (1u64 << e) | read_wide(self.stream, mantissa, e);
-            mantissa += e as usize;
-            out.push((key, count));
         }
-        (pos == self.low && unary == self.upper && mantissa <= PAGE_BITS).then_some(())
+        Some(())
     }
+}
+
+/// Calls `f` with the position of every one bit in `start..end`, in order,
+/// until it returns `None` (then `None`).
+#[inline(always)]
+fn for_each_one(
+    stream: &[u8],
+    start: usize,
+    end: usize,
+    mut f: impl FnMut(usize) -> Option<()>,
+) -> Option<()> {
+    let mut at = start;
+    while at < end {
+        let avail = (end - at).min(64);
+        let mut ones = bits::word(stream, at);
+        if avail < 64 {
+            ones &= (1u64 << avail) - 1;
+        }
+        while ones != 0 {
+            f(at + ones.trailing_zeros() as usize)?;
+            ones &= ones - 1;
+        }
+        at += avail;
+    }
+    Some(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,48 @@
+//! Decodes ranges of an index, for profilers (cachegrind, perf): every
+//! `2^BITS / RANGES`-th range of hashes sharing their top `BITS` bits (20,
+//! `GET /range/{5 hex}`, unless set), `ROUNDS` times.
+//!
+//! ```sh
+//! cargo build --release -p seekless-pwned --example profile_range
+//! RANGES=512 valgrind --tool=cachegrind target/release/examples/profile_range pwned.idx
+//! ```
+
+use seekless_pwned::Index;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: profile_range INDEX")?;
+    let index = Index::open(&path)?;
+    let bits = env("BITS", 20).clamp(1, 32) as u32;
+    let ranges = env("RANGES", 4096).clamp(1, 1 << bits);
+    let rounds = env("ROUNDS", 1);
+    let step = (1 << bits) / ranges;
+    let mut pairs = Vec::new();
+    let (mut decoded, mut check) = (0u64, 0u64);
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        for r in 0..ranges {
+            pairs.clear();
+            index.range_into(r * step, bits, &mut pairs)?;
+            decoded += pairs.len() as u64;
+            check = pairs.iter().fold(check, |c, (k, n)| {
+                c.rotate_left(5) ^ k.hi ^ k.mid ^ u64::from(k.lo) ^ n
+            });
+        }
+    }
+    let took = start.elapsed();
+    println!(
+        "{decoded} pairs in {:.3} s: {:.1} ns a pair (check {check:016x})",
+        took.as_secs_f64(),
+        took.as_nanos() as f64 / decoded.max(1) as f64
+    );
+    Ok(())
+}
