@@ -841,29 +841,29 @@ fn negotiate(headers: &HeaderMap) -> Encoding {
 }
 
 /// How hard to compress: a body compressed for one answer is compressed
-/// fast (gzip level 1, brotli quality 1, as nginx's default level), one kept
-/// in the cache harder (gzip 6, brotli 5: paid once per range). The value
-/// is the gzip level.
+/// fast, one kept in the cache harder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Effort {
-    Fresh = 1,
-    Kept = 6,
+    Fresh,
+    Kept,
 }
 
-/// Compresses a range body (gzip by libdeflate, whose level 1 packs random
-/// hex to 54%, where zlib's fast level leaves it at 96%).
+/// Compresses a range body. A fresh answer is literals under a prefix code
+/// fitted to the body (`literals`): random hex leaves a match search
+/// nothing to find, and the code alone packs it as small as libdeflate's
+/// level 1 or brotli's quality 1, several times as fast. One kept in the
+/// cache is compressed harder (libdeflate's level 6, brotli's quality 5:
+/// paid once per range).
 fn compress(body: &[u8], encoding: Encoding, effort: Effort) -> Vec<u8> {
     use std::io::Write as _;
-    match encoding {
-        Encoding::Identity => body.to_vec(),
-        Encoding::Gzip => crate::gzip(body, effort as u32),
-        Encoding::Br => {
-            let quality = match effort {
-                Effort::Fresh => 1,
-                Effort::Kept => 5,
-            };
+    match (encoding, effort) {
+        (Encoding::Identity, _) => body.to_vec(),
+        (Encoding::Gzip, Effort::Fresh) => crate::literals::gzip(body),
+        (Encoding::Br, Effort::Fresh) => crate::literals::brotli(body),
+        (Encoding::Gzip, Effort::Kept) => crate::gzip(body, 6),
+        (Encoding::Br, Effort::Kept) => {
             let mut out = Vec::with_capacity(body.len() / 2 + 64);
-            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, quality, 22);
+            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
             // Writing to a Vec cannot fail.
             let _ = encoder.write_all(body);
             let _ = encoder.flush();

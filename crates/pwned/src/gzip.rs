@@ -35,6 +35,14 @@ pub fn gzip(data: &[u8], level: u32) -> Vec<u8> {
     })
 }
 
+/// The CRC-32 of `data` (gzip's checksum), by libdeflate's carry-less
+/// multiplication where the CPU has it.
+#[cfg(feature = "serve")]
+pub(crate) fn crc32(data: &[u8]) -> u32 {
+    // SAFETY: `data` is valid for its length; the call only reads it.
+    unsafe { libdeflate_sys::libdeflate_crc32(0, data.as_ptr().cast(), data.len()) }
+}
+
 /// One libdeflate compressor of a level, reused by one thread.
 #[derive(Debug)]
 struct Compressor(NonNull<libdeflate_compressor>);

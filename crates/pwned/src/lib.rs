@@ -33,6 +33,8 @@ mod index;
 mod input;
 #[cfg(feature = "update")]
 mod journal;
+#[cfg(feature = "serve")]
+mod literals;
 mod nameless;
 mod once;
 mod ordered;
