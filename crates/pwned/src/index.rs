@@ -492,7 +492,8 @@ impl Index {
         let start = out.len();
         while i < self.firsts.len() && self.firsts[i] <= last {
             let decoded = self.page(i).and_then(|page| {
-                page.decode(layout, self.firsts[i], out)
+                // Hashes of other buckets are checked, not kept.
+                page.decode_within(layout, self.firsts[i], first..=last, out)
                     .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))
             });
             if let Err(e) = decoded {

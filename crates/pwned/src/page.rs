@@ -300,6 +300,18 @@ impl<'a> Page<'a> {
         first: u64,
         out: &mut Vec<(Key, u64)>,
     ) -> Option<()> {
+        self.decode_within(layout, first, 0..=u64::MAX, out)
+    }
+
+    /// [`Page::decode`], keeping only the hashes whose bucket is in
+    /// `window` (the whole page is still checked).
+    pub(crate) fn decode_within(
+        &self,
+        layout: Layout,
+        first: u64,
+        window: std::ops::RangeInclusive<u64>,
+        out: &mut Vec<(Key, u64)>,
+    ) -> Option<()> {
         // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
         let mut lens = [0u32; 4];
         let mut n = 0;
@@ -318,46 +330,51 @@ impl<'a> Page<'a> {
         }
         let pads = &pads[..p];
         // One loop a chunk count, so that each is unrolled.
+        let w = window;
         match n {
-            1 => self.decode_chunks::<1>(layout, first, [lens[0]], pads, out),
-            2 => self.decode_chunks::<2>(layout, first, [lens[0], lens[1]], pads, out),
-            3 => self.decode_chunks(layout, first, [lens[0], lens[1], lens[2]], pads, out),
-            _ => self.decode_chunks(layout, first, lens, pads, out),
+            1 => self.decode_chunks::<1>(layout, first, w, [lens[0]], pads, out),
+            2 => self.decode_chunks::<2>(layout, first, w, [lens[0], lens[1]], pads, out),
+            3 => self.decode_chunks(layout, first, w, [lens[0], lens[1], lens[2]], pads, out),
+            _ => self.decode_chunks(layout, first, w, lens, pads, out),
         }
     }
 
-    /// [`Page::decode`] for remainders in `C` chunks of `lens` bits (the
-    /// last ones 0 when fewer), then `pads` bits of zeros. Three passes,
-    /// one a stream: buckets and count lengths are found one set bit at a
-    /// time (a word's ones without a branch a bit), then each hash is put
-    /// together from its bucket and remainder.
+    /// [`Page::decode_within`] for remainders in `C` chunks of `lens` bits
+    /// (the last ones 0 when fewer), then `pads` bits of zeros. Three
+    /// passes, one a stream: buckets and count lengths are found one set
+    /// bit at a time (a word's ones without a branch a bit), then each
+    /// hash kept is put together from its bucket and remainder.
     #[inline(always)]
     fn decode_chunks<const C: usize>(
         &self,
         layout: Layout,
         first: u64,
+        window: std::ops::RangeInclusive<u64>,
         lens: [u32; C],
         pads: &[u32],
         out: &mut Vec<(Key, u64)>,
     ) -> Option<()> {
         let start = out.len();
-        out.reserve(self.keys);
         // Buckets: the j-th one of the upper bits, after z zeros in all,
         // ends bucket `first + z`. The last bit must be the last one.
+        // Hashes `skipped..skipped + kept` are in the window.
         let mut last = None;
         let mut j = 0;
+        let mut skipped = 0;
         for_each_one(self.stream, self.upper, self.low, |at| {
-            let zeros = (at - self.upper - j) as u64;
+            let bucket = first.checked_add((at - self.upper - j) as u64)?;
             j += 1;
             last = Some(at);
-            out.push((
-                Key {
-                    hi: first.checked_add(zeros)?,
+            if bucket < *window.start() {
+                skipped += 1;
+            } else if bucket <= *window.end() {
+                let key = Key {
+                    hi: bucket,
                     mid: 0,
                     lo: 0,
-                },
-                0,
-            ));
+                };
+                out.push((key, 0));
+            }
             Some(())
         })?;
         if j != self.keys || last != Some(self.low - 1) {
@@ -366,28 +383,33 @@ impl<'a> Page<'a> {
         // Counts: e zeros and a one give the length, then e bits of
         // mantissa follow in their own stream (one 64-bit read holds them,
         // as e < 64).
+        let kept = skipped..skipped + (out.len() - start);
         let mut slots = out[start..].iter_mut();
         let mut mantissa = self.mantissa;
         let mut after = 0;
+        let mut j = 0;
         for_each_one(self.stream, 0, self.upper, |at| {
             let e = at - after;
             after = at + 1;
-            if e >= 64 {
+            if e >= 64 || j >= self.keys {
                 return None;
             }
-            let below = (1u64 << e) - 1;
-            slots.next()?.1 = (1u64 << e) | (bits::word(self.stream, mantissa) & below);
+            if kept.contains(&j) {
+                let below = (1u64 << e) - 1;
+                slots.next()?.1 = (1u64 << e) | (bits::word(self.stream, mantissa) & below);
+            }
+            j += 1;
             mantissa += e;
             Some(())
         })?;
-        if slots.next().is_some() || after != self.upper || mantissa > PAGE_BITS {
+        if j != self.keys || after != self.upper || mantissa > PAGE_BITS {
             return None;
         }
         // Hashes: the bucket, then the remainder's chunks shifted in from
         // the bottom of a 192-bit accumulator (top, mid, bottom) in 64-bit
         // words (each chunk is 1 to 56 bits, so no shift is by 64).
         let l = layout.l() as usize;
-        for (j, (key, _)) in out[start..].iter_mut().enumerate() {
+        for (j, (key, _)) in (kept.start..).zip(&mut out[start..]) {
             let (mut top, mut mid, mut bottom) = (0u64, 0u64, key.hi);
             let mut shift_in = |len: u32, value: u64| {
                 top = (top << len) | (mid >> (64 - len));
