@@ -13,28 +13,37 @@ const ORDER: [usize; 18] = [1, 2, 3, 4, 0, 5, 17, 6, 16, 7, 8, 9, 10, 11, 12, 13
 /// `data` as a brotli stream (window 2^16 - 16; no back-references, so the
 /// window holds nothing to refer to).
 pub fn brotli(data: &[u8]) -> Vec<u8> {
-    let blocks = data.len().div_ceil(MAX_BLOCK);
-    let mut bits = Bits::with_capacity(8 + data.len() as u64 * 15 + blocks as u64 * 4096);
+    // Each block's code first, so that the output is allocated once, at
+    // its size (the headers take at most 2,200 bits a block).
+    let mut coded = 0;
+    let blocks: Vec<(&[u8], [u8; 256])> = data
+        .chunks(MAX_BLOCK)
+        .map(|block| {
+            let freqs = histogram(block);
+            let mut lengths = [0u8; 256];
+            code_lengths(&freqs, 15, &mut lengths);
+            coded += 4096 + coded_bits(&freqs, &lengths);
+            (block, lengths)
+        })
+        .collect();
+    let mut bits = Bits::with_capacity(8 + coded);
     bits.put(0, 1); // WBITS = 16
     if data.is_empty() {
         bits.put(1, 1); // ISLAST
         bits.put(1, 1); // ISLASTEMPTY
         return bits.finish();
     }
-    let last = blocks - 1;
-    for (i, block) in data.chunks(MAX_BLOCK).enumerate() {
-        meta_block(&mut bits, block, i == last);
+    let last = blocks.len() - 1;
+    for (i, (block, lengths)) in blocks.iter().enumerate() {
+        meta_block(&mut bits, block, lengths, i == last);
     }
     bits.finish()
 }
 
-/// One compressed meta-block of `block` (1 to 2^24 bytes).
-fn meta_block(bits: &mut Bits, block: &[u8], is_last: bool) {
-    let freqs = histogram(block);
-    let mut lengths = [0u8; 256];
-    code_lengths(&freqs, 15, &mut lengths);
-    let codes = canonical_codes(&lengths);
-
+/// One compressed meta-block of `block` (1 to 2^24 bytes) coded with
+/// `lengths`.
+fn meta_block(bits: &mut Bits, block: &[u8], lengths: &[u8; 256], is_last: bool) {
+    let codes = canonical_codes(lengths);
     bits.put(u32::from(is_last), 1); // ISLAST
     if is_last {
         bits.put(0, 1); // ISLASTEMPTY
@@ -56,7 +65,7 @@ fn meta_block(bits: &mut Bits, block: &[u8], is_last: bool) {
     bits.put(0, 1); // one literal prefix code
     bits.put(0, 1); // one distance prefix code
 
-    complex_code(bits, &lengths);
+    complex_code(bits, lengths);
     // The insert-and-copy and distance codes hold one symbol each (simple
     // codes of zero bits a symbol): the command below, and distance 0,
     // never read (the block ends after the command's literals).
@@ -67,9 +76,8 @@ fn meta_block(bits: &mut Bits, block: &[u8], is_last: bool) {
     // The command: its symbol takes no bits; the insert length's extra
     // bits, the copy length's (none: code 0), then the literals.
     bits.put(extra, extra_bits);
-    let table = byte_table(&lengths, &codes);
+    let table = byte_table(lengths, &codes);
     let longest = u32::from(lengths.iter().copied().max().unwrap_or(0));
-    debug_assert!(coded_bits(&freqs, &lengths) <= block.len() as u64 * 15);
     bits.put_coded(block, &table, longest);
 }
 
