@@ -1,6 +1,7 @@
 //! Decodes ranges of an index, for profilers (cachegrind, perf): every
 //! `2^BITS / RANGES`-th range of hashes sharing their top `BITS` bits (20,
-//! `GET /range/{5 hex}`, unless set), `ROUNDS` times.
+//! `GET /range/{5 hex}`, unless set), `ROUNDS` times; with `RENDER=1`
+//! each range's answer body is rendered too.
 //!
 //! ```sh
 //! cargo build --release -p seekless-pwned --example profile_range
@@ -25,7 +26,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ranges = env("RANGES", 4096).clamp(1, 1 << bits);
     let rounds = env("ROUNDS", 1);
     let step = (1 << bits) / ranges;
+    let render = env("RENDER", 0) == 1;
     let mut pairs = Vec::new();
+    let mut body = Vec::new();
     let (mut decoded, mut check) = (0u64, 0u64);
     let start = std::time::Instant::now();
     for _ in 0..rounds {
@@ -33,6 +36,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             pairs.clear();
             index.range_into(r * step, bits, &mut pairs)?;
             decoded += pairs.len() as u64;
+            if render {
+                body.clear();
+                seekless_pwned::write_range_body(index.kind(), &pairs, &mut body);
+                check = check.rotate_left(7) ^ body.len() as u64;
+            }
             check = pairs.iter().fold(check, |c, (k, n)| {
                 c.rotate_left(5) ^ k.hi ^ k.mid ^ u64::from(k.lo) ^ n
             });
