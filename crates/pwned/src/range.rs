@@ -303,17 +303,26 @@ pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
     let mut buf = [0u8; 64];
     // The first line has no CRLF before it.
     let end = line(kind, key, count, &mut buf);
-    spare[..64 - PREFIX_DIGITS].write_copy_of_slice(&buf[PREFIX_DIGITS..]);
+    copy_into(&mut spare[..64 - PREFIX_DIGITS], &buf[PREFIX_DIGITS..]);
     let mut at = end - PREFIX_DIGITS;
     for &(key, count) in rest {
         const FROM: usize = PREFIX_DIGITS - 2;
         let end = line(kind, key, count, &mut buf);
-        spare[at..at + 64 - FROM].write_copy_of_slice(&buf[FROM..]);
+        copy_into(&mut spare[at..at + 64 - FROM], &buf[FROM..]);
         at += end - FROM;
     }
     // SAFETY: the first `at` bytes of the spare capacity were written
     // above (each line's copy covers at least the bytes up to its end).
     unsafe { out.set_len(start + at) };
+}
+
+/// Copies `src` into `dst` (of the same length; one fixed-size copy when
+/// the length is a constant).
+#[inline(always)]
+fn copy_into(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        d.write(s);
+    }
 }
 
 /// A range answer's body (see [`write_range_body`]).
