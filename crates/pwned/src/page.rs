@@ -330,17 +330,37 @@ impl<'a> Page<'a> {
         }
         let pads = &pads[..p];
         // One loop a chunk count, so that each is unrolled.
-        let w = window;
+        let (w, kind) = (window, layout.kind);
         match n {
-            1 => self.decode_chunks::<1>(layout, first, w, [lens[0]], pads, out),
-            2 => self.decode_chunks::<2>(layout, first, w, [lens[0], lens[1]], pads, out),
-            3 => self.decode_chunks(layout, first, w, [lens[0], lens[1], lens[2]], pads, out),
-            _ => self.decode_chunks(layout, first, w, lens, pads, out),
+            1 => self.decode_chunks(layout, first, w, [lens[0]], out, |b, c| {
+                assemble(kind, b, c, [lens[0]], pads)
+            }),
+            2 => self.decode_chunks(layout, first, w, [lens[0], lens[1]], out, |b, c| {
+                assemble(kind, b, c, [lens[0], lens[1]], pads)
+            }),
+            // Whole SHA-1 hashes of any index under 2^40 hashes.
+            3 if kind == Kind::Sha1
+                && pads.is_empty()
+                && lens[..2] == [CHUNK, CHUNK]
+                && (8..=48).contains(&lens[2]) =>
+            {
+                let lens = [lens[0], lens[1], lens[2]];
+                self.decode_chunks(layout, first, w, lens, out, |b, c| sha1(b, c, lens[2]))
+            }
+            3 => {
+                let lens = [lens[0], lens[1], lens[2]];
+                self.decode_chunks(layout, first, w, lens, out, |b, c| {
+                    assemble(kind, b, c, lens, pads)
+                })
+            }
+            _ => self.decode_chunks(layout, first, w, lens, out, |b, c| {
+                assemble(kind, b, c, lens, pads)
+            }),
         }
     }
 
     /// [`Page::decode_within`] for remainders in `C` chunks of `lens` bits
-    /// (the last ones 0 when fewer), then `pads` bits of zeros. Three
+    /// (the last ones 0 when fewer), made into hashes by `assemble`. Three
     /// passes, one a stream: buckets and count lengths are found one set
     /// bit at a time (a word's ones without a branch a bit), then each
     /// hash kept is put together from its bucket and remainder.
@@ -351,8 +371,8 @@ impl<'a> Page<'a> {
         first: u64,
         window: std::ops::RangeInclusive<u64>,
         lens: [u32; C],
-        pads: &[u32],
         out: &mut Vec<(Key, u64)>,
+        assemble: impl Fn(u64, [u64; C]) -> Key,
     ) -> Option<()> {
         let start = out.len();
         // Buckets: the j-th one of the upper bits, after z zeros in all,
@@ -405,42 +425,77 @@ impl<'a> Page<'a> {
         if j != self.keys || after != self.upper || mantissa > PAGE_BITS {
             return None;
         }
-        // Hashes: the bucket, then the remainder's chunks shifted in from
-        // the bottom of a 192-bit accumulator (top, mid, bottom) in 64-bit
-        // words (each chunk is 1 to 56 bits, so no shift is by 64).
+        // Hashes: the bucket and the remainder's chunks.
         let l = layout.l() as usize;
         for (j, (key, _)) in (kept.start..).zip(&mut out[start..]) {
-            let (mut top, mut mid, mut bottom) = (0u64, 0u64, key.hi);
-            let mut shift_in = |len: u32, value: u64| {
-                top = (top << len) | (mid >> (64 - len));
-                mid = (mid << len) | (bottom >> (64 - len));
-                bottom = (bottom << len) | value;
-            };
+            let mut chunks = [0u64; C];
             let mut low = self.low + j * l;
-            for len in lens {
+            for (chunk, len) in chunks.iter_mut().zip(lens) {
                 if len > 0 {
-                    shift_in(len, bits::word(self.stream, low) & (u64::MAX >> (64 - len)));
+                    *chunk = bits::word(self.stream, low) & (u64::MAX >> (64 - len));
                     low += len as usize;
                 }
             }
-            // A compact index keeps the top bits: the rest are zero.
-            for &len in pads {
-                shift_in(len, 0);
-            }
-            *key = match layout.kind {
-                Kind::Sha1 => Key {
-                    hi: (top << 32) | (mid >> 32),
-                    mid: (mid << 32) | (bottom >> 32),
-                    lo: bottom as u32,
-                },
-                Kind::Ntlm => Key {
-                    hi: mid,
-                    mid: bottom,
-                    lo: 0,
-                },
-            };
+            *key = assemble(key.hi, chunks);
         }
         Some(())
+    }
+}
+
+/// A hash from its bucket and remainder chunks of `lens` bits (0: none),
+/// then `pads` bits of zeros (a compact index's dropped bits): shifted in
+/// from the bottom of a 192-bit accumulator (top, mid, bottom) in 64-bit
+/// words (each chunk is 1 to 56 bits, so no shift is by 64).
+#[inline(always)]
+fn assemble<const C: usize>(
+    kind: Kind,
+    bucket: u64,
+    chunks: [u64; C],
+    lens: [u32; C],
+    pads: &[u32],
+) -> Key {
+    let (mut top, mut mid, mut bottom) = (0u64, 0u64, bucket);
+    let mut shift_in = |len: u32, value: u64| {
+        top = (top << len) | (mid >> (64 - len));
+        mid = (mid << len) | (bottom >> (64 - len));
+        bottom = (bottom << len) | value;
+    };
+    for (chunk, len) in chunks.into_iter().zip(lens) {
+        if len > 0 {
+            shift_in(len, chunk);
+        }
+    }
+    for &len in pads {
+        shift_in(len, 0);
+    }
+    match kind {
+        Kind::Sha1 => Key {
+            hi: (top << 32) | (mid >> 32),
+            mid: (mid << 32) | (bottom >> 32),
+            lo: bottom as u32,
+        },
+        Kind::Ntlm => Key {
+            hi: mid,
+            mid: bottom,
+            lo: 0,
+        },
+    }
+}
+
+/// A whole SHA-1 hash from its bucket (`48 - last` bits) and remainder
+/// chunks of 56, 56 and `last` bits (8 to 48), with fixed-width words:
+/// the hash is bucket | c0 | c1 | c2 from the top, so its low 64 bits are
+/// c1's low bits over c2, and the 96 above them bucket | c0 | c1's top.
+#[inline(always)]
+fn sha1(bucket: u64, [c0, c1, c2]: [u64; 3], last: u32) -> Key {
+    let low = (c1 << last) | c2;
+    let high = (u128::from(bucket) << (48 + last))
+        | (u128::from(c0) << (last - 8))
+        | u128::from(c1 >> (64 - last));
+    Key {
+        hi: (high >> 32) as u64,
+        mid: ((high as u64) << 32) | (low >> 32),
+        lo: low as u32,
     }
 }
 
@@ -473,6 +528,29 @@ fn for_each_one(
 mod tests {
     use super::*;
     use crate::hash::Kind;
+
+    #[test]
+    fn whole_sha1_assembly_matches_the_general_one() {
+        let mut state = 99u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state ^ state >> 31
+        };
+        for last in 8..=48 {
+            for _ in 0..200 {
+                let bucket = next().checked_shr(16 + last).unwrap_or(0);
+                let chunks = [next() >> 8, next() >> 8, next() >> (64 - last)];
+                let lens = [CHUNK, CHUNK, last];
+                assert_eq!(
+                    sha1(bucket, chunks, last),
+                    assemble(Kind::Sha1, bucket, chunks, lens, &[]),
+                    "last chunk of {last} bits"
+                );
+            }
+        }
+    }
 
     fn key(i: u64) -> Key {
         // Spread keys over the space, deterministically.
