@@ -173,11 +173,13 @@ for encoding in identity gzip br; do
             "$((errors + status))" "$(echo "$bytes / $SECONDS_EACH / 1048576" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done
 done
-echo "== ratios (req/s over nginx's)"
-for encoding in identity gzip; do
+echo "== ratios (req/s over nginx's; br over nginx's gzip, as nginx has no brotli)"
+for encoding in identity gzip br; do
+    theirs=$encoding
+    [ "$encoding" = br ] && theirs=gzip
     printf "%-9s seekless %.2f, seekless+cache %.2f\n" "$encoding" \
-        "$(echo "${rps[seekless-$encoding]} / ${rps[nginx-$encoding]}" | bc -l)" \
-        "$(echo "${rps[seekless+cache-$encoding]} / ${rps[nginx-$encoding]}" | bc -l)"
+        "$(echo "${rps[seekless-$encoding]} / ${rps[nginx-$theirs]}" | bc -l)" \
+        "$(echo "${rps[seekless+cache-$encoding]} / ${rps[nginx-$theirs]}" | bc -l)"
 done
 echo "== versions"
 "$seekless" --version
