@@ -2,7 +2,7 @@
 //! every byte of the block inserted as a literal under a prefix code
 //! fitted to the block.
 
-use super::{Bits, byte_table, canonical_codes, code_lengths, coded_bits, histogram};
+use super::{Bits, byte_table, canonical_codes, code_lengths, histogram, sampled_histogram};
 
 /// The most bytes a meta-block holds.
 const MAX_BLOCK: usize = 1 << 24;
@@ -13,36 +13,44 @@ const ORDER: [usize; 18] = [1, 2, 3, 4, 0, 5, 17, 6, 16, 7, 8, 9, 10, 11, 12, 13
 /// `data` as a brotli stream (window 2^16 - 16; no back-references, so the
 /// window holds nothing to refer to).
 pub fn brotli(data: &[u8]) -> Vec<u8> {
-    // Each block's code first, so that the output is allocated once, at
-    // its size (the headers take at most 2,200 bits a block).
-    let mut coded = 0;
+    brotli_with(data, sampled_histogram)
+        .or_else(|| brotli_with(data, histogram))
+        .expect("a code fitted to every byte codes every byte")
+}
+
+/// [`brotli`] with each block's code fitted to `counts` of the block;
+/// `None` when a byte is not among them.
+fn brotli_with(data: &[u8], counts: fn(&[u8]) -> [u32; 256]) -> Option<Vec<u8>> {
+    // Each block's code first, so that the output is allocated once (the
+    // headers take at most 2,200 bits a block).
+    let mut bound = 0;
     let blocks: Vec<(&[u8], [u8; 256])> = data
         .chunks(MAX_BLOCK)
         .map(|block| {
-            let freqs = histogram(block);
             let mut lengths = [0u8; 256];
-            code_lengths(&freqs, 15, &mut lengths);
-            coded += 4096 + coded_bits(&freqs, &lengths);
+            code_lengths(&counts(block), 15, &mut lengths);
+            let longest = lengths.iter().copied().max().unwrap_or(0);
+            bound += 4096 + block.len() as u64 * u64::from(longest);
             (block, lengths)
         })
         .collect();
-    let mut bits = Bits::with_capacity(8 + coded);
+    let mut bits = Bits::with_capacity(8 + bound);
     bits.put(0, 1); // WBITS = 16
     if data.is_empty() {
         bits.put(1, 1); // ISLAST
         bits.put(1, 1); // ISLASTEMPTY
-        return bits.finish();
+        return Some(bits.finish());
     }
     let last = blocks.len() - 1;
     for (i, (block, lengths)) in blocks.iter().enumerate() {
-        meta_block(&mut bits, block, lengths, i == last);
+        meta_block(&mut bits, block, lengths, i == last)?;
     }
-    bits.finish()
+    Some(bits.finish())
 }
 
 /// One compressed meta-block of `block` (1 to 2^24 bytes) coded with
-/// `lengths`.
-fn meta_block(bits: &mut Bits, block: &[u8], lengths: &[u8; 256], is_last: bool) {
+/// `lengths`; `None` when a byte has no code.
+fn meta_block(bits: &mut Bits, block: &[u8], lengths: &[u8; 256], is_last: bool) -> Option<()> {
     let codes = canonical_codes(lengths);
     bits.put(u32::from(is_last), 1); // ISLAST
     if is_last {
@@ -78,7 +86,7 @@ fn meta_block(bits: &mut Bits, block: &[u8], lengths: &[u8; 256], is_last: bool)
     bits.put(extra, extra_bits);
     let table = byte_table(lengths, &codes);
     let longest = u32::from(lengths.iter().copied().max().unwrap_or(0));
-    bits.put_coded(block, &table, longest);
+    bits.put_coded(block, &table, longest).then_some(())
 }
 
 /// A simple prefix code of one symbol (`width` bits to name it).
@@ -257,5 +265,16 @@ mod tests {
         let body = b"0018A45C4D1DEF81644B54AB7F969B88D65:10\r\n".repeat(3);
         let packed = round_trip(&body);
         assert!(packed.len() < body.len());
+    }
+
+    #[test]
+    fn a_byte_outside_the_sample_is_still_coded() {
+        // 40 KB of four letters and one 'Z' in the second KiB, which the
+        // sample (every fourth KiB) skips.
+        let mut data: Vec<u8> = (0..40_000).map(|i| b"abcd"[i * 7 % 4]).collect();
+        data[1500] = b'Z';
+        assert!(super::super::sampled_histogram(&data)[usize::from(b'Z')] == 0);
+        assert!(brotli_with(&data, super::super::sampled_histogram).is_none());
+        round_trip(&data);
     }
 }

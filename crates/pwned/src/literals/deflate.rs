@@ -1,7 +1,7 @@
 //! A gzip member of one dynamic-Huffman deflate block of literals
 //! (RFC 1951, 1952).
 
-use super::{Bits, byte_table, canonical_codes, code_lengths, coded_bits, histogram};
+use super::{Bits, byte_table, canonical_codes, code_lengths, histogram, sampled_histogram};
 
 /// The end-of-block symbol of the literal/length alphabet.
 const END: usize = 256;
@@ -14,9 +14,16 @@ const ORDER: [usize; 19] = [
 /// `data` as one gzip member: one final deflate block whose literals are
 /// coded by a Huffman code fitted to `data`'s bytes (no back-references).
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let counts = histogram(data);
+    gzip_with(data, &sampled_histogram(data))
+        .or_else(|| gzip_with(data, &histogram(data)))
+        .expect("a code fitted to every byte codes every byte")
+}
+
+/// [`gzip`] with a code fitted to `counts`; `None` when a byte of `data`
+/// is not among them.
+fn gzip_with(data: &[u8], counts: &[u32; 256]) -> Option<Vec<u8>> {
     let mut freqs = [0u32; END + 1];
-    freqs[..256].copy_from_slice(&counts);
+    freqs[..256].copy_from_slice(counts);
     freqs[END] = 1;
     let mut lengths = [0u8; END + 1];
     code_lengths(&freqs, 15, &mut lengths);
@@ -41,7 +48,10 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
         .map_or(4, |last| (last + 1).max(4));
 
     let header_bits = 10 * 8 + 3 + 14 + 3 * 19 + 14 * runs.len() as u64;
-    let mut bits = Bits::with_capacity(header_bits + coded_bits(&freqs, &lengths) + 64);
+    let table = byte_table(&lengths, &codes);
+    let longest = u32::from(lengths[..256].iter().copied().max().unwrap_or(0));
+    let coded = data.len() as u64 * u64::from(longest);
+    let mut bits = Bits::with_capacity(header_bits + coded + 64);
     for byte in [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff] {
         bits.put(byte, 8);
     }
@@ -63,14 +73,14 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
             _ => {}
         }
     }
-    let table = byte_table(&lengths, &codes);
-    let longest = u32::from(lengths[..256].iter().copied().max().unwrap_or(0));
-    bits.put_coded(data, &table, longest);
+    if !bits.put_coded(data, &table, longest) {
+        return None;
+    }
     bits.put(u32::from(codes[END]), u32::from(lengths[END]));
     let mut out = bits.finish();
     out.extend_from_slice(&crate::gzip::crc32(data).to_le_bytes());
     out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    out
+    Some(out)
 }
 
 /// The code-length symbols (0–15 a length; 16 repeats the previous length
@@ -213,5 +223,16 @@ mod tests {
             }
         }
         assert_eq!(expanded, lengths);
+    }
+
+    #[test]
+    fn a_byte_outside_the_sample_is_still_coded() {
+        // 40 KB of four letters and one 'Z' in the second KiB, which the
+        // sample (every fourth KiB) skips.
+        let mut data: Vec<u8> = (0..40_000).map(|i| b"abcd"[i * 7 % 4]).collect();
+        data[1500] = b'Z';
+        assert!(super::super::sampled_histogram(&data)[usize::from(b'Z')] == 0);
+        assert!(gzip_with(&data, &super::super::sampled_histogram(&data)).is_none());
+        round_trip(&data);
     }
 }

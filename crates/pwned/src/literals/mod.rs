@@ -34,6 +34,24 @@ fn histogram(data: &[u8]) -> [u32; 256] {
     std::array::from_fn(|i| tables[0][i] + tables[1][i] + tables[2][i] + tables[3][i])
 }
 
+/// [`histogram`] of a sample of `data` when it is long: a quarter of it,
+/// in blocks of 1 KiB spread over the whole. A code fitted to the sample
+/// codes the rest nearly as well, unless a byte occurs only outside it: the
+/// coders then say so and start again from the whole histogram.
+fn sampled_histogram(data: &[u8]) -> [u32; 256] {
+    const BLOCK: usize = 1024;
+    if data.len() <= 16 * BLOCK {
+        return histogram(data);
+    }
+    let mut counts = [0u32; 256];
+    for block in data.chunks(BLOCK).step_by(4) {
+        for (c, n) in counts.iter_mut().zip(histogram(block)) {
+            *c += n;
+        }
+    }
+    counts
+}
+
 /// Code lengths of a prefix code for symbols occurring `freqs` times (0:
 /// unused, length 0), none longer than `limit`. The code is always
 /// complete, as inflaters require: when one symbol occurs, a second one
@@ -135,9 +153,13 @@ fn canonical_codes(lengths: &[u8]) -> Vec<u16> {
         .collect()
 }
 
-/// The bytes' codes as one table: code in the low 16 bits, length above.
+/// The bytes' codes as one table: code in the low 16 bits, length above,
+/// and bit 31 set for the bytes that have a code.
 fn byte_table(lengths: &[u8], codes: &[u16]) -> [u32; 256] {
-    std::array::from_fn(|b| u32::from(codes[b]) | u32::from(lengths[b]) << 16)
+    std::array::from_fn(|b| {
+        let coded = u32::from(lengths[b] > 0) << 31;
+        u32::from(codes[b]) | u32::from(lengths[b]) << 16 | coded
+    })
 }
 
 /// Bits written least significant first (deflate's and brotli's order)
@@ -182,19 +204,22 @@ impl Bits {
         self.flush();
     }
 
-    /// One code of `table` for every byte of `data`. `K` codes go in
+    /// One code of `table` for every byte of `data`; `false` when a byte
+    /// has none (what was written is then of no use). `K` codes go in
     /// between flushes: `K` times the longest code plus 7 must fit 64 bits.
     /// The writer's state is held in locals, in registers, for the loop.
     #[inline(always)]
-    fn put_bytes<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) {
+    fn put_bytes<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> bool {
         let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
+        let mut coded = u32::MAX;
         let out = &mut self.out[..];
         let mut chunks = data.chunks_exact(K);
         for chunk in &mut chunks {
             for &b in chunk {
                 let e = table[usize::from(b)];
+                coded &= e;
                 acc |= u64::from(e & 0xffff) << n;
-                n += e >> 16;
+                n += (e >> 16) & 0xff;
             }
             out[at..at + 8].copy_from_slice(&acc.to_le_bytes());
             at += (n / 8) as usize;
@@ -204,19 +229,22 @@ impl Bits {
         (self.acc, self.n, self.at) = (acc, n, at);
         for &b in chunks.remainder() {
             let e = table[usize::from(b)];
-            self.put(e & 0xffff, e >> 16);
+            coded &= e;
+            self.put(e & 0xffff, (e >> 16) & 0xff);
         }
+        coded >> 31 == 1
     }
 
     /// Every byte of `data` by its code, choosing how many codes go in
-    /// between flushes from the longest one (`max_len`).
-    fn put_coded(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) {
+    /// between flushes from the longest one (`max_len`); `false` when a
+    /// byte has no code.
+    fn put_coded(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("bmi2") {
             // SAFETY: the CPU has BMI2, checked just above.
             return unsafe { self.put_coded_bmi2(data, table, max_len) };
         }
-        self.put_coded_here(data, table, max_len);
+        self.put_coded_here(data, table, max_len)
     }
 
     /// [`Bits::put_coded`] with BMI2's shifts by a register (one
@@ -224,12 +252,12 @@ impl Bits {
     /// less time a body.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
-    fn put_coded_bmi2(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) {
-        self.put_coded_here(data, table, max_len);
+    fn put_coded_bmi2(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
+        self.put_coded_here(data, table, max_len)
     }
 
     #[inline(always)]
-    fn put_coded_here(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) {
+    fn put_coded_here(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
         match max_len {
             0..=8 => self.put_bytes::<7>(data, table),
             9..=14 => self.put_bytes::<4>(data, table),
@@ -244,15 +272,6 @@ impl Bits {
         self.out.truncate(self.at);
         self.out
     }
-}
-
-/// Bits that coding `freqs` with `lengths` takes.
-fn coded_bits(freqs: &[u32], lengths: &[u8]) -> u64 {
-    freqs
-        .iter()
-        .zip(lengths)
-        .map(|(&f, &l)| u64::from(f) * u64::from(l))
-        .sum()
 }
 
 #[cfg(test)]
