@@ -848,28 +848,18 @@ enum Effort {
     Kept,
 }
 
-/// Compresses a range body. A fresh answer is literals under a prefix code
-/// fitted to the body (`literals`): random hex leaves a match search
-/// nothing to find, and the code alone packs it as small as libdeflate's
-/// level 1 or brotli's quality 1, several times as fast. One kept in the
-/// cache is compressed harder (libdeflate's level 6, brotli's quality 5:
-/// paid once per range).
+/// Compresses a range body: literals under a prefix code fitted to the
+/// body (`literals`). Random hex leaves a match search nothing to find, so
+/// this packs a range as small as libdeflate's level 1 (53.2% against 54.5%
+/// of a 1,000-line range) and smaller than brotli's quality 5 (52.9%
+/// against 54.0%), several times as fast. Only gzip kept in the cache is
+/// compressed harder, by libdeflate's level 6 (52.2%: paid once a range).
 fn compress(body: &[u8], encoding: Encoding, effort: Effort) -> Vec<u8> {
-    use std::io::Write as _;
     match (encoding, effort) {
         (Encoding::Identity, _) => body.to_vec(),
         (Encoding::Gzip, Effort::Fresh) => crate::literals::gzip(body),
-        (Encoding::Br, Effort::Fresh) => crate::literals::brotli(body),
         (Encoding::Gzip, Effort::Kept) => crate::gzip(body, 6),
-        (Encoding::Br, Effort::Kept) => {
-            let mut out = Vec::with_capacity(body.len() / 2 + 64);
-            let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
-            // Writing to a Vec cannot fail.
-            let _ = encoder.write_all(body);
-            let _ = encoder.flush();
-            drop(encoder);
-            out
-        }
+        (Encoding::Br, _) => crate::literals::brotli(body),
     }
 }
 
