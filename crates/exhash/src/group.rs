@@ -198,16 +198,36 @@ pub(crate) fn scan(page: &Page, g: usize, tag: u8) -> (u32, u32) {
     }
 }
 
-/// Ask for the cache lines a lookup of position `z` reads first: its
-/// home group's tags and slots.
+/// Ask for the cache line of the tags of position `z`'s home group.
 #[inline(always)]
-pub(crate) fn prefetch<T: Shape>(page: &Page, z: u64) {
-    let home = key::<T>(z).home;
-    crate::prefetch::read(&page.0[home * GROUP..home * GROUP + GROUP]);
-    let slots = slot_at::<T>(home * GROUP);
+pub(crate) fn prefetch_tags<T: Shape>(page: &Page, z: u64) {
+    let at = key::<T>(z).home * GROUP;
+    crate::prefetch::read(&page.0[at..at + GROUP]);
+}
+
+/// Ask for the cache lines of the slots of group `home`, whose tags a
+/// lookup is about to read: the slot it wants then arrives with them
+/// instead of after them.
+#[inline(always)]
+pub(crate) fn prefetch_group_slots<T: Shape>(page: &Page, home: usize) {
+    let at = slot_at::<T>(home * GROUP);
     let len = GROUP * T::SLOT;
-    crate::prefetch::read(&page.0[slots..slots + len / 2]);
-    crate::prefetch::read(&page.0[slots + len / 2..slots + len]);
+    crate::prefetch::read(&page.0[at..at + len / 2]);
+    crate::prefetch::read(&page.0[at + len / 2..at + len]);
+}
+
+/// Ask for the slot a lookup or insert of position `z` will most likely
+/// touch: the first in its home group whose tag matches, else the first
+/// free one. Reads the home group's tags, so it pays when they were
+/// prefetched earlier ([`prefetch_tags`]).
+#[inline(always)]
+pub(crate) fn prefetch_slot<T: Shape>(page: &Page, z: u64) {
+    let k = key::<T>(z);
+    let (hit, free) = scan(page, k.home, k.tag);
+    let pick = if hit != 0 { hit } else { free };
+    let i = (pick | 1 << (GROUP - 1)).trailing_zeros() as usize;
+    let at = slot_at::<T>(k.home * GROUP + i);
+    crate::prefetch::read(&page.0[at..at + T::SLOT]);
 }
 
 /// The slot holding `k`, if any.
