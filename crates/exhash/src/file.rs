@@ -570,7 +570,14 @@ impl<D: Device> ExHash<FileStore<D>> {
             return Err(corrupt(8, "entry count does not match the pages"));
         }
         store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
+        let spill_twice = corrupt(spill_at, "spill key also stored in a page");
         if header.version < VERSION {
+            let mut keys: Vec<u64> = old_pairs.iter().map(|p| p.0).collect();
+            keys.extend(spill.keys());
+            keys.sort_unstable();
+            if keys.windows(2).any(|w| w[0] == w[1]) {
+                return Err(spill_twice);
+            }
             return Ok(upgrade(store, old_pairs, spill));
         }
         store.mem.rebuild_free_list();
@@ -578,7 +585,11 @@ impl<D: Device> ExHash<FileStore<D>> {
             .into_iter()
             .map(|id| dir_slot(id, metas[id as usize].depth))
             .collect();
-        Ok(ExHash::from_parts(store, dir, gd, metas, len, spill))
+        let table = ExHash::from_parts(store, dir, gd, metas, len, spill);
+        if table.spill.keys().any(|&k| table.in_pages(k)) {
+            return Err(spill_twice);
+        }
+        Ok(table)
     }
 }
 

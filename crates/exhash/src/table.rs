@@ -167,6 +167,17 @@ impl<S: PageStore> ExHash<S> {
         self.spill.get(&key).copied()
     }
 
+    /// Whether `key` is stored in a page (not the spill map).
+    pub(crate) fn in_pages(&self, key: u64) -> bool {
+        let loc = self.locate(mix(key));
+        let page = self.store.page(loc.page);
+        if narrow(loc.depth) {
+            get_in::<Narrow>(page, loc.z).is_some()
+        } else {
+            get_in::<Wide>(page, loc.z).is_some()
+        }
+    }
+
     /// Look up many keys, prefetching in two steps so that the memory
     /// latencies of consecutive lookups overlap: the tags of each key's
     /// home group [`PREFETCH_AHEAD`] keys ahead, and the slot they point

@@ -479,3 +479,49 @@ fn corrupt_pages_are_refused_never_a_panic() {
         "version 3: only {refused} corruptions refused"
     );
 }
+
+#[test]
+fn a_spill_key_also_stored_in_a_page_is_refused() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    table.insert(1, 2);
+    table.insert(3, 4);
+    table.commit().unwrap();
+    let mut image = table.store().device().clone();
+    let newest = if u64_at(&image, 16) >= u64_at(&image, 4096 + 16) {
+        0
+    } else {
+        4096
+    };
+    let (meta_slot, meta_len) = (u64_at(&image, newest + 24), u64_at(&image, newest + 32));
+    let meta_at = meta_slot as usize * 8192;
+    let end = meta_at + meta_len as usize;
+    // One spill entry (key 1, value 9) appended to the metadata.
+    let mut meta = image[meta_at..end].to_vec();
+    assert_eq!(u32_at(&meta, 20), 0);
+    meta[20..24].copy_from_slice(&1u32.to_le_bytes());
+    meta.extend_from_slice(&1u64.to_le_bytes());
+    meta.extend_from_slice(&9u64.to_le_bytes());
+    if image.len() < meta_at + meta.len() {
+        image.resize(meta_at + meta.len(), 0);
+    }
+    image[meta_at..meta_at + meta.len()].copy_from_slice(&meta);
+    let header = &mut image[newest..newest + 64];
+    header[32..40].copy_from_slice(&(meta.len() as u64).to_le_bytes());
+    header[40..44].copy_from_slice(&crc32c(&meta).to_le_bytes());
+    let crc = crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    // The entry count must include it for the file to get that far.
+    let len = u64_at(&image, meta_at + 8) + 1;
+    image[meta_at + 8..meta_at + 16].copy_from_slice(&len.to_le_bytes());
+    let meta = image[meta_at..meta_at + meta_len as usize + 16].to_vec();
+    let header = &mut image[newest..newest + 64];
+    header[40..44].copy_from_slice(&crc32c(&meta).to_le_bytes());
+    let crc = crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    let err = ExHash::open_on(image).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("spill key also stored in a page"),
+        "{err}"
+    );
+}
