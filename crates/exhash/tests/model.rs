@@ -266,3 +266,32 @@ fn with_capacity_lays_out_pages_and_stats_describe_them() {
     assert_eq!(s.memory_bytes, table.memory_bytes());
     assert!(table.contains_key(0x9E37_79B9_7F4A_7C15) && !table.contains_key(1));
 }
+
+#[test]
+fn pages_cross_the_change_of_geometry_both_ways() {
+    // Pages of depth 8 and less have wider key fields and fewer groups
+    // than deeper ones: splitting from 8 to 9 and merging back places
+    // every entry again.
+    let keys: Vec<u64> = (0..150_000u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234)
+        .collect();
+    let mut table = ExHash::new();
+    for &k in &keys {
+        table.insert(k, !k);
+    }
+    table.check_invariants().unwrap();
+    assert!(table.stats().max_local_depth >= 9, "{:?}", table.stats());
+    for &k in keys.iter().skip(1).step_by(2) {
+        assert_eq!(table.get(k), Some(!k));
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        if i % 40 != 0 {
+            assert_eq!(table.remove(k), Some(!k));
+        }
+    }
+    table.check_invariants().unwrap();
+    assert!(table.stats().max_local_depth < 9, "{:?}", table.stats());
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(table.get(k), (i % 40 == 0).then_some(!k));
+    }
+}
