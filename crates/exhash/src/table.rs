@@ -180,9 +180,8 @@ impl<S: PageStore> ExHash<S> {
 
     /// Look up many keys, prefetching in two steps so that the memory
     /// latencies of consecutive lookups overlap: the tags of each key's
-    /// home group [`PREFETCH_AHEAD`] keys ahead, and the slot they point
-    /// to half as far ahead. `out` is cleared, then `out[i]` answers
-    /// `keys[i]`.
+    /// home group sixteen keys ahead, and the slot they point to eight
+    /// keys ahead. `out` is cleared, then `out[i]` answers `keys[i]`.
     pub fn get_many(&self, keys: &[u64], out: &mut Vec<Option<u64>>) {
         out.clear();
         out.reserve(keys.len());
