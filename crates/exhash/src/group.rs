@@ -369,15 +369,15 @@ pub(crate) fn split<T: Shape>(a: &mut Page, b: &mut Page, d: u8) -> (u32, u32) {
             used &= used - 1;
             let fld = field::<T>(a, s);
             let low = fld & !(1 << bit);
-            if fld >> bit & 1 == 1 {
-                write::<T>(b, s, tag(a, s), low, value::<T>(a, s));
-                clear::<T>(a, s);
-                nb += 1;
-            } else {
-                let at = slot_at::<T>(s);
-                a.0[at..at + T::WIDTH].copy_from_slice(&low.to_le_bytes()[..T::WIDTH]);
-                na += 1;
-            }
+            // Without a branch on the bit (half the entries go each way):
+            // the slot is written in both pages, zero in the one it leaves.
+            let side = fld >> bit & 1;
+            let to_b = side.wrapping_neg();
+            let (t, v) = (tag(a, s), value::<T>(a, s));
+            write::<T>(b, s, t & to_b as u8, low & to_b, v & to_b);
+            write::<T>(a, s, t & !to_b as u8, low & !to_b, v & !to_b);
+            nb += side as u32;
+            na += 1 - side as u32;
         }
     }
     repair::<T>(a);
