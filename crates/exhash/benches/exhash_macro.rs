@@ -88,7 +88,7 @@ fn headline(n: usize, pattern: Pattern, runs: usize) {
 fn curve(pattern: Pattern, sizes: &[usize]) {
     println!("\n{pattern:?} pairs: bytes per entry as N grows (one run per N)");
     println!(
-        "| N | exhash B/entry | fill | pages | global depth | longest chain | pieces/hit | pieces/miss | put ns | get ns | std B/entry |"
+        "| N | exhash B/entry | fill | pages | global depth | longest probe | groups/hit | groups/miss | put ns | get ns | std B/entry |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let max = *sizes.iter().max().unwrap();
@@ -106,9 +106,9 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
             s.fill,
             s.pages,
             s.global_depth,
-            s.longest_chain,
-            s.pieces_per_hit,
-            s.pieces_per_miss
+            s.longest_probe,
+            s.groups_per_hit,
+            s.groups_per_miss
         );
     }
 }

@@ -1,5 +1,5 @@
-//! Prints the table's shape (fill, chain walks) after loading N pairs:
-//! deterministic figures that explain lookup and insert costs.
+//! Prints the table's shape (fill, groups read by hits and misses) after
+//! loading N pairs: deterministic figures that explain lookup and insert costs.
 //! `N=1000000 SEQ=1 cargo run --release --example shape`
 use seekless_exhash::ExHash;
 use seekless_exhash::bench::pairs;

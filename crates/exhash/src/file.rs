@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use crate::device::Device;
 use crate::error::{Error, ErrorKind};
-use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION, VERSION_TAGS_INLINE};
-use crate::layout::{CHAIN, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
-use crate::layout::{Geom, decode_z};
-use crate::piece;
-use crate::store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
+use crate::group::{self, Narrow, Wide, narrow};
+use crate::layout::{MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
+use crate::legacy;
+use crate::store::{MemoryStore, PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
 /// Pages in memory over a [`Device`], written out atomically by
@@ -529,9 +529,11 @@ impl<D: Device> ExHash<FileStore<D>> {
             }
         }
         let mut total = spill.len() as u64;
-        let mut page = Box::new(Page([0; PAGE_SIZE]));
-        let mut buf = Vec::new();
+        let mut page = Page::empty();
         let mut zs = Vec::new();
+        // Pairs of the pages of a file of an earlier version, to be placed
+        // again in the current layout.
+        let mut old_pairs = Vec::new();
         for (id, m) in metas.iter_mut().enumerate() {
             if m.depth == 0 {
                 continue;
@@ -544,73 +546,71 @@ impl<D: Device> ExHash<FileStore<D>> {
             if crc32c::crc32c(&page.0) != store.crcs[id] {
                 return Err(ErrorKind::BadChecksum { offset: off }.into());
             }
-            if header.version == VERSION_TAGS_INLINE {
-                for p in 0..PIECES {
-                    piece::upgrade_v1(page.piece_mut(p), &mut buf).map_err(|what| {
-                        Error::corrupt(off + (p * crate::piece::PIECE_SIZE) as u64, what)
-                    })?;
+            if header.version < VERSION {
+                m.count = legacy::page_pairs(
+                    &page,
+                    m.depth,
+                    m.prefix,
+                    header.version,
+                    off,
+                    &mut old_pairs,
+                )?;
+            } else {
+                m.count = if narrow(m.depth) {
+                    group::check::<Narrow>(&page, m.depth, m.prefix, &mut zs)
+                } else {
+                    group::check::<Wide>(&page, m.depth, m.prefix, &mut zs)
                 }
-                // The next commit writes the page in the current layout.
-                store.dirty[id] = true;
+                .map_err(|(at, what)| Error::corrupt(off + at as u64, what))?;
+                store.mem.install(id as PageId, &page);
             }
-            let (count, bytes) = validate_page(&page, m, off, &mut buf, &mut zs)?;
-            m.count = count;
-            m.bytes = bytes;
-            total += count as u64;
-            store.mem.install(id as PageId, &page);
+            total += m.count as u64;
         }
         if total != len {
             return Err(corrupt(8, "entry count does not match the pages"));
         }
-        store.mem.rebuild_free_list();
         store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
+        let spill_twice = corrupt(spill_at, "spill key also stored in a page");
+        if header.version < VERSION {
+            let mut keys: Vec<u64> = old_pairs.iter().map(|p| p.0).collect();
+            keys.extend(spill.keys());
+            keys.sort_unstable();
+            if keys.windows(2).any(|w| w[0] == w[1]) {
+                return Err(spill_twice);
+            }
+            return Ok(upgrade(store, old_pairs, spill));
+        }
+        store.mem.rebuild_free_list();
         let dir = dir
             .into_iter()
             .map(|id| dir_slot(id, metas[id as usize].depth))
             .collect();
-        Ok(ExHash::from_parts(store, dir, gd, metas, len, spill))
+        let table = ExHash::from_parts(store, dir, gd, metas, len, spill);
+        if table.spill.keys().any(|&k| table.in_pages(k)) {
+            return Err(spill_twice);
+        }
+        Ok(table)
     }
 }
 
-/// Check a page read from a file: pieces decode, entries live within their
-/// chain, overflow flags cover every displaced entry, positions come from
-/// real hashes and are distinct. Returns (count, bytes).
-fn validate_page(
-    page: &Page,
-    m: &PageMeta,
-    off: u64,
-    buf: &mut Vec<piece::Entry>,
-    zs: &mut Vec<u64>,
-) -> Result<(u32, u32), Error> {
-    let g = Geom::of(m.depth);
-    let (mut count, mut bytes) = (0u32, 0u32);
-    zs.clear();
-    for p in 0..PIECES {
-        let at = off + (p * crate::piece::PIECE_SIZE) as u64;
-        let pc = page.piece(p);
-        decode_z(pc, p, g, buf).map_err(|what| Error::corrupt(at, what))?;
-        count += buf.len() as u32;
-        bytes += piece::used(pc) as u32;
-        for e in buf.iter() {
-            let home = g.home(e.z);
-            let age = (p + PIECES - home) % PIECES;
-            debug_assert!(age < CHAIN);
-            if (0..age).any(|k| !piece::overflowed(page.piece((home + k) % PIECES))) {
-                return Err(Error::corrupt(
-                    at,
-                    "overflowed entry without flags on its chain",
-                ));
-            }
-            let high = ((m.prefix as u64) << (33 - m.depth)) | (e.z >> 32);
-            if crate::mix::unskew(high).is_none() {
-                return Err(Error::corrupt(at, "entry position no key maps to"));
-            }
-            zs.push(e.z);
-        }
+/// The table of a file of an earlier format version, laid out afresh in
+/// the current one: every page of the last commit is let go (its slot is
+/// reused only after the next commit, like any page dropped), and every
+/// pair placed into new pages, all of which the next commit writes.
+fn upgrade<D: Device>(
+    mut store: FileStore<D>,
+    pairs: Vec<(u64, u64)>,
+    spill: BTreeMap<u64, u64>,
+) -> ExHash<FileStore<D>> {
+    store
+        .pending_free
+        .extend(store.slots.iter().filter(|&&s| s != 0));
+    store.slots.clear();
+    store.crcs.clear();
+    store.dirty.clear();
+    let mut table = ExHash::with_store(store);
+    for (k, v) in pairs.into_iter().chain(spill) {
+        table.insert(k, v);
     }
-    zs.sort_unstable();
-    if zs.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Error::corrupt(off, "key stored twice in a page"));
-    }
-    Ok((count, bytes))
+    table
 }

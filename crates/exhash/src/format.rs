@@ -3,11 +3,10 @@
 /// Magic bytes at the start of each header copy.
 pub const MAGIC: [u8; 8] = *b"SLEXHASH";
 /// Format version this code writes and the newest it reads.
-pub const VERSION: u32 = 2;
-/// Version 1 laid tagged pieces out differently (each tag before its
-/// entry's data); such pieces are re-laid on open and rewritten at the
-/// next commit.
-pub const VERSION_TAGS_INLINE: u32 = 1;
+pub const VERSION: u32 = 3;
+// Versions 1 and 2 stored pages as pieces of delta-encoded entries
+// (`piece.rs`, `legacy.rs`); their files are read and laid out in the
+// current format on open, and written in it at the next commit.
 /// Size of one header copy; the two copies fill slot 0.
 pub const HEADER_SIZE: usize = 4096;
 /// Bytes of a header copy covered by its checksum (the rest is zero).

@@ -1,8 +1,7 @@
 //! Iteration over every (key, value) pair of a table.
 
-use crate::layout::{Geom, decode_z};
 use crate::mix::unmix;
-use crate::store::{PIECES, PageId, PageStore};
+use crate::store::PageStore;
 use crate::table::ExHash;
 
 impl<S: PageStore> ExHash<S> {
@@ -44,16 +43,9 @@ impl<S: PageStore> Iterator for Iter<'_, S> {
             let id = self.next_page;
             self.next_page += 1;
             let m = meta[id];
-            let g = Geom::of(m.depth);
-            let page = self.table.store.page(id as PageId);
-            let mut entries = Vec::new();
-            for p in 0..PIECES {
-                decode_z(page.piece(p), p, g, &mut entries).expect("valid piece");
-                self.buf.extend(
-                    entries
-                        .iter()
-                        .map(|e| (unmix(ExHash::<S>::hash_at(&m, e.z)), e.v)),
-                );
+            self.table.page_entries(id as u32, &mut self.buf);
+            for kv in &mut self.buf {
+                kv.0 = unmix(ExHash::<S>::hash_at(&m, kv.0));
             }
         }
     }

@@ -1,13 +1,16 @@
 //! An extendible hash table from u64 keys to u64 values, stored in 8 KiB
-//! pages of compactly encoded entries, in memory or in a crash-safe file.
+//! pages of compact entries, in memory or in a crash-safe file.
 //!
 //! - `mix.rs`: keys are mixed by an invertible 64-bit hash; positions are
 //!   skewed so pages split evenly over time instead of in waves.
-//! - `piece/`: a page is 64 pieces of 128 bytes; an entry lives in its home
-//!   piece or one of the next [`CHAIN`]` - 1`, delta-encoded.
-//! - [`ExHash`] (`table.rs`): get, insert, remove, placing entries in
-//!   their chain; `directory.rs`: splits, merges, directory doubling and
-//!   halving; `layout.rs`: the geometry and laying out a page.
+//! - `group.rs`: a page is one small open-addressing table: groups of 16
+//!   tag bytes compared at once, slots of a short key field and a value; an
+//!   entry lives in its home group or one of the next [`REACH`]` - 1`.
+//! - [`ExHash`] (`table.rs`): get, insert, remove; `directory.rs`: splits,
+//!   merges, directory doubling and halving; `layout.rs`: depths, page
+//!   metadata, directory slots.
+//! - `piece.rs`, `legacy.rs`: reading the pages of format versions 1 and 2,
+//!   whose files are laid out afresh when opened.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
 //!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
@@ -44,8 +47,10 @@ mod directory;
 mod error;
 mod file;
 pub(crate) mod format;
+mod group;
 mod iter;
 mod layout;
+mod legacy;
 /// The key mixer (invertible), public with `test-util` so tests can build
 /// keys that land where they want.
 #[cfg(feature = "test-util")]
@@ -61,8 +66,9 @@ mod table;
 pub use device::Device;
 pub use error::{Error, ErrorKind, Result};
 pub use file::FileStore;
+pub use group::REACH;
 pub use iter::Iter;
-pub use layout::{CHAIN, MAX_DEPTH};
+pub use layout::MAX_DEPTH;
 pub use stats::Stats;
-pub use store::{MemoryStore, PAGE_SIZE, PIECES, Page, PageId, PageStore};
+pub use store::{MemoryStore, PAGE_SIZE, Page, PageId, PageStore};
 pub use table::ExHash;

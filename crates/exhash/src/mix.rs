@@ -1,12 +1,16 @@
 //! Key mixing: a bijection from user keys to hash space, and the skewed
 //! position that spreads page splits evenly over time.
 //!
-//! A key `k` becomes `h = perm61(k >> 3) << 3 | (k & 7)`: the high 61 bits go
-//! through an invertible mixer, the low three bits stay, so runs of eight
-//! consecutive keys sit next to each other in hash space (and encode as tiny
-//! deltas) while any pattern in the high bits (multiples of 4096, sequences)
-//! is scattered over the whole space. Because the mixer is a bijection, the
-//! table stores `h` and recovers `k` by the inverse.
+//! A key `k` becomes `h = mix(k)`, an invertible mixer of all 64 bits (two
+//! multiplications by odd constants between xor-shifts by 32), so any
+//! pattern in the keys (sequences, multiples of 4096) is scattered over the
+//! whole space, low bits included: the low position bits choose a key's
+//! home group and fingerprint. Because the mixer is a bijection, the table
+//! stores `h` and recovers `k` by the inverse.
+//!
+//! Format versions 1 and 2 mixed with [`mix_v2`], which kept the low three
+//! key bits so that runs of keys encoded as small deltas; it is kept to
+//! read those files.
 //!
 //! The directory does not index `h` directly but the 65-bit *position*
 //! `y = G(h >> 32) << 32 | (h & 0xffff_ffff)` with `G(u) = u + u²/2³³`, a
@@ -35,6 +39,7 @@ const fn inverse(m: u64) -> u64 {
 
 /// Invertible mixer on 61-bit values. Every xor-shift moves by at least half
 /// the width, so each one is its own inverse.
+#[cfg(any(test, feature = "test-util"))]
 #[inline]
 fn perm61(mut x: u64) -> u64 {
     x ^= x >> 31;
@@ -55,15 +60,40 @@ fn unperm61(mut x: u64) -> u64 {
     x
 }
 
-/// The hash of a key (a bijection on u64).
+/// The hash of a key (a bijection on u64). Each xor-shift by 32 is its own
+/// inverse.
 #[inline]
-pub fn mix(key: u64) -> u64 {
-    (perm61(key >> 3) << 3) | (key & 7)
+pub fn mix(mut x: u64) -> u64 {
+    x ^= x >> 32;
+    x = x.wrapping_mul(M1);
+    x ^= x >> 32;
+    x = x.wrapping_mul(M2);
+    x ^= x >> 32;
+    x
 }
 
 /// The key whose hash is `h`.
 #[inline]
-pub fn unmix(h: u64) -> u64 {
+pub fn unmix(mut x: u64) -> u64 {
+    x ^= x >> 32;
+    x = x.wrapping_mul(M2_INV);
+    x ^= x >> 32;
+    x = x.wrapping_mul(M1_INV);
+    x ^= x >> 32;
+    x
+}
+
+/// The hash of a key in format versions 1 and 2: the high 61 bits mixed,
+/// the low three kept.
+#[cfg(any(test, feature = "test-util"))]
+#[inline]
+pub fn mix_v2(key: u64) -> u64 {
+    (perm61(key >> 3) << 3) | (key & 7)
+}
+
+/// The key whose format-2 hash is `h`.
+#[inline]
+pub fn unmix_v2(h: u64) -> u64 {
     (unperm61(h >> 3) << 3) | (h & 7)
 }
 
@@ -115,6 +145,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             for k in [i, x, u64::MAX - i, i << 12] {
                 assert_eq!(unmix(mix(k)), k);
+                assert_eq!(unmix_v2(mix_v2(k)), k);
             }
         }
         assert_eq!(M1.wrapping_mul(M1_INV), 1);
@@ -122,16 +153,23 @@ mod tests {
 
     #[test]
     fn mix_scatters_patterned_keys() {
-        // Multiples of 4096 must spread over the top bits.
+        // Multiples of 4096 and sequences must spread over the top bits
+        // (pages) and the low ones (home groups and fingerprints).
         let mut seen = std::collections::HashSet::new();
+        let mut low = std::collections::HashSet::new();
+        let mut seq = std::collections::HashSet::new();
         for i in 0..4096u64 {
             seen.insert(mix(i * 4096) >> 52);
+            low.insert(mix(i * 4096) & 0xfff);
+            seq.insert(mix(i) & 0xfff);
         }
-        assert!(
-            seen.len() > 2000,
-            "only {} distinct top-12-bit buckets",
-            seen.len()
-        );
+        for (what, n) in [
+            ("top", seen.len()),
+            ("low", low.len()),
+            ("sequential", seq.len()),
+        ] {
+            assert!(n > 2000, "only {n} distinct {what} 12-bit buckets");
+        }
     }
 
     #[test]

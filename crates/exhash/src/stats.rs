@@ -1,9 +1,8 @@
 //! Shape counters and the invariant check used by the tests.
 
-use crate::layout::{CHAIN, PageMeta, dir_slot};
-use crate::layout::{Geom, decode_z, nth};
-use crate::piece::{self, PIECE_DATA};
-use crate::store::{PAGE_SIZE, PIECES, PageId, PageStore};
+use crate::group::{self, Narrow, REACH, Shape, Wide, narrow};
+use crate::layout::{PageMeta, dir_slot};
+use crate::store::{PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
 /// Counters describing the shape of a table.
@@ -17,63 +16,78 @@ pub struct Stats {
     pub global_depth: u8,
     /// Deepest page.
     pub max_local_depth: u8,
-    /// Fraction of piece data bytes in use.
+    /// Fraction of the pages' slots in use.
     pub fill: f64,
-    /// Longest distance, in pieces, between an entry's home and where it lives, plus one.
-    pub longest_chain: usize,
-    /// Pieces a lookup of a present key reads, on average.
-    pub pieces_per_hit: f64,
-    /// Pieces a lookup of an absent key reads, on average over home pieces
-    /// (what an insert of a new key walks before placing it).
-    pub pieces_per_miss: f64,
+    /// Longest distance, in groups, between an entry's home group and the
+    /// group it lives in, plus one.
+    pub longest_probe: usize,
+    /// Groups a lookup of a present key reads, on average.
+    pub groups_per_hit: f64,
+    /// Groups a lookup of an absent key reads, on average over home groups
+    /// (what an insert of a new key reads before placing it).
+    pub groups_per_miss: f64,
     /// Entries kept in the spill map.
     pub spilled: usize,
     /// Bytes of pages, directory and page table.
     pub memory_bytes: u64,
 }
 
+/// Per-page shape: (slots, longest probe, groups read by every hit, homes,
+/// groups read by a miss from every home).
+fn page_shape<T: Shape>(page: &Page) -> (u64, usize, u64, u64, u64) {
+    let mut longest = 0;
+    let mut hit = 0u64;
+    group::entries::<T>(page, |z, _| {
+        let k = group::key::<T>(z);
+        let probes = group::probes::<T>(page, &k);
+        longest = longest.max(probes);
+        hit += probes as u64;
+    });
+    let mut miss = 0u64;
+    for home in 0..T::GROUPS {
+        let walk = (0..REACH)
+            .position(|o| group::scan(page, group::next::<T>(home, o), 0).1 != 0)
+            .map_or(REACH, |o| o + 1);
+        miss += walk as u64;
+    }
+    (T::SLOTS as u64, longest, hit, T::GROUPS as u64, miss)
+}
+
 impl<S: PageStore> ExHash<S> {
     /// Shape counters; walks every page (O(pages)).
     pub fn stats(&self) -> Stats {
-        let mut used = 0u64;
-        let mut longest = 0usize;
+        let (mut slots, mut entries, mut longest) = (0u64, 0u64, 0usize);
+        let (mut hit, mut homes, mut miss) = (0u64, 0u64, 0u64);
         let mut pages = 0usize;
         let mut max_depth = 0u8;
-        let mut buf = Vec::new();
-        let (mut hit_pieces, mut entries) = (0u64, 0u64);
-        let (mut miss_pieces, mut homes) = (0u64, 0u64);
         for (id, m) in self.meta.iter().enumerate() {
             if m.depth == 0 {
                 continue;
             }
             pages += 1;
-            used += m.bytes as u64;
+            entries += m.count as u64;
             max_depth = max_depth.max(m.depth);
-            let shift = Geom::of(m.depth).shift;
             let page = self.store.page(id as PageId);
-            for p in 0..PIECES {
-                piece::decode(page.piece(p), &mut buf).expect("valid piece");
-                if let Some(last) = buf.last() {
-                    longest = longest.max((last.z >> shift) as usize + 1);
-                }
-                hit_pieces += buf.iter().map(|e| (e.z >> shift) + 1).sum::<u64>();
-                entries += buf.len() as u64;
-                let walk = (0..CHAIN)
-                    .position(|k| !piece::overflowed(page.piece(nth(p, k))))
-                    .map_or(CHAIN, |k| k + 1);
-                miss_pieces += walk as u64;
-                homes += 1;
-            }
+            let (s, l, h, n, w) = if narrow(m.depth) {
+                page_shape::<Narrow>(page)
+            } else {
+                page_shape::<Wide>(page)
+            };
+            slots += s;
+            longest = longest.max(l);
+            hit += h;
+            homes += n;
+            miss += w;
         }
         Stats {
             len: self.len,
             pages,
             global_depth: self.global_depth,
             max_local_depth: max_depth,
-            fill: used as f64 / (pages * PIECES * PIECE_DATA).max(1) as f64,
-            longest_chain: longest,
-            pieces_per_hit: hit_pieces as f64 / entries.max(1) as f64,
-            pieces_per_miss: miss_pieces as f64 / homes.max(1) as f64,
+            fill: entries as f64 / slots.max(1) as f64,
+            longest_probe: longest,
+            groups_per_hit: hit as f64 / entries.max(1) as f64,
+            groups_per_miss: miss as f64 / homes.max(1) as f64,
             spilled: self.spill.len(),
             memory_bytes: self.memory_bytes(),
         }
@@ -90,17 +104,16 @@ impl<S: PageStore> ExHash<S> {
     }
 
     /// Check every invariant; for tests. Per page: the directory maps it
-    /// over exactly its aligned range; every piece decodes; every entry
-    /// lives within its chain, and every piece from its home to where it
-    /// lives is flagged overflowed; no piece is flagged that needs no flag
-    /// (a stale flag sends every later miss of that home walking on);
-    /// every position is one a hash maps to and none is stored twice; the
-    /// page's counters match its pieces. Then the table's entry count and
-    /// its count of pages at global depth.
+    /// over exactly its aligned range; its bytes pass `group::check` (tags
+    /// free or in use; free slots and the bytes past the slots zero; every
+    /// entry within its reach, every group from its home to the one before
+    /// its own full, so that lookups stopping at a free slot find it;
+    /// positions that a hash maps to, none stored twice); its counter
+    /// matches its entries. Then the table's entry count and its count of
+    /// pages at global depth.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut total = 0u64;
-        let mut buf = Vec::new();
         let mut zs = Vec::new();
         let mut at_global = 0;
         for (id, m) in self.meta.iter().enumerate() {
@@ -118,51 +131,15 @@ impl<S: PageStore> ExHash<S> {
             {
                 return Err(format!("directory does not map page {id} over its range"));
             }
-            let g = Geom::of(m.depth);
             let page = self.store.page(id as PageId);
-            let (mut count, mut bytes) = (0u32, 0u32);
-            // needed[p]: some entry whose chain passes through piece p
-            // lives after it.
-            let mut needed = [false; PIECES];
-            zs.clear();
-            for p in 0..PIECES {
-                decode_z(page.piece(p), p, g, &mut buf)
-                    .map_err(|e| format!("page {id} piece {p}: {e}"))?;
-                count += buf.len() as u32;
-                bytes += piece::used(page.piece(p)) as u32;
-                for e in &buf {
-                    let home = g.home(e.z);
-                    let age = (p + PIECES - home) % PIECES;
-                    for k in 0..age {
-                        needed[nth(home, k)] = true;
-                        if !piece::overflowed(page.piece(nth(home, k))) {
-                            return Err(format!(
-                                "page {id}: piece {} should be flagged",
-                                nth(home, k)
-                            ));
-                        }
-                    }
-                    let high = ((m.prefix as u64) << (33 - m.depth)) | (e.z >> 32);
-                    if crate::mix::unskew(high).is_none() {
-                        return Err(format!("page {id} piece {p}: a position no key maps to"));
-                    }
-                    zs.push(e.z);
-                }
+            let count = if narrow(m.depth) {
+                group::check::<Narrow>(page, m.depth, m.prefix, &mut zs)
+            } else {
+                group::check::<Wide>(page, m.depth, m.prefix, &mut zs)
             }
-            if let Some(p) = (0..PIECES).find(|&p| piece::overflowed(page.piece(p)) && !needed[p]) {
-                return Err(format!(
-                    "page {id}: piece {p} is flagged but nothing lives past it"
-                ));
-            }
-            zs.sort_unstable();
-            if zs.windows(2).any(|w| w[0] == w[1]) {
-                return Err(format!("page {id}: a key is stored twice"));
-            }
-            if count != m.count || bytes != m.bytes {
-                return Err(format!(
-                    "page {id}: counters {}/{} but holds {count}/{bytes}",
-                    m.count, m.bytes
-                ));
+            .map_err(|(at, what)| format!("page {id} byte {at}: {what}"))?;
+            if count != m.count {
+                return Err(format!("page {id}: counter {} but holds {count}", m.count));
             }
             total += count as u64;
         }
@@ -182,13 +159,12 @@ impl<S: PageStore> ExHash<S> {
 
 #[cfg(test)]
 mod tests {
-    use crate::layout::{Geom, decode_z, encode_z, nth};
-    use crate::piece;
-    use crate::store::{PIECES, PageId, PageStore};
-    use crate::table::ExHash;
+    use super::*;
+    use crate::group::GROUP;
 
-    /// A table of a few pages, some pieces overflowed.
-    fn table() -> ExHash {
+    /// A table of a few wide pages, dense enough that many entries live
+    /// past their home group.
+    fn dense() -> ExHash {
         let mut t = ExHash::new();
         let mut x = 1u64;
         for _ in 0..3000 {
@@ -201,13 +177,25 @@ mod tests {
         t
     }
 
-    /// The first live page and piece where `pick(page, piece)` holds.
-    fn find(t: &ExHash, pick: impl Fn(PageId, usize) -> bool) -> (PageId, usize) {
+    /// A table of narrow pages (depth 9 and more).
+    fn narrow_table() -> ExHash {
+        let mut t = ExHash::with_capacity(400_000);
+        for k in 0..3000u64 {
+            t.insert(k, k);
+        }
+        assert!(t.meta.iter().all(|m| m.depth == 0 || narrow(m.depth)));
+        t.check_invariants().unwrap();
+        t
+    }
+
+    /// The first live page and slot where `pick(page id, depth, slot)`
+    /// holds.
+    fn find(t: &ExHash, pick: impl Fn(PageId, u8, usize) -> bool) -> (PageId, usize) {
         (0..t.meta.len() as PageId)
             .filter(|&id| t.meta[id as usize].depth != 0)
-            .flat_map(|id| (0..PIECES).map(move |p| (id, p)))
-            .find(|&(id, p)| pick(id, p))
-            .expect("a table of 3000 pairs has one")
+            .flat_map(|id| (0..Wide::SLOTS).map(move |s| (id, s)))
+            .find(|&(id, s)| pick(id, t.meta[id as usize].depth, s))
+            .expect("the test table has one")
     }
 
     fn expect_error(t: &ExHash, what: &str) {
@@ -215,62 +203,102 @@ mod tests {
         assert!(err.contains(what), "{err}");
     }
 
-    #[test]
-    fn a_missing_overflow_flag_is_reported() {
-        let mut t = table();
-        let (id, p) = find(&t, |id, p| piece::overflowed(t.store.page(id).piece(p)));
-        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), false);
-        expect_error(&t, "should be flagged");
+    fn offset_of(t: &ExHash, id: PageId, s: usize) -> u64 {
+        group::field::<Wide>(t.store.page(id), s) & (REACH as u64 - 1)
     }
 
     #[test]
-    fn a_stale_overflow_flag_is_reported() {
-        let mut t = table();
-        // Not flagged: nothing lives past it on any chain through it.
-        let (id, p) = find(&t, |id, p| !piece::overflowed(t.store.page(id).piece(p)));
-        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), true);
-        expect_error(&t, "flagged but nothing lives past it");
+    fn a_free_slot_with_bytes_is_reported() {
+        let mut t = dense();
+        let (id, s) = find(&t, |id, _, s| group::tag(t.store.page(id), s) == 0);
+        let at = group::slot_at::<Wide>(s);
+        t.store.page_mut(id).0[at + 3] = 1;
+        expect_error(&t, "free slot not zero");
+    }
+
+    #[test]
+    fn a_tag_neither_free_nor_in_use_is_reported() {
+        let mut t = dense();
+        let (id, s) = find(&t, |id, _, s| group::tag(t.store.page(id), s) == 0);
+        t.store.page_mut(id).0[s] = 0x05;
+        expect_error(&t, "tag neither free nor in use");
+    }
+
+    #[test]
+    fn a_free_slot_on_a_probe_sequence_is_reported() {
+        let mut t = dense();
+        // An entry living past its home group: free a slot of the group
+        // before it (without moving anything back) and the entry becomes
+        // unreachable to lookups.
+        let (id, s) = find(&t, |id, _, s| {
+            group::tag(t.store.page(id), s) != 0 && offset_of(&t, id, s) > 0
+        });
+        let before = (s / GROUP + Wide::GROUPS - 1) % Wide::GROUPS;
+        let victim = before * GROUP;
+        let at = group::slot_at::<Wide>(victim);
+        let page = t.store.page_mut(id);
+        page.0[victim] = 0;
+        page.0[at..at + Wide::SLOT].fill(0);
+        t.meta[id as usize].count -= 1;
+        t.len -= 1;
+        expect_error(&t, "displaced entry past a group with a free slot");
     }
 
     #[test]
     fn a_key_stored_twice_is_reported() {
-        let mut t = table();
-        // An entry at home in a piece whose successor has room for a copy.
-        let mut buf = Vec::new();
-        let (id, p) = find(&t, |id, p| {
-            let g = Geom::of(t.meta[id as usize].depth);
+        let mut t = dense();
+        // An entry whose group has a free slot: a copy there is reachable
+        // and breaks nothing else.
+        let (id, s) = find(&t, |id, _, s| {
             let page = t.store.page(id);
-            let mut here = Vec::new();
-            decode_z(page.piece(p), p, g, &mut here).unwrap();
-            here.iter().any(|e| g.home(e.z) == p)
-                && piece::used(page.piece(nth(p, 1))) + 40 <= piece::PIECE_DATA
+            group::tag(page, s) != 0 && group::scan(page, s / GROUP, 0).1 != 0
         });
-        let g = Geom::of(t.meta[id as usize].depth);
-        decode_z(t.store.page(id).piece(p), p, g, &mut buf).unwrap();
-        let e = *buf.iter().find(|e| g.home(e.z) == p).unwrap();
-        let q = nth(p, 1);
-        decode_z(t.store.page(id).piece(q), q, g, &mut buf).unwrap();
-        // Distances from q's end ascend: e's is larger than any entry at
-        // home in q and smaller than any from before p.
-        let at = buf.partition_point(|x| g.r(q, x.z) < g.r(q, e.z));
-        buf.insert(at, e);
-        let before = piece::used(t.store.page(id).piece(q)) as u32;
-        assert!(encode_z(t.store.page_mut(id).piece_mut(q), q, g, &mut buf));
-        piece::set_overflowed(t.store.page_mut(id).piece_mut(p), true);
-        // Keep the counters right, so that only the copy is wrong.
-        let after = piece::used(t.store.page(id).piece(q)) as u32;
-        let m = &mut t.meta[id as usize];
-        m.count += 1;
-        m.bytes = m.bytes - before + after;
+        let page = t.store.page_mut(id);
+        let free = s / GROUP * GROUP + group::scan(page, s / GROUP, 0).1.trailing_zeros() as usize;
+        let (from, to) = (group::slot_at::<Wide>(s), group::slot_at::<Wide>(free));
+        page.0.copy_within(from..from + Wide::SLOT, to);
+        page.0[free] = page.0[s];
+        t.meta[id as usize].count += 1;
         t.len += 1;
         expect_error(&t, "stored twice");
     }
 
     #[test]
-    fn counters_that_disagree_with_the_pieces_are_reported() {
-        let mut t = table();
-        let (id, _) = find(&t, |_, _| true);
+    fn a_position_wider_than_its_page_is_reported() {
+        let mut t = dense();
+        let (id, s) = find(&t, |id, _, s| group::tag(t.store.page(id), s) != 0);
+        let at = group::slot_at::<Wide>(s);
+        t.store.page_mut(id).0[at + Wide::WIDTH - 1] |= 0x80;
+        expect_error(&t, "position wider than the page's");
+    }
+
+    #[test]
+    fn a_quotient_out_of_range_is_reported() {
+        let mut t = narrow_table();
+        let (id, s) = find(&t, |id, _, s| group::tag(t.store.page(id), s) != 0);
+        let at = group::slot_at::<Narrow>(s);
+        // Quotient bits 4..23 of the key field, all ones: 34 groups times
+        // 2^19 - 1 is past 2^24.
+        let page = t.store.page_mut(id);
+        page.0[at] |= 0xf0;
+        page.0[at + 1] = 0xff;
+        page.0[at + 2] |= 0x7f;
+        expect_error(&t, "quotient out of range");
+    }
+
+    #[test]
+    fn bytes_past_the_slots_are_reported() {
+        let mut t = narrow_table();
+        let (id, _) = find(&t, |_, _, _| true);
+        t.store.page_mut(id).0[PAGE_SIZE - 1] = 1;
+        expect_error(&t, "bytes past the slots not zero");
+    }
+
+    #[test]
+    fn counters_that_disagree_with_the_pages_are_reported() {
+        let mut t = dense();
+        let (id, _) = find(&t, |_, _, _| true);
         t.meta[id as usize].count += 1;
-        expect_error(&t, "counters");
+        expect_error(&t, "counter");
     }
 }

@@ -2,17 +2,14 @@
 //! backend. The file backend (`file.rs`) keeps the same pages in memory and
 //! adds durable, atomic commits.
 
-use crate::piece::{self, PIECE_SIZE};
-
 /// Bytes in one page.
 pub const PAGE_SIZE: usize = 8192;
-/// Pieces in one page.
-pub const PIECES: usize = PAGE_SIZE / PIECE_SIZE;
 
 /// Identifies a page inside a store.
 pub type PageId = u32;
 
-/// One 8 KiB page: 64 pieces of 128 bytes, aligned to a cache line.
+/// One 8 KiB page (layout in `group.rs`), aligned to a cache line. All
+/// zeros is an empty page.
 #[repr(C, align(64))]
 #[derive(Clone)]
 pub struct Page(pub [u8; PAGE_SIZE]);
@@ -24,30 +21,14 @@ impl std::fmt::Debug for Page {
 }
 
 impl Page {
-    /// A page with every piece empty.
+    /// An empty page.
     pub fn empty() -> Box<Page> {
-        let mut page = Box::new(Page([0; PAGE_SIZE]));
-        page.clear();
-        page
+        Box::new(Page([0; PAGE_SIZE]))
     }
 
-    /// Empty every piece.
+    /// Empty the page.
     pub fn clear(&mut self) {
-        for i in 0..PIECES {
-            piece::clear(self.piece_mut(i));
-        }
-    }
-
-    /// Piece `i` (0..64).
-    #[inline]
-    pub fn piece(&self, i: usize) -> &[u8] {
-        &self.0[i * PIECE_SIZE..(i + 1) * PIECE_SIZE]
-    }
-
-    /// Piece `i` for writing.
-    #[inline]
-    pub fn piece_mut(&mut self, i: usize) -> &mut [u8] {
-        &mut self.0[i * PIECE_SIZE..(i + 1) * PIECE_SIZE]
+        self.0.fill(0);
     }
 }
 
@@ -174,7 +155,8 @@ impl MemoryStore {
         self.live.get(id as usize).copied().unwrap_or(false)
     }
 
-    /// A fresh id past every one handed out, its page cleared.
+    /// A fresh id past every one handed out; its page is fresh memory,
+    /// so already empty.
     fn grow(&mut self) -> PageId {
         let id = self.ids;
         if id == self.chunks.len() * CHUNK_PAGES {
@@ -185,7 +167,6 @@ impl MemoryStore {
         }
         self.ids += 1;
         self.live.push(false);
-        self.slot_mut(id as PageId).clear();
         id as PageId
     }
 

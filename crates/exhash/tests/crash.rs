@@ -224,15 +224,15 @@ fn clear_errors_for_foreign_and_future_files() {
         matches!(err.kind(), ErrorKind::Truncated { offset: 100, .. }),
         "{err}"
     );
-    // A valid file whose header copies claim version 3.
+    // A valid file whose header copies claim version 4.
     for copy in [0usize, 4096] {
-        image[copy + 8] = 3;
+        image[copy + 8] = 4;
         let crc = crc32c(&image[copy..copy + 60]);
         image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
     }
     let err = ExHash::open_on(image.clone()).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::NewerVersion { found: 3 }),
+        matches!(err.kind(), ErrorKind::NewerVersion { found: 4 }),
         "{err}"
     );
     assert!(err.to_string().contains("newer seekless"), "{err}");
@@ -351,40 +351,177 @@ fn downgrade_to_v1(image: &mut [u8]) -> usize {
     tagged
 }
 
-#[test]
-fn version_1_files_open_and_upgrade_at_the_next_commit() {
-    let mut table = ExHash::create_on(Vec::new()).unwrap();
-    // Runs of keys with nearby values are stored in tagged pieces.
-    for k in 0..20_000u64 {
-        table.insert(k, 1_000_000 + k * 3);
-    }
-    for k in (0..1u64 << 40).step_by(1 << 28) {
-        table.insert(k, k ^ 0x5555);
-    }
-    table.commit().unwrap();
-    let want = contents(&table);
-    let mut image = table.store().device().clone();
-    let rewritten = downgrade_to_v1(&mut image);
-    assert!(rewritten > 100, "only {rewritten} tagged pieces");
+/// A version 2 file written by seekless before format 3: 3,000 keys
+/// `0..3000` with values `1_000_000 + 3k` (stored in tagged pieces), then
+/// 256 keys `i << 28` with values `key ^ 0x5555` (fixed-width pieces).
+/// 72 KiB, 4 pages.
+const V2_FILE: &[u8] = include_bytes!("data/v2.exh");
 
-    let mut old = ExHash::open_on(image).unwrap();
+fn v2_contents() -> State {
+    // Key 0 is in both runs: the second value won.
+    let mut want: std::collections::BTreeMap<u64, u64> =
+        (0..3000u64).map(|k| (k, 1_000_000 + k * 3)).collect();
+    want.extend((0..1u64 << 36).step_by(1 << 28).map(|k| (k, k ^ 0x5555)));
+    want.into_iter().collect()
+}
+
+fn header_version(image: &[u8]) -> u32 {
+    let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
+        0
+    } else {
+        4096
+    };
+    u32_at(image, newest + 8)
+}
+
+/// Open an image of an earlier version: its pairs read back; the first
+/// commit writes format 3; until then the old file is untouched.
+fn upgrade_and_check(image: Vec<u8>, version: u32) {
+    assert_eq!(header_version(&image), version);
+    let want = v2_contents();
+    let mut old = ExHash::open_on(image.clone()).unwrap();
     assert_eq!(contents(&old), want);
+    old.check_invariants().unwrap();
     for &(k, v) in want.iter().step_by(97) {
         assert_eq!(old.get(k), Some(v));
     }
-    // The first commit rewrites every re-laid page in the current layout.
     old.insert(u64::MAX, 7);
+    // Not committed: the file is untouched.
+    assert_eq!(old.store().device(), &image);
     old.commit().unwrap();
     let image = old.store().device().clone();
+    assert_eq!(header_version(&image), 3);
+    let mut reopened = ExHash::open_on(image).unwrap();
+    let mut want = want;
+    want.push((u64::MAX, 7));
+    want.sort_unstable();
+    assert_eq!(contents(&reopened), want);
+    // Later commits go on from the upgraded state.
+    for k in 0..2000u64 {
+        reopened.insert(k << 40, k);
+        if k % 500 == 0 {
+            reopened.commit().unwrap();
+        }
+    }
+    reopened.commit().unwrap();
+    reopened.check_invariants().unwrap();
+    let again = ExHash::open_on(reopened.store().device().clone()).unwrap();
+    assert_eq!(contents(&again), contents(&reopened));
+}
+
+#[test]
+fn version_2_files_open_and_upgrade_at_the_next_commit() {
+    upgrade_and_check(V2_FILE.to_vec(), 2);
+}
+
+#[test]
+fn version_1_files_open_and_upgrade_at_the_next_commit() {
+    let mut image = V2_FILE.to_vec();
+    let rewritten = downgrade_to_v1(&mut image);
+    assert!(rewritten > 10, "only {rewritten} tagged pieces");
+    upgrade_and_check(image, 1);
+}
+
+/// Flip bytes of every page of `image` in turn, fixing up the checksums so
+/// that the page itself is judged: each result either still reads as some
+/// table or is refused as corrupt, never a panic. Returns how many were
+/// refused.
+fn corrupt_each_page(image: &[u8]) -> usize {
+    let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
+        0
+    } else {
+        4096
+    };
+    let (meta_slot, meta_len) = (u64_at(image, newest + 24), u64_at(image, newest + 32));
+    let meta_at = meta_slot as usize * 8192;
+    let pages = u32_at(image, meta_at + 16) as usize;
+    let mut refused = 0;
+    for id in 0..pages {
+        let record = meta_at + 24 + 16 * id;
+        let slot = u64_at(image, record) as usize;
+        if slot == 0 {
+            continue;
+        }
+        for at in (0..8192).step_by(13) {
+            let mut bad = image.to_vec();
+            bad[slot * 8192 + at] ^= 0x5a;
+            let crc = crc32c(&bad[slot * 8192..][..8192]);
+            bad[record + 12..record + 16].copy_from_slice(&crc.to_le_bytes());
+            let meta_crc = crc32c(&bad[meta_at..meta_at + meta_len as usize]);
+            let header = &mut bad[newest..newest + 64];
+            header[40..44].copy_from_slice(&meta_crc.to_le_bytes());
+            let crc = crc32c(&header[..60]);
+            header[60..64].copy_from_slice(&crc.to_le_bytes());
+            if let Err(e) = ExHash::open_on(bad) {
+                assert!(matches!(e.kind(), ErrorKind::Corrupt { .. }), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    refused
+}
+
+#[test]
+fn corrupt_pages_are_refused_never_a_panic() {
+    let refused = corrupt_each_page(V2_FILE);
+    assert!(
+        refused > 100,
+        "version 2: only {refused} corruptions refused"
+    );
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    for (k, v) in v2_contents() {
+        table.insert(k, v);
+    }
+    table.commit().unwrap();
+    let refused = corrupt_each_page(table.store().device());
+    assert!(
+        refused > 100,
+        "version 3: only {refused} corruptions refused"
+    );
+}
+
+#[test]
+fn a_spill_key_also_stored_in_a_page_is_refused() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    table.insert(1, 2);
+    table.insert(3, 4);
+    table.commit().unwrap();
+    let mut image = table.store().device().clone();
     let newest = if u64_at(&image, 16) >= u64_at(&image, 4096 + 16) {
         0
     } else {
         4096
     };
-    assert_eq!(u32_at(&image, newest + 8), 2);
-    let reopened = ExHash::open_on(image).unwrap();
-    let mut want = want;
-    want.push((u64::MAX, 7));
-    want.sort_unstable();
-    assert_eq!(contents(&reopened), want);
+    let (meta_slot, meta_len) = (u64_at(&image, newest + 24), u64_at(&image, newest + 32));
+    let meta_at = meta_slot as usize * 8192;
+    let end = meta_at + meta_len as usize;
+    // One spill entry (key 1, value 9) appended to the metadata.
+    let mut meta = image[meta_at..end].to_vec();
+    assert_eq!(u32_at(&meta, 20), 0);
+    meta[20..24].copy_from_slice(&1u32.to_le_bytes());
+    meta.extend_from_slice(&1u64.to_le_bytes());
+    meta.extend_from_slice(&9u64.to_le_bytes());
+    if image.len() < meta_at + meta.len() {
+        image.resize(meta_at + meta.len(), 0);
+    }
+    image[meta_at..meta_at + meta.len()].copy_from_slice(&meta);
+    let header = &mut image[newest..newest + 64];
+    header[32..40].copy_from_slice(&(meta.len() as u64).to_le_bytes());
+    header[40..44].copy_from_slice(&crc32c(&meta).to_le_bytes());
+    let crc = crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    // The entry count must include it for the file to get that far.
+    let len = u64_at(&image, meta_at + 8) + 1;
+    image[meta_at + 8..meta_at + 16].copy_from_slice(&len.to_le_bytes());
+    let meta = image[meta_at..meta_at + meta_len as usize + 16].to_vec();
+    let header = &mut image[newest..newest + 64];
+    header[40..44].copy_from_slice(&crc32c(&meta).to_le_bytes());
+    let crc = crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    let err = ExHash::open_on(image).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("spill key also stored in a page"),
+        "{err}"
+    );
 }

@@ -166,14 +166,13 @@ fn multiples_of_4096() {
 }
 
 #[test]
-fn keys_sharing_one_home_piece() {
-    // Keys whose hashes agree on their top 40 bits all have the same home
-    // piece at every depth the table reaches: chains overflow and pages split
-    // deep without running out of room.
+fn keys_sharing_one_home_group_and_fingerprint() {
+    // Keys whose hashes agree on their low 31 bits have the same home
+    // group, quotient and fingerprint in every page: probe sequences run
+    // to their reach, every tag matches, and pages split deep.
     use seekless_exhash::mix::unmix;
-    let base = 0x0012_3456_789A_u64 << 24;
     let keys: Vec<u64> = (0..20_000u64)
-        .map(|i| unmix(base | (i * 811 % (1 << 24))))
+        .map(|i| unmix((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) << 31) | 0x1234_5678))
         .collect();
     let mut table = ExHash::new();
     let mut model = HashMap::new();
@@ -260,10 +259,39 @@ fn with_capacity_lays_out_pages_and_stats_describe_them() {
     assert_eq!(s.len, 50_000);
     assert!(s.fill > 0.0 && s.fill < 1.0, "{s:?}");
     assert!(
-        s.longest_chain >= 1 && s.longest_chain <= seekless_exhash::CHAIN,
+        s.longest_probe >= 1 && s.longest_probe <= seekless_exhash::REACH,
         "{s:?}"
     );
     assert!(s.max_local_depth <= s.global_depth, "{s:?}");
     assert_eq!(s.memory_bytes, table.memory_bytes());
     assert!(table.contains_key(0x9E37_79B9_7F4A_7C15) && !table.contains_key(1));
+}
+
+#[test]
+fn pages_cross_the_change_of_geometry_both_ways() {
+    // Pages of depth 8 and less have wider key fields and fewer groups
+    // than deeper ones: splitting from 8 to 9 and merging back places
+    // every entry again.
+    let keys: Vec<u64> = (0..150_000u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234)
+        .collect();
+    let mut table = ExHash::new();
+    for &k in &keys {
+        table.insert(k, !k);
+    }
+    table.check_invariants().unwrap();
+    assert!(table.stats().max_local_depth >= 9, "{:?}", table.stats());
+    for &k in keys.iter().skip(1).step_by(2) {
+        assert_eq!(table.get(k), Some(!k));
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        if i % 40 != 0 {
+            assert_eq!(table.remove(k), Some(!k));
+        }
+    }
+    table.check_invariants().unwrap();
+    assert!(table.stats().max_local_depth < 9, "{:?}", table.stats());
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(table.get(k), (i % 40 == 0).then_some(!k));
+    }
 }
