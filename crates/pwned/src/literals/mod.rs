@@ -258,11 +258,81 @@ impl Bits {
 
     #[inline(always)]
     fn put_coded_here(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
+        // Two bytes a lookup when codes are short, the alphabet small (a
+        // range answer has about 20 byte values) and the data long enough
+        // to repay the pair table.
+        if data.len() >= 4096 {
+            let pairs = match max_len {
+                0..=7 => self.put_pairs::<4>(data, table),
+                8 => self.put_pairs::<3>(data, table),
+                _ => None,
+            };
+            if let Some(coded) = pairs {
+                return coded;
+            }
+        }
         match max_len {
             0..=8 => self.put_bytes::<7>(data, table),
             9..=14 => self.put_bytes::<4>(data, table),
             _ => self.put_bytes::<3>(data, table),
         }
+    }
+
+    /// [`Bits::put_bytes`] two bytes a lookup, for codes of at most 8 bits
+    /// over at most 31 byte values: bytes are numbered (0: no code), and a
+    /// table of every pair of numbers holds both codes, one after the
+    /// other. `K` pairs go in between flushes; `None` (nothing written)
+    /// when more than 31 bytes have codes.
+    #[inline(always)]
+    fn put_pairs<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> Option<bool> {
+        let mut number = [0u8; 256];
+        let mut entries = [0u32; 32];
+        let mut symbols = 1;
+        for (b, &e) in table.iter().enumerate() {
+            if e >> 31 == 1 {
+                if symbols == 32 {
+                    return None;
+                }
+                number[b] = symbols as u8;
+                entries[symbols] = e;
+                symbols += 1;
+            }
+        }
+        // Entries of number 0 keep bit 31 clear: the pair has no code.
+        let mut pairs = [0u32; 32 * 32];
+        for (i, &a) in entries.iter().enumerate().take(symbols).skip(1) {
+            let a_len = (a >> 16) & 0xff;
+            for (j, &b) in entries.iter().enumerate().take(symbols).skip(1) {
+                let b_len = (b >> 16) & 0xff;
+                let code = (a & 0xffff) | (b & 0xffff) << a_len;
+                pairs[i << 5 | j] = code | (a_len + b_len) << 16 | 1 << 31;
+            }
+        }
+        let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
+        let mut coded = u32::MAX;
+        let out = &mut self.out[..];
+        let mut chunks = data.chunks_exact(2 * K);
+        for chunk in &mut chunks {
+            for pair in chunk.chunks_exact(2) {
+                let i = usize::from(number[usize::from(pair[0])]);
+                let j = usize::from(number[usize::from(pair[1])]);
+                let e = pairs[i << 5 | j];
+                coded &= e;
+                acc |= u64::from(e & 0xffff) << n;
+                n += (e >> 16) & 0xff;
+            }
+            out[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+            at += (n / 8) as usize;
+            acc >>= n & !7;
+            n %= 8;
+        }
+        (self.acc, self.n, self.at) = (acc, n, at);
+        for &b in chunks.remainder() {
+            let e = table[usize::from(b)];
+            coded &= e;
+            self.put(e & 0xffff, (e >> 16) & 0xff);
+        }
+        Some(coded >> 31 == 1)
     }
 
     /// Pads the last byte with zero bits and returns the bytes.
@@ -353,7 +423,7 @@ mod tests {
         #[test]
         fn both_formats_round_trip(
             alphabet in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40),
-            picks in proptest::collection::vec(0usize..1000, 0..5000),
+            picks in proptest::collection::vec(0usize..1000, 0..12_000),
         ) {
             use std::io::Read;
             let data: Vec<u8> = picks
