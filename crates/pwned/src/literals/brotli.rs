@@ -221,35 +221,17 @@ mod tests {
 
     #[test]
     fn any_bytes_round_trip() {
-        round_trip(b"");
-        round_trip(b"a");
-        round_trip(b"ab");
+        for data in super::super::hard_inputs() {
+            round_trip(&data);
+        }
+        // Lengths at the edges of the insert length codes.
         for n in [
             1, 2, 5, 6, 7, 9, 13, 97, 98, 129, 130, 6209, 6210, 22593, 22594, 70_000,
         ] {
             let data: Vec<u8> = (0..n).map(|i| (i * 7 % 23) as u8 + b'0').collect();
             round_trip(&data);
         }
-        round_trip(&[0u8; 100_000]);
-        round_trip(&(0..=255).collect::<Vec<u8>>());
-        let mut state = 1u64;
-        let noise: Vec<u8> = (0..70_000)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (state >> 56) as u8
-            })
-            .collect();
-        round_trip(&noise);
-        // Skewed counts that make the unlimited Huffman code deeper than 15.
-        let mut skewed = Vec::new();
-        let (mut a, mut b) = (1usize, 1usize);
-        for byte in 0..25u8 {
-            skewed.extend(std::iter::repeat_n(byte * 9, a));
-            (a, b) = (b, a + b);
-        }
-        round_trip(&skewed);
+        round_trip(b"ab");
     }
 
     #[test]

@@ -207,16 +207,30 @@ impl Bits {
     /// One code of `table` for every byte of `data`; `false` when a byte
     /// has none (what was written is then of no use). `K` codes go in
     /// between flushes: `K` times the longest code plus 7 must fit 64 bits.
-    /// The writer's state is held in locals, in registers, for the loop.
     #[inline(always)]
     fn put_bytes<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> bool {
+        self.put_units::<K, 1>(data, table, |unit| table[usize::from(unit[0])])
+    }
+
+    /// The codes `code` gives each `W` bytes of `data` (a table entry:
+    /// code, length above it, bit 31 set when there is a code), `K` units
+    /// between flushes; bytes left over by `table`, one at a time; `false`
+    /// when a unit or byte has no code. The writer's state is held in
+    /// locals, in registers, for the loop.
+    #[inline(always)]
+    fn put_units<const K: usize, const W: usize>(
+        &mut self,
+        data: &[u8],
+        table: &[u32; 256],
+        code: impl Fn(&[u8]) -> u32,
+    ) -> bool {
         let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
         let mut coded = u32::MAX;
         let out = &mut self.out[..];
-        let mut chunks = data.chunks_exact(K);
+        let mut chunks = data.chunks_exact(W * K);
         for chunk in &mut chunks {
-            for &b in chunk {
-                let e = table[usize::from(b)];
+            for unit in chunk.chunks_exact(W) {
+                let e = code(unit);
                 coded &= e;
                 acc |= u64::from(e & 0xffff) << n;
                 n += (e >> 16) & 0xff;
@@ -308,31 +322,12 @@ impl Bits {
                 pairs[i << 5 | j] = code | (a_len + b_len) << 16 | 1 << 31;
             }
         }
-        let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
-        let mut coded = u32::MAX;
-        let out = &mut self.out[..];
-        let mut chunks = data.chunks_exact(2 * K);
-        for chunk in &mut chunks {
-            for pair in chunk.chunks_exact(2) {
-                let i = usize::from(number[usize::from(pair[0])]);
-                let j = usize::from(number[usize::from(pair[1])]);
-                let e = pairs[i << 5 | j];
-                coded &= e;
-                acc |= u64::from(e & 0xffff) << n;
-                n += (e >> 16) & 0xff;
-            }
-            out[at..at + 8].copy_from_slice(&acc.to_le_bytes());
-            at += (n / 8) as usize;
-            acc >>= n & !7;
-            n %= 8;
-        }
-        (self.acc, self.n, self.at) = (acc, n, at);
-        for &b in chunks.remainder() {
-            let e = table[usize::from(b)];
-            coded &= e;
-            self.put(e & 0xffff, (e >> 16) & 0xff);
-        }
-        Some(coded >> 31 == 1)
+        let coded = self.put_units::<K, 2>(data, table, |pair| {
+            let i = usize::from(number[usize::from(pair[0])]);
+            let j = usize::from(number[usize::from(pair[1])]);
+            pairs[i << 5 | j]
+        });
+        Some(coded)
     }
 
     /// Pads the last byte with zero bits and returns the bytes.
@@ -342,6 +337,35 @@ impl Bits {
         self.out.truncate(self.at);
         self.out
     }
+}
+
+/// Inputs that are hard on a coder: none, one byte, one value, every
+/// value, noise, and counts that make an unlimited code deeper than 15.
+#[cfg(test)]
+fn hard_inputs() -> Vec<Vec<u8>> {
+    let mut state = 1u64;
+    let noise: Vec<u8> = (0..70_000)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 56) as u8
+        })
+        .collect();
+    let mut skewed = Vec::new();
+    let (mut a, mut b) = (1usize, 1usize);
+    for byte in 0..25u8 {
+        skewed.extend(std::iter::repeat_n(byte * 9, a));
+        (a, b) = (b, a + b);
+    }
+    vec![
+        Vec::new(),
+        b"a".to_vec(),
+        vec![0; 100_000],
+        (0..=255).collect(),
+        noise,
+        skewed,
+    ]
 }
 
 #[cfg(test)]
