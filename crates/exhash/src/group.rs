@@ -233,40 +233,33 @@ pub(crate) fn prefetch_slot<T: Shape>(page: &Page, z: u64) {
 /// The slot holding `k`, if any.
 #[inline(always)]
 pub(crate) fn find<T: Shape>(page: &Page, k: &Key) -> Option<usize> {
-    for o in 0..REACH {
-        let g = next::<T>(k.home, o);
-        let (mut hit, free) = scan(page, g, k.tag);
-        while hit != 0 {
-            let s = g * GROUP + hit.trailing_zeros() as usize;
-            if field::<T>(page, s) == k.field | o as u64 {
-                return Some(s);
-            }
-            hit &= hit - 1;
-        }
-        if free != 0 {
-            return None;
-        }
-    }
-    None
+    probe::<T>(page, k).0
 }
 
 /// How many groups a lookup of `k` reads (for the statistics).
 pub(crate) fn probes<T: Shape>(page: &Page, k: &Key) -> usize {
+    probe::<T>(page, k).1
+}
+
+/// A lookup of `k`: the slot holding it, if any, and how many groups it
+/// read (every group of the reach when none had a free slot).
+#[inline(always)]
+fn probe<T: Shape>(page: &Page, k: &Key) -> (Option<usize>, usize) {
     for o in 0..REACH {
         let g = next::<T>(k.home, o);
         let (mut hit, free) = scan(page, g, k.tag);
         while hit != 0 {
             let s = g * GROUP + hit.trailing_zeros() as usize;
             if field::<T>(page, s) == k.field | o as u64 {
-                return o + 1;
+                return (Some(s), o + 1);
             }
             hit &= hit - 1;
         }
         if free != 0 {
-            return o + 1;
+            return (None, o + 1);
         }
     }
-    REACH
+    (None, REACH)
 }
 
 /// Put a new entry (absent from the page) in the first free slot from its

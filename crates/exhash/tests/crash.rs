@@ -303,21 +303,9 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 /// tags at the piece's end), page and metadata checksums and the header
 /// fixed up to match. Returns how many tagged pieces were rewritten.
 fn downgrade_to_v1(image: &mut [u8]) -> usize {
-    let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
-        0
-    } else {
-        4096
-    };
-    let (meta_slot, meta_len) = (u64_at(image, newest + 24), u64_at(image, newest + 32));
-    let meta_at = meta_slot as usize * 8192;
-    let pages = u32_at(image, meta_at + 16) as usize;
+    let committed = Committed::of(image);
     let mut tagged = 0;
-    for id in 0..pages {
-        let record = meta_at + 24 + 16 * id;
-        let slot = u64_at(image, record) as usize;
-        if slot == 0 {
-            continue;
-        }
+    for &(_, slot) in &committed.pages {
         for p in 0..64 {
             let piece = &mut image[slot * 8192 + p * 128..][..128];
             let used = (piece[0] & 0x7F) as usize;
@@ -339,16 +327,60 @@ fn downgrade_to_v1(image: &mut [u8]) -> usize {
             piece[2..2 + used].copy_from_slice(&inline);
             tagged += 1;
         }
-        let crc = crc32c(&image[slot * 8192..][..8192]);
-        image[record + 12..record + 16].copy_from_slice(&crc.to_le_bytes());
     }
-    let meta_crc = crc32c(&image[meta_at..meta_at + meta_len as usize]);
-    let header = &mut image[newest..newest + 64];
-    header[8..12].copy_from_slice(&1u32.to_le_bytes());
-    header[40..44].copy_from_slice(&meta_crc.to_le_bytes());
-    let crc = crc32c(&header[..60]);
-    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    committed.seal(image, Some(1));
     tagged
+}
+
+/// Where the newest header copy of a committed image points: its offset,
+/// the metadata's offset and length, and each live page as (the offset of
+/// its page-table record, its slot).
+struct Committed {
+    newest: usize,
+    meta_at: usize,
+    meta_len: usize,
+    pages: Vec<(usize, usize)>,
+}
+
+impl Committed {
+    fn of(image: &[u8]) -> Committed {
+        let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
+            0
+        } else {
+            4096
+        };
+        let meta_at = u64_at(image, newest + 24) as usize * 8192;
+        let meta_len = u64_at(image, newest + 32) as usize;
+        let pages = (0..u32_at(image, meta_at + 16) as usize)
+            .map(|id| meta_at + 24 + 16 * id)
+            .map(|record| (record, u64_at(image, record) as usize))
+            .filter(|&(_, slot)| slot != 0)
+            .collect();
+        Committed {
+            newest,
+            meta_at,
+            meta_len,
+            pages,
+        }
+    }
+
+    /// Fixes up the checksums of every live page, the metadata and the
+    /// newest header (with `version` written into it when given), so that
+    /// what was changed is judged, not the checksums.
+    fn seal(&self, image: &mut [u8], version: Option<u32>) {
+        for &(record, slot) in &self.pages {
+            let crc = crc32c(&image[slot * 8192..][..8192]);
+            image[record + 12..record + 16].copy_from_slice(&crc.to_le_bytes());
+        }
+        let meta_crc = crc32c(&image[self.meta_at..self.meta_at + self.meta_len]);
+        let header = &mut image[self.newest..self.newest + 64];
+        if let Some(version) = version {
+            header[8..12].copy_from_slice(&version.to_le_bytes());
+        }
+        header[40..44].copy_from_slice(&meta_crc.to_le_bytes());
+        let crc = crc32c(&header[..60]);
+        header[60..64].copy_from_slice(&crc.to_le_bytes());
+    }
 }
 
 /// A version 2 file written by seekless before format 3: 3,000 keys
@@ -427,31 +459,13 @@ fn version_1_files_open_and_upgrade_at_the_next_commit() {
 /// table or is refused as corrupt, never a panic. Returns how many were
 /// refused.
 fn corrupt_each_page(image: &[u8]) -> usize {
-    let newest = if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
-        0
-    } else {
-        4096
-    };
-    let (meta_slot, meta_len) = (u64_at(image, newest + 24), u64_at(image, newest + 32));
-    let meta_at = meta_slot as usize * 8192;
-    let pages = u32_at(image, meta_at + 16) as usize;
+    let committed = Committed::of(image);
     let mut refused = 0;
-    for id in 0..pages {
-        let record = meta_at + 24 + 16 * id;
-        let slot = u64_at(image, record) as usize;
-        if slot == 0 {
-            continue;
-        }
+    for &(_, slot) in &committed.pages {
         for at in (0..8192).step_by(13) {
             let mut bad = image.to_vec();
             bad[slot * 8192 + at] ^= 0x5a;
-            let crc = crc32c(&bad[slot * 8192..][..8192]);
-            bad[record + 12..record + 16].copy_from_slice(&crc.to_le_bytes());
-            let meta_crc = crc32c(&bad[meta_at..meta_at + meta_len as usize]);
-            let header = &mut bad[newest..newest + 64];
-            header[40..44].copy_from_slice(&meta_crc.to_le_bytes());
-            let crc = crc32c(&header[..60]);
-            header[60..64].copy_from_slice(&crc.to_le_bytes());
+            committed.seal(&mut bad, None);
             if let Err(e) = ExHash::open_on(bad) {
                 assert!(matches!(e.kind(), ErrorKind::Corrupt { .. }), "{e}");
                 refused += 1;
