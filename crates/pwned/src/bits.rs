@@ -132,11 +132,14 @@ pub(crate) fn run_of_ones(buf: &[u8], mut pos: usize, end: usize) -> usize {
     run
 }
 
-/// Appends bits LSB-first into a fixed buffer of 64-bit words (one page's
-/// bit stream): each push is two word updates at most, no loop.
+/// Bits LSB-first in a fixed buffer of 64-bit words (one page's bit
+/// stream), written at given positions: a page's four sections are filled
+/// in one pass over its hashes, each from its own cursor. Each write is two
+/// word updates at most, no loop.
 #[derive(Debug)]
 pub(crate) struct Writer {
     words: Vec<u64>,
+    /// Bits in use (the end of the furthest section).
     len: usize,
 }
 
@@ -149,32 +152,32 @@ impl Writer {
         }
     }
 
-    /// Bits written so far.
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    /// Says that `len` bits are in use (every write must lie below).
+    pub(crate) fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= (self.words.len() - 2) * 64);
+        self.len = len;
     }
 
-    /// Appends the low `len` (0..=64) bits of `value`; higher bits of
-    /// `value` must be zero. Both words the bits may reach are written
-    /// whether they reach the second or not (its part is then zero), so a
-    /// push never branches on where a code ends: with codes of varying
-    /// length that branch is a coin toss for the CPU.
+    /// ORs the low `len` (0..=64) bits of `value` in at bit `at`; higher
+    /// bits of `value` must be zero. Both words the bits may reach are
+    /// written whether they reach the second or not (its part is then
+    /// zero), so a write never branches on where a code ends: with codes of
+    /// varying length that branch is a coin toss for the CPU.
     #[inline]
-    pub(crate) fn push(&mut self, value: u64, len: u32) {
+    pub(crate) fn put(&mut self, at: usize, value: u64, len: u32) {
         debug_assert!(len == 64 || value >> len == 0);
-        let word = self.len / 64;
-        let shift = (self.len % 64) as u32;
+        let word = at / 64;
+        let shift = (at % 64) as u32;
         let words = &mut self.words[word..word + 2];
         words[0] |= value << shift;
         // `value >> (64 - shift)`, and 0 for a shift of 0.
         words[1] |= (value >> 1) >> (63 - shift);
-        self.len += len as usize;
     }
 
-    /// Appends `n` zero bits.
+    /// Sets bit `at`.
     #[inline]
-    pub(crate) fn zeros(&mut self, n: u64) {
-        self.len += n as usize;
+    pub(crate) fn set(&mut self, at: usize) {
+        self.words[at / 64] |= 1 << (at % 64);
     }
 
     /// Clears the writer.
@@ -184,12 +187,15 @@ impl Writer {
         self.len = 0;
     }
 
-    /// Copies the bytes written into `out` (which must be large enough).
+    /// Copies the bytes in use into `out` (which must be large enough).
     pub(crate) fn copy_to(&self, out: &mut [u8]) {
         let bytes = self.len.div_ceil(8);
-        for (chunk, word) in out[..bytes].chunks_mut(8).zip(&self.words) {
-            chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+        let (whole, tail) = out[..bytes].as_chunks_mut::<8>();
+        for (chunk, word) in whole.iter_mut().zip(&self.words) {
+            *chunk = word.to_le_bytes();
         }
+        let last = self.words[whole.len()].to_le_bytes();
+        tail.copy_from_slice(&last[..tail.len()]);
     }
 }
 
@@ -219,13 +225,14 @@ mod tests {
     }
 
     #[test]
-    fn pushes_of_every_width_land_where_a_bit_list_says() {
+    fn writes_of_every_width_land_where_a_bit_list_says() {
         let mut next = crate::testing::rng(0x2545_F491_4F6C_DD1D);
         let mut w = Writer::new(8192);
         for round in 0..3 {
             // Reused after clear(): what the last round left must not show.
             w.clear();
             let mut want: Vec<bool> = Vec::new();
+            let mut writes = Vec::new();
             while want.len() < 8000 {
                 let len = (next() % 65) as u32;
                 let value = if len == 64 {
@@ -234,14 +241,24 @@ mod tests {
                     next() & ((1 << len) - 1)
                 };
                 if round == 1 && len < 3 {
-                    w.zeros(u64::from(len) * 40);
                     want.extend(std::iter::repeat_n(false, len as usize * 40));
                     continue;
                 }
-                w.push(value, len);
+                writes.push((want.len(), value, len));
                 want.extend((0..len).map(|i| value >> i & 1 == 1));
             }
-            assert_eq!(w.len(), want.len());
+            // In any order: sections are filled side by side.
+            if round == 2 {
+                writes.reverse();
+            }
+            for &(at, value, len) in &writes {
+                if len == 1 && value == 1 && round == 0 {
+                    w.set(at);
+                } else {
+                    w.put(at, value, len);
+                }
+            }
+            w.set_len(want.len());
             let mut buf = vec![0xa5u8; want.len().div_ceil(8)];
             w.copy_to(&mut buf);
             for (i, &bit) in want.iter().enumerate() {
@@ -259,15 +276,13 @@ mod tests {
     fn write_then_read_and_select() {
         let mut w = Writer::new(4096);
         // zeros/ones pattern: 0 0 1 1 0 1, then values.
-        w.zeros(2);
-        w.push(1, 1);
-        w.push(1, 1);
-        w.zeros(1);
-        w.push(1, 1);
-        w.push(0x1_2345_6789_abcd, 49);
-        w.zeros(100);
-        w.push(1, 1);
-        let len = w.len();
+        w.set(2);
+        w.set(3);
+        w.set(5);
+        w.put(6, 0x1_2345_6789_abcd, 49);
+        w.set(155);
+        let len = 156;
+        w.set_len(len);
         let mut buf = vec![0u8; len.div_ceil(8)];
         w.copy_to(&mut buf);
         assert_eq!(read(&buf, 6, 49), 0x1_2345_6789_abcd);

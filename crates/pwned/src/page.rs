@@ -3,7 +3,7 @@
 
 use crate::bits;
 use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
-use crate::hash::{Key, Kind, bits_at};
+use crate::hash::{Key, Kind};
 use crate::sort::Record;
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
@@ -11,6 +11,22 @@ use crate::sort::Record;
 fn gamma_len(count: u64) -> usize {
     2 * (63 - count.leading_zeros() as usize) + 1
 }
+
+/// Bits of the unary length part of `count`'s gamma code (≥ 1).
+#[inline]
+fn length_bits(count: u64) -> usize {
+    64 - count.leading_zeros() as usize
+}
+
+/// The 64 bits of `hi` then `lo` that start `shift` (0 to 63) bits into
+/// `hi`, without a branch for a shift of 0.
+#[inline(always)]
+fn funnel(hi: u64, lo: u64, shift: u32) -> u64 {
+    (hi << shift) | ((lo >> 1) >> (63 - shift))
+}
+
+/// Most chunks a remainder has (at most 160 bits, in chunks of [`CHUNK`]).
+const MAX_CHUNKS: usize = 3;
 
 /// A page's directory entry: first bucket (with the continued flag) and checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +57,12 @@ pub(crate) struct Encoder {
     /// the next key is in it, the next page continues it.
     closed_in: Option<u64>,
     bits: usize,
+    /// Bits of the pending hashes' count lengths (the page's first section).
+    lengths: usize,
+    /// The widths of the remainder's chunks, found once for the layout;
+    /// `chunk_count` of them are used.
+    chunks: [u32; MAX_CHUNKS],
+    chunk_count: usize,
     stream: bits::Writer,
     /// Pages written so far, back to back.
     pub pages: Vec<u8>,
@@ -50,6 +72,12 @@ pub(crate) struct Encoder {
 
 impl Encoder {
     pub(crate) fn new(layout: Layout) -> Self {
+        let mut chunks = [0; MAX_CHUNKS];
+        let mut chunk_count = 0;
+        for (_, len) in layout.chunks() {
+            chunks[chunk_count] = len;
+            chunk_count += 1;
+        }
         Encoder {
             layout,
             pending: Vec::with_capacity(512),
@@ -57,6 +85,9 @@ impl Encoder {
             continued: false,
             closed_in: None,
             bits: 0,
+            lengths: 0,
+            chunks,
+            chunk_count,
             stream: bits::Writer::new(PAGE_BITS + 64),
             pages: Vec::new(),
             dir: Vec::new(),
@@ -73,6 +104,7 @@ impl Encoder {
     pub(crate) fn push(&mut self, key: Key, count: u64) {
         debug_assert!(count >= 1);
         let bucket = self.layout.bucket(key);
+        let length = length_bits(count);
         let fixed = 1 + self.layout.l() as usize + gamma_len(count);
         loop {
             let Some(&(last, ..)) = self.pending.last() else {
@@ -80,12 +112,14 @@ impl Encoder {
                 self.first = bucket;
                 self.pending.push((bucket, key, count));
                 self.bits = fixed;
+                self.lengths = length;
                 return;
             };
             let gap = bucket - last;
             if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
                 self.pending.push((bucket, key, count));
                 self.bits += fixed + gap as usize;
+                self.lengths += length;
                 return;
             }
             if bucket != last || self.pending[0].0 == bucket {
@@ -101,8 +135,10 @@ impl Encoder {
             let moved: Vec<_> = self.pending.drain(split..).collect();
             let mut prev = self.first;
             self.bits = 0;
+            self.lengths = 0;
             for &(b, _, c) in &self.pending {
                 self.bits += (b - prev) as usize + 1 + self.layout.l() as usize + gamma_len(c);
+                self.lengths += length_bits(c);
                 prev = b;
             }
             self.flush();
@@ -115,13 +151,24 @@ impl Encoder {
     /// Adds records sorted by hash, merging those whose kept bits are equal
     /// (their counts summed, saturating).
     pub(crate) fn push_sorted(&mut self, records: &[Record]) -> Merged {
-        let bits = self.layout.key_bits;
+        // The bits kept, as a mask found once.
+        let keep = Key {
+            hi: u64::MAX,
+            mid: u64::MAX,
+            lo: u32::MAX,
+        }
+        .truncated(self.layout.key_bits);
+        let kept = |r: &Record| Key {
+            hi: r.hi & keep.hi,
+            mid: r.mid & keep.mid,
+            lo: r.lo & keep.lo,
+        };
         let mut merged = Merged::default();
         let mut iter = records.iter().peekable();
         while let Some(r) = iter.next() {
-            let key = r.key().truncated(bits);
+            let key = kept(r);
             let mut count = u64::from(r.count);
-            while let Some(next) = iter.next_if(|n| n.key().truncated(bits) == key) {
+            while let Some(next) = iter.next_if(|n| kept(n) == key) {
                 count = count.saturating_add(u64::from(next.count));
                 merged.duplicates += 1;
             }
@@ -158,42 +205,70 @@ impl Encoder {
         if self.pending.is_empty() {
             return;
         }
+        // One loop a chunk count, so that each is unrolled.
+        match self.chunk_count {
+            0 => self.write_page::<0>(),
+            1 => self.write_page::<1>(),
+            2 => self.write_page::<2>(),
+            _ => self.write_page::<MAX_CHUNKS>(),
+        }
+        self.pending.clear();
+        self.continued = false;
+        self.bits = 0;
+        self.lengths = 0;
+    }
+
+    /// Packs the pending hashes, whose remainders have `C` chunks, into the
+    /// next page: one pass fills the four sections (count lengths, buckets,
+    /// remainders, mantissas) side by side, each from its own cursor.
+    #[inline(always)]
+    fn write_page<const C: usize>(&mut self) {
+        let lens: [u32; C] = std::array::from_fn(|i| self.chunks[i]);
+        // The remainder starts `h` bits into the key: in word `from` of
+        // its words, `shift` bits in.
+        let h = self.layout.h;
+        let (from, shift) = ((h / 64) as usize, h % 64);
+        let n = self.pending.len();
+        let last = self.pending[n - 1].0;
+        let upper = self.lengths;
+        let low = upper + (last - self.first) as usize + n;
+        let mantissa = low + n * self.layout.l() as usize;
         let w = &mut self.stream;
         w.clear();
-        for &(.., count) in &self.pending {
-            let e = 63 - count.leading_zeros();
-            w.zeros(u64::from(e));
-            w.push(1, 1);
-        }
-        let upper = w.len();
+        let (mut g, mut b, mut r, mut m) = (0, upper, low, mantissa);
         let mut prev = self.first;
-        for &(bucket, ..) in &self.pending {
-            w.zeros(bucket - prev);
-            w.push(1, 1);
-            prev = bucket;
-        }
-        let low = w.len();
-        // Where each chunk of the remainder starts, found once a page.
-        let chunks: Vec<(usize, u32, u32)> = self
-            .layout
-            .chunks()
-            .map(|(start, len)| ((start / 64) as usize, start % 64, len))
-            .collect();
-        for &(_, key, _) in &self.pending {
-            let words = key.words();
-            for &(word, shift, len) in &chunks {
-                w.push(bits_at(&words, word, shift, len), len);
-            }
-        }
-        for &(.., count) in &self.pending {
+        for &(bucket, key, count) in &self.pending {
+            // Count length: e zeros and a one.
             let e = 63 - count.leading_zeros();
-            w.push(count & !(1u64 << e), e);
+            g += e as usize;
+            w.set(g);
+            g += 1;
+            // Bucket: the gap from the last one in zeros, and a one.
+            b += (bucket - prev) as usize;
+            w.set(b);
+            b += 1;
+            prev = bucket;
+            // The remainder at the top of three words, then its chunks
+            // from where each starts (the shifts are constants).
+            let words = [key.hi, key.mid, u64::from(key.lo) << 32, 0, 0];
+            let rest: [u64; 3] =
+                std::array::from_fn(|i| funnel(words[from + i], words[from + i + 1], shift));
+            for (c, len) in lens.into_iter().enumerate() {
+                let start = c as u32 * CHUNK;
+                let (word, at) = ((start / 64) as usize, start % 64);
+                let top = funnel(rest[word], rest[word + 1], at);
+                w.put(r, top >> (64 - len), len);
+                r += len as usize;
+            }
+            w.put(m, count & !(1u64 << e), e);
+            m += e as usize;
         }
-        debug_assert_eq!(w.len(), self.bits);
+        debug_assert_eq!((g, b, r, m), (upper, low, mantissa, self.bits));
+        w.set_len(m);
         let start = self.pages.len();
         self.pages.resize(start + PAGE, 0);
         let page = &mut self.pages[start..];
-        page[0..2].copy_from_slice(&(self.pending.len() as u16).to_le_bytes());
+        page[0..2].copy_from_slice(&(n as u16).to_le_bytes());
         page[2..4].copy_from_slice(&(upper as u16).to_le_bytes());
         page[4..6].copy_from_slice(&(low as u16).to_le_bytes());
         w.copy_to(&mut page[PAGE_HEADER..]);
@@ -202,9 +277,6 @@ impl Encoder {
             first: self.first | flag,
             crc: crc32c::crc32c(page),
         });
-        self.pending.clear();
-        self.continued = false;
-        self.bits = 0;
     }
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>)
         return;
     }
     // About two records a bucket: the offsets stay small and cache-resident.
-    let radix = (63 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
+    let radix = (64 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
     let shift = 64 - skip - radix;
     let mask = (1u64 << radix) - 1;
     let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
@@ -91,12 +91,47 @@ pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>)
         out[next[d] as usize] = *r;
         next[d] += 1;
     }
-    for w in offsets.windows(2) {
-        let bucket = &mut out[w[0] as usize..w[1] as usize];
-        if bucket.len() > 1 {
-            bucket.sort_unstable_by_key(Record::key);
+    // Each record is now in its bucket, buckets in order: one insertion
+    // pass sorts them, its branch rarely taken (a bucket holds about two
+    // records) where a call a bucket is a coin toss. A record never moves
+    // past its bucket's start, so when one has to move far (many records
+    // share their top bits, as crafted input can make them), the buckets
+    // are sorted one by one instead.
+    if !insertion_sort(out, NEAR) {
+        for w in offsets.windows(2) {
+            let bucket = &mut out[w[0] as usize..w[1] as usize];
+            if bucket.len() > 1 {
+                bucket.sort_unstable_by_key(Record::key);
+            }
         }
     }
+}
+
+/// Furthest a record moves in the insertion pass before the pass gives up.
+const NEAR: usize = 8;
+
+/// Sorts `records` by insertion while no record moves more than `near`
+/// places; false when one would have to (the order is then only partly
+/// sorted, every record still among the ones it was between).
+fn insertion_sort(records: &mut [Record], near: usize) -> bool {
+    let less = |a: &Record, b: &Record| (a.hi, a.mid, a.lo) < (b.hi, b.mid, b.lo);
+    for i in 1..records.len() {
+        if !less(&records[i], &records[i - 1]) {
+            continue;
+        }
+        let r = records[i];
+        let mut j = i;
+        while j > 0 && less(&r, &records[j - 1]) {
+            if i - j == near {
+                records[j] = r;
+                return false;
+            }
+            records[j] = records[j - 1];
+            j -= 1;
+        }
+        records[j] = r;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -106,11 +141,20 @@ mod tests {
     #[test]
     fn sorts_like_the_standard_sort() {
         let mut next = crate::testing::rng(0x1234_5678_9abc_def0);
-        for n in [0, 1, 255, 256, 5000, 70_000] {
+        // Crowded buckets (a tenth of the records share all but their low
+        // 8 bits) first, last, or none: the insertion pass gives up early,
+        // late, or never.
+        let cases = [0, 1, 255, 256, 5000, 70_000].map(|n| (n, 0));
+        for (n, crowd) in cases.into_iter().chain([(70_000, u64::MAX), (70_000, 1)]) {
             let mut records: Vec<Record> = (0..n)
                 .map(|i| Record {
                     // Same top 8 bits, some duplicates.
-                    hi: (0xAB << 56) | (next() >> 8) & if i % 10 == 0 { 0xff } else { u64::MAX },
+                    hi: (0xAB << 56)
+                        | if i % 10 == 0 && crowd != 1 {
+                            (crowd & 0x00ff_ffff_ffff_ff00) | next() & 0xff
+                        } else {
+                            next() >> 8
+                        },
                     mid: next(),
                     lo: next() as u32,
                     count: i as u32,
@@ -131,5 +175,21 @@ mod tests {
             let expect_keys: Vec<Key> = expect.iter().map(Record::key).collect();
             assert_eq!(keys, expect_keys);
         }
+    }
+
+    #[test]
+    fn the_insertion_pass_gives_up_only_past_its_reach() {
+        let record = |hi| Record {
+            hi,
+            ..Record::default()
+        };
+        let mut near: Vec<Record> = [5, 1, 2, 3, 4].map(record).to_vec();
+        assert!(insertion_sort(&mut near, 4));
+        assert_eq!(near, [1, 2, 3, 4, 5].map(record));
+        let mut far: Vec<Record> = [2, 3, 4, 5, 6, 1].map(record).to_vec();
+        assert!(!insertion_sort(&mut far, 4));
+        let mut keys: Vec<u64> = far.iter().map(|r| r.hi).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, [1, 2, 3, 4, 5, 6]);
     }
 }
