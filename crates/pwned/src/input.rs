@@ -114,6 +114,30 @@ impl Part {
         })
     }
 
+    /// The part mapped into memory, when it is a plain text file of at
+    /// least `min` bytes (read through the mapping, the page cache's bytes
+    /// are not copied once more); `None` for anything else.
+    pub(crate) fn map(&self, min: u64) -> io::Result<Option<memmap2::Mmap>> {
+        let PartSource::File(path) = &self.source else {
+            return Ok(None);
+        };
+        if sniff(path)? != Sniffed::Text {
+            return Ok(None);
+        }
+        let file = File::open(path)?;
+        if !file.metadata()?.is_file() || file.metadata()?.len() < min {
+            return Ok(None);
+        }
+        // SAFETY: the mapping is only read. A file cut shorter by another
+        // process while it is mapped would fault the reader (SIGBUS); the
+        // README says not to truncate a corpus while prepare reads it, as
+        // it says of indexes.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(Some(map))
+    }
+
     /// Bytes of text the part holds, when known (0 when not: standard
     /// input, a compressed file).
     pub(crate) fn size(&self) -> u64 {

@@ -1,14 +1,15 @@
 //! Building an index from the HIBP text corpus.
 //!
-//! Phase 1 reads the inputs in big chunks on a reader thread while parser
-//! threads turn lines into 24-byte records. While the input is in hash
+//! Phase 1 reads the inputs in big chunks on a reader thread (large text
+//! files are mapped: the reader only cuts them at line ends and asks each
+//! chunk into memory) while parser threads turn lines into 24-byte records. While the input is in hash
 //! order (as HIBP's downloaders write it), the records go straight into
 //! pages through the `ordered` stream, and that is the whole build. Once it
 //! is not (or from the start, for input ordered by count), records are
 //! partitioned by their top 8 bits: each holder keeps a bounded buffer per
 //! partition, and a full buffer is appended to that partition's spill file
 //! (`partition`). Phase 2 takes partitions in order, sorts each (radix
-//! pass, then tiny comparison sorts), merges duplicates and packs pages, on
+//! pass, then one insertion pass), merges duplicates and packs pages, on
 //! all threads; the main thread writes the pages in order. When the input
 //! fits in memory, nothing touches the disk but the index.
 
@@ -17,8 +18,10 @@ use std::fs;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::Instant;
+
+use memmap2::Mmap;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Layout, PAGE};
@@ -36,6 +39,9 @@ use crate::writer::{Written, check_key_bits, write_trailer};
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
 const READ: usize = 4 << 20;
+
+/// Input files from this size on are mapped rather than read.
+const MAP_MIN: u64 = 2 * READ as u64;
 
 /// Options of a build.
 #[derive(Debug, Clone)]
@@ -464,8 +470,27 @@ struct Chunk {
     /// Place among the chunks sent (`seq` also counts overlong lines).
     order: u64,
     pieces: Vec<Piece>,
-    data: Vec<u8>,
+    data: Data,
+    /// Bytes of text in the pieces.
     len: usize,
+}
+
+/// Where a chunk's bytes are: a buffer of the reader's (given back to it
+/// once parsed), or a mapped input file.
+enum Data {
+    Read(Vec<u8>),
+    Mapped(Arc<Mmap>),
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Read(buffer) => buffer,
+            Data::Mapped(map) => map,
+        }
+    }
 }
 
 /// The bytes `start..end` of a chunk come from input `part`.
@@ -669,7 +694,12 @@ fn collect<'o, W: Write + Seek>(
                         } else if !shared.skip(chunk.seq) {
                             parse_chunk(shared, &chunk, prefixes, &mut partitions);
                         }
-                        let _ = pool_tx.send(chunk.data);
+                        match chunk.data {
+                            Data::Read(buffer) => {
+                                let _ = pool_tx.send(buffer);
+                            }
+                            Data::Mapped(map) => release(&map, &chunk.pieces),
+                        }
                     }
                     partitions.buffers
                 })
@@ -786,6 +816,28 @@ fn stream<'o, W: Write + Seek>(
     stream.finish()
 }
 
+/// Unmaps the pieces of a mapped input once parsed, so that the process
+/// holds the chunks in flight, not the whole file (the page cache keeps it
+/// as it would after a read).
+fn release(map: &Mmap, pieces: &[Piece]) {
+    #[cfg(unix)]
+    for piece in pieces {
+        // SAFETY: the mapping is of a file, shared and read-only: dropping
+        // its page-table entries frees no memory a reference points to, and
+        // a later read of these bytes (the page a neighbouring chunk shares)
+        // maps the same file pages again.
+        let _ = unsafe {
+            map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                piece.start,
+                piece.end - piece.start,
+            )
+        };
+    }
+    #[cfg(not(unix))]
+    let _ = (map, pieces);
+}
+
 /// Chunks on their way to the parsers, numbered.
 struct Chunks<'a> {
     tx: &'a mpsc::SyncSender<Chunk>,
@@ -804,8 +856,9 @@ impl Chunks<'_> {
         self.pool.try_recv().unwrap_or_else(|_| vec![0u8; 2 * READ])
     }
 
-    /// Sends `data[..len]`; false when the parsers are gone.
-    fn send(&mut self, data: Vec<u8>, len: usize, pieces: Vec<Piece>) -> bool {
+    /// Sends the `pieces` of `data` (`len` bytes in all); false when the
+    /// parsers are gone.
+    fn send(&mut self, data: Data, len: usize, pieces: Vec<Piece>) -> bool {
         for piece in &pieces {
             if self.shared.kind.load(Ordering::Relaxed) == 0 {
                 let ranged = self.shared.prefixed[piece.part];
@@ -834,7 +887,79 @@ impl Chunks<'_> {
         let len = self.pieces.last().map_or(0, |p| p.end);
         let data = std::mem::take(&mut self.gathered);
         let pieces = std::mem::take(&mut self.pieces);
-        self.send(data, len, pieces)
+        self.send(Data::Read(data), len, pieces)
+    }
+
+    /// Sends a mapped input (part `index`) in chunks of whole lines, each
+    /// asked into memory before it goes; false once the build stops.
+    fn send_mapped(&mut self, index: usize, map: Mmap, progress: &dyn Progress) -> bool {
+        let map = Arc::new(map);
+        let text: &[u8] = &map;
+        let mut pos = 0;
+        while pos < text.len() {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let mut end = (pos + READ).min(text.len());
+            if end < text.len() {
+                match text[pos..end].iter().rposition(|&b| b == b'\n') {
+                    Some(nl) => end = pos + nl + 1,
+                    None => {
+                        if !self.overlong(index) {
+                            return false;
+                        }
+                        // The rest of the overlong line.
+                        pos = match text[end..].iter().position(|&b| b == b'\n') {
+                            Some(nl) => end + nl + 1,
+                            None => text.len(),
+                        };
+                        continue;
+                    }
+                }
+            }
+            // The parser finds the chunk's pages in memory, read from the
+            // disk here if they were not, without faulting on each.
+            #[cfg(target_os = "linux")]
+            let _ = map.advise_range(memmap2::Advice::PopulateRead, pos, end - pos);
+            progress.read((end - pos) as u64);
+            let piece = Piece {
+                part: index,
+                start: pos,
+                end,
+            };
+            if !self.send(Data::Mapped(Arc::clone(&map)), end - pos, vec![piece]) {
+                return false;
+            }
+            pos = end;
+        }
+        true
+    }
+
+    /// A line of part `index` longer than a read, at the start of the next
+    /// chunk: stops the build, or with `--skip-invalid` counts it as a
+    /// chunk of one invalid line. False when the build stops.
+    fn overlong(&mut self, index: usize) -> bool {
+        let what = format!("line longer than {READ} bytes");
+        if !self.shared.skip_invalid {
+            let fault = Fault::Bad(what);
+            self.shared.fail(
+                self.seq,
+                Failure::Line {
+                    part: index,
+                    local: 0,
+                    fault,
+                },
+            );
+            return false;
+        }
+        self.shared.invalid(self.seq, index, 0, what);
+        self.shared
+            .chunk_lines
+            .lock()
+            .expect("lines lock")
+            .insert((self.seq, index), 1);
+        self.seq += 1;
+        true
     }
 }
 
@@ -865,6 +990,23 @@ fn read_all(
         }
         let name = part.name.clone();
         let small = part.prefix.is_some() && part.size() < READ as u64 / 4;
+        if !small {
+            match part.map(MAP_MIN) {
+                Ok(Some(map)) => {
+                    if !chunks.send_gathered() || !chunks.send_mapped(index, map, progress) {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return shared.fail(
+                        chunks.seq,
+                        Failure::Error(Error::io(PathBuf::from(&name), e)),
+                    );
+                }
+            }
+        }
         let mut reader = match part.open() {
             Ok(r) => r,
             Err(e) => {
@@ -951,26 +1093,9 @@ fn read_all(
                         len = begin + nl + 1;
                     }
                     None => {
-                        let what = format!("line longer than {READ} bytes");
-                        if !shared.skip_invalid {
-                            let fault = Fault::Bad(what);
-                            return shared.fail(
-                                chunks.seq,
-                                Failure::Line {
-                                    part: index,
-                                    local: 0,
-                                    fault,
-                                },
-                            );
+                        if !chunks.overlong(index) {
+                            return;
                         }
-                        shared.invalid(chunks.seq, index, 0, what);
-                        // The overlong line counts as one line of this chunk.
-                        shared
-                            .chunk_lines
-                            .lock()
-                            .expect("lines lock")
-                            .insert((chunks.seq, index), 1);
-                        chunks.seq += 1;
                         discarding = true;
                         continue;
                     }
@@ -986,7 +1111,7 @@ fn read_all(
                     start: 0,
                     end: len,
                 };
-                if !chunks.send(buf, len, vec![piece]) {
+                if !chunks.send(Data::Read(buf), len, vec![piece]) {
                     return;
                 }
             }

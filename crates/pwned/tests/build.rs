@@ -316,6 +316,89 @@ fn malformed_lines_stop_the_build_or_are_counted() {
     Index::from_bytes(bytes).unwrap().verify().unwrap();
 }
 
+/// Files of 8 MiB and more are mapped, smaller input is read: both give
+/// the same index and the same answer about an overlong line.
+#[test]
+fn mapped_and_read_input_agree_even_on_overlong_lines() {
+    let dir = tempdir("mapped");
+    let entries = random_entries(Kind::Sha1, 230_000, 41);
+    let text = corpus(Kind::Sha1, &entries, 41);
+    assert!(
+        text.len() > 9 << 20,
+        "{} bytes: too small to be mapped",
+        text.len()
+    );
+    // A line over 4 MiB (a read) at line 100,001; the last line has no
+    // line end in `corpus` half the time: cut it off for sure.
+    let nl = text
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .nth(99_999)
+        .unwrap()
+        .0;
+    let mut overlong = text[..=nl].to_vec();
+    overlong.extend(std::iter::repeat_n(b'A', 5 << 20));
+    overlong.extend_from_slice(b"\n");
+    overlong.extend_from_slice(&text[nl + 1..]);
+    while overlong.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        overlong.pop();
+    }
+    let clean = &overlong[..=nl]
+        .iter()
+        .chain(&overlong[nl + 2 + (5 << 20)..])
+        .copied()
+        .collect::<Vec<u8>>();
+    let skipping = BuildOptions {
+        skip_invalid: true,
+        ..options(2)
+    };
+    let path = dir.join("corpus.txt");
+    let (read_clean, _) = build_text("corpus.txt", clean.clone(), 2).unwrap();
+    std::fs::write(&path, clean).unwrap();
+    let (mapped_clean, _) = build_to_vec(vec![Input::Path(path.clone())], &options(2)).unwrap();
+    assert_eq!(mapped_clean, read_clean);
+    let expect = expected(&entries);
+    let mut rng = Rng(41);
+    check_index(
+        &Index::from_bytes(mapped_clean.clone()).unwrap(),
+        &expect,
+        &mut rng,
+    );
+
+    std::fs::write(&path, &overlong).unwrap();
+    let name = path.display().to_string();
+    // Read, the line fits a buffer (a read and what was carried over) and
+    // is judged as a line; mapped, a chunk is one read.
+    let mapped = build_to_vec(vec![Input::Path(path.clone())], &options(2)).unwrap_err();
+    let read = build_text(&name, overlong.clone(), 2).unwrap_err();
+    assert_eq!(
+        mapped.to_string(),
+        format!("{name}:100001: line longer than 4194304 bytes")
+    );
+    assert!(matches!(
+        mapped.kind(),
+        ErrorKind::BadLine { line: 100_001, .. }
+    ));
+    assert!(matches!(
+        read.kind(),
+        ErrorKind::BadLine { line: 100_001, .. }
+    ));
+    let (mapped, summary) = build_to_vec(vec![Input::Path(path)], &skipping).unwrap();
+    let (read, _) = build_to_vec(
+        vec![Input::Bytes {
+            name,
+            data: overlong,
+        }],
+        &skipping,
+    )
+    .unwrap();
+    assert_eq!(summary.invalid, 1);
+    assert_eq!(mapped, read);
+    assert_eq!(mapped, mapped_clean);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn mixed_kinds_are_an_error_naming_the_line() {
     let text = b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:3\n8846F7EAEE8FB117AD06BDD830B7586C:5\n"
