@@ -82,25 +82,50 @@ fn generate(n: usize, path: &Path) {
 /// Writes `n` lines to standard output: uniform random hashes with the
 /// corpus's counts, in random order or, `sorted`, in increasing order (the
 /// top 64 bits of hash `i` drawn from the `i`-th of `n` equal slices).
+/// Lines are made in place in a large buffer (hex two digits a lookup, the
+/// count without formatting machinery): the generator shares the cores
+/// with the build it feeds, so its cost is kept small.
 fn emit(n: u64, sorted: bool) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let pairs: [[u8; 2]; 256] = std::array::from_fn(|b| [DIGITS[b >> 4], DIGITS[b & 15]]);
     let mut rng = Rng(0xE417 ^ n);
-    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    let mut line = Vec::with_capacity(64);
+    let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; (1 << 20) + 64];
+    let mut len = 0;
     let slice = u64::MAX / n.max(1);
     for i in 0..n {
         let (mut key, count) = member(&mut rng);
         if sorted {
             key.hi = i * slice + key.hi % slice.max(1);
         }
-        line.clear();
-        key.write_hex(Kind::Sha1, &mut line);
-        line.push(b':');
-        line.extend_from_slice(count.to_string().as_bytes());
-        line.extend_from_slice(b"\r\n");
-        if out.write_all(&line).is_err() {
-            return;
+        let line = &mut buf[len..len + 64];
+        for (pair, &byte) in line.chunks_exact_mut(2).zip(&key.to_bytes()) {
+            pair.copy_from_slice(&pairs[usize::from(byte)]);
+        }
+        line[40] = b':';
+        let mut digits = [0u8; 10];
+        let mut at = digits.len();
+        let mut rest = count;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let end = 41 + digits.len() - at;
+        line[41..end].copy_from_slice(&digits[at..]);
+        line[end..end + 2].copy_from_slice(b"\r\n");
+        len += end + 2;
+        if len >= 1 << 20 {
+            if out.write_all(&buf[..len]).is_err() {
+                return;
+            }
+            len = 0;
         }
     }
+    let _ = out.write_all(&buf[..len]);
     let _ = out.flush();
 }
 

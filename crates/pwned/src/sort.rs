@@ -61,9 +61,9 @@ impl Record {
 
 /// Sorts the records of `sources`, which share their top `skip` bits, by
 /// hash into `out` (its memory reused): one counting-sort pass on the next
-/// bits spreads them into about one bucket per record, straight from the
-/// sources (no copy gathers them first), then each small bucket is sorted
-/// by comparison.
+/// bits spreads them into about two buckets per record, straight from the
+/// sources (no copy gathers them first), then one insertion pass puts each
+/// bucket in order.
 pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>) {
     let n: usize = sources.iter().map(|s| s.len()).sum();
     out.clear();
@@ -72,7 +72,7 @@ pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>)
         out.sort_unstable_by_key(Record::key);
         return;
     }
-    // About two records a bucket: the offsets stay small and cache-resident.
+    // About two buckets a record: the offsets stay small and cache-resident.
     let radix = (64 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
     let shift = 64 - skip - radix;
     let mask = (1u64 << radix) - 1;
