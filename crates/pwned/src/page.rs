@@ -63,6 +63,8 @@ pub(crate) struct Encoder {
     /// `chunk_count` of them are used.
     chunks: [u32; MAX_CHUNKS],
     chunk_count: usize,
+    /// Remainder bits.
+    l: usize,
     stream: bits::Writer,
     /// Pages written so far, back to back.
     pub pages: Vec<u8>,
@@ -88,6 +90,7 @@ impl Encoder {
             lengths: 0,
             chunks,
             chunk_count,
+            l: layout.l() as usize,
             stream: bits::Writer::new(PAGE_BITS + 64),
             pages: Vec::new(),
             dir: Vec::new(),
@@ -101,11 +104,32 @@ impl Encoder {
 
     /// Adds the next key; keys must come in strictly increasing order and
     /// counts be at least 1.
+    #[inline]
     pub(crate) fn push(&mut self, key: Key, count: u64) {
         debug_assert!(count >= 1);
         let bucket = self.layout.bucket(key);
         let length = length_bits(count);
-        let fixed = 1 + self.layout.l() as usize + gamma_len(count);
+        let fixed = 1 + self.l + gamma_len(count);
+        // The usual case, kept small enough to inline: the hash fits the
+        // page being filled.
+        if let Some(&(last, ..)) = self.pending.last() {
+            let gap = bucket - last;
+            if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
+                self.pending.push((bucket, key, count));
+                self.bits += fixed + gap as usize;
+                self.lengths += length;
+                return;
+            }
+        }
+        self.push_to_next_page(bucket, key, count);
+    }
+
+    /// [`Encoder::push`] of a hash that starts a page (closing the one
+    /// before, if any).
+    #[cold]
+    fn push_to_next_page(&mut self, bucket: u64, key: Key, count: u64) {
+        let length = length_bits(count);
+        let fixed = 1 + self.l + gamma_len(count);
         loop {
             let Some(&(last, ..)) = self.pending.last() else {
                 self.continued |= self.closed_in.take() == Some(bucket);
@@ -137,7 +161,7 @@ impl Encoder {
             self.bits = 0;
             self.lengths = 0;
             for &(b, _, c) in &self.pending {
-                self.bits += (b - prev) as usize + 1 + self.layout.l() as usize + gamma_len(c);
+                self.bits += (b - prev) as usize + 1 + self.l + gamma_len(c);
                 self.lengths += length_bits(c);
                 prev = b;
             }
@@ -232,7 +256,7 @@ impl Encoder {
         let last = self.pending[n - 1].0;
         let upper = self.lengths;
         let low = upper + (last - self.first) as usize + n;
-        let mantissa = low + n * self.layout.l() as usize;
+        let mantissa = low + n * self.l;
         let w = &mut self.stream;
         w.clear();
         let (mut g, mut b, mut r, mut m) = (0, upper, low, mantissa);
