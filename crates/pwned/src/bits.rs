@@ -132,10 +132,32 @@ pub(crate) fn run_of_ones(buf: &[u8], mut pos: usize, end: usize) -> usize {
     run
 }
 
+/// ORs the low `len` (0..=64) bits of `value` into `words` at bit `at`
+/// (LSB-first); higher bits of `value` must be zero. Both words the bits
+/// may reach are written whether they reach the second or not (its part
+/// is then zero), so a write never branches on where a code ends: with
+/// codes of varying length that branch is a coin toss for the CPU.
+#[inline]
+pub(crate) fn put(words: &mut [u64], at: usize, value: u64, len: u32) {
+    debug_assert!(len == 64 || value >> len == 0);
+    let word = at / 64;
+    let shift = (at % 64) as u32;
+    let pair = &mut words[word..word + 2];
+    pair[0] |= value << shift;
+    // `value >> (64 - shift)`, and 0 for a shift of 0.
+    pair[1] |= (value >> 1) >> (63 - shift);
+}
+
+/// Sets bit `at` of `words` (LSB-first).
+#[inline]
+pub(crate) fn set(words: &mut [u64], at: usize) {
+    words[at / 64] |= 1 << (at % 64);
+}
+
 /// Bits LSB-first in a fixed buffer of 64-bit words (one page's bit
-/// stream), written at given positions: a page's four sections are filled
-/// in one pass over its hashes, each from its own cursor. Each write is two
-/// word updates at most, no loop.
+/// stream), written at given positions with [`put`] and [`set`]: a page's
+/// four sections are filled in one pass over its hashes, each from its own
+/// cursor.
 #[derive(Debug)]
 pub(crate) struct Writer {
     words: Vec<u64>,
@@ -158,26 +180,10 @@ impl Writer {
         self.len = len;
     }
 
-    /// ORs the low `len` (0..=64) bits of `value` in at bit `at`; higher
-    /// bits of `value` must be zero. Both words the bits may reach are
-    /// written whether they reach the second or not (its part is then
-    /// zero), so a write never branches on where a code ends: with codes of
-    /// varying length that branch is a coin toss for the CPU.
-    #[inline]
-    pub(crate) fn put(&mut self, at: usize, value: u64, len: u32) {
-        debug_assert!(len == 64 || value >> len == 0);
-        let word = at / 64;
-        let shift = (at % 64) as u32;
-        let words = &mut self.words[word..word + 2];
-        words[0] |= value << shift;
-        // `value >> (64 - shift)`, and 0 for a shift of 0.
-        words[1] |= (value >> 1) >> (63 - shift);
-    }
-
-    /// Sets bit `at`.
-    #[inline]
-    pub(crate) fn set(&mut self, at: usize) {
-        self.words[at / 64] |= 1 << (at % 64);
+    /// The words, to write with [`put`] and [`set`] (a slice held in a
+    /// local, whose address stays in a register between writes).
+    pub(crate) fn words(&mut self) -> &mut [u64] {
+        &mut self.words
     }
 
     /// Clears the writer.
@@ -253,9 +259,9 @@ mod tests {
             }
             for &(at, value, len) in &writes {
                 if len == 1 && value == 1 && round == 0 {
-                    w.set(at);
+                    set(w.words(), at);
                 } else {
-                    w.put(at, value, len);
+                    put(w.words(), at, value, len);
                 }
             }
             w.set_len(want.len());
@@ -276,11 +282,11 @@ mod tests {
     fn write_then_read_and_select() {
         let mut w = Writer::new(4096);
         // zeros/ones pattern: 0 0 1 1 0 1, then values.
-        w.set(2);
-        w.set(3);
-        w.set(5);
-        w.put(6, 0x1_2345_6789_abcd, 49);
-        w.set(155);
+        set(w.words(), 2);
+        set(w.words(), 3);
+        set(w.words(), 5);
+        put(w.words(), 6, 0x1_2345_6789_abcd, 49);
+        set(w.words(), 155);
         let len = 156;
         w.set_len(len);
         let mut buf = vec![0u8; len.div_ceil(8)];

@@ -257,19 +257,19 @@ impl Encoder {
         let upper = self.lengths;
         let low = upper + (last - self.first) as usize + n;
         let mantissa = low + n * self.l;
-        let w = &mut self.stream;
-        w.clear();
+        self.stream.clear();
+        let w = self.stream.words();
         let (mut g, mut b, mut r, mut m) = (0, upper, low, mantissa);
         let mut prev = self.first;
         for &(bucket, key, count) in &self.pending {
             // Count length: e zeros and a one.
             let e = 63 - count.leading_zeros();
             g += e as usize;
-            w.set(g);
+            bits::set(w, g);
             g += 1;
             // Bucket: the gap from the last one in zeros, and a one.
             b += (bucket - prev) as usize;
-            w.set(b);
+            bits::set(w, b);
             b += 1;
             prev = bucket;
             // The remainder at the top of three words, then its chunks
@@ -281,21 +281,21 @@ impl Encoder {
                 let start = c as u32 * CHUNK;
                 let (word, at) = ((start / 64) as usize, start % 64);
                 let top = funnel(rest[word], rest[word + 1], at);
-                w.put(r, top >> (64 - len), len);
+                bits::put(w, r, top >> (64 - len), len);
                 r += len as usize;
             }
-            w.put(m, count & !(1u64 << e), e);
+            bits::put(w, m, count & !(1u64 << e), e);
             m += e as usize;
         }
         debug_assert_eq!((g, b, r, m), (upper, low, mantissa, self.bits));
-        w.set_len(m);
+        self.stream.set_len(m);
         let start = self.pages.len();
         self.pages.resize(start + PAGE, 0);
         let page = &mut self.pages[start..];
         page[0..2].copy_from_slice(&(n as u16).to_le_bytes());
         page[2..4].copy_from_slice(&(upper as u16).to_le_bytes());
         page[4..6].copy_from_slice(&(low as u16).to_le_bytes());
-        w.copy_to(&mut page[PAGE_HEADER..]);
+        self.stream.copy_to(&mut page[PAGE_HEADER..]);
         let flag = if self.continued { CONTINUED } else { 0 };
         self.dir.push(DirEntry {
             first: self.first | flag,
