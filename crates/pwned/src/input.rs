@@ -253,8 +253,8 @@ pub(crate) enum LineError {
 /// digits that is not 0, then `\n`, `\r\n` or the end. Returns the key, the
 /// count and where the next line starts; `None` for anything else, which
 /// [`parse_line`] then takes (and judges).
-#[inline]
-pub(crate) fn quick_line(
+#[inline(always)]
+pub(crate) fn quick_line<const WIDE: bool>(
     kind: Kind,
     prefix: Option<u64>,
     hex_len: usize,
@@ -266,12 +266,24 @@ pub(crate) fn quick_line(
         return None;
     }
     let key = match prefix {
-        None => Key::from_hex(kind, &line[..hex_len])?,
+        None => decode::<WIDE>(kind, &line[..hex_len])?,
         Some(prefix) => Key::from_range_hex(kind, prefix, &line[..hex_len])?,
     };
     // Nine digits always fit 32 bits.
     let (count, next) = count_then_next(data, pos + hex_len + 1, 9)?;
     (count > 0).then_some((key, count as u32, next))
+}
+
+/// [`Key::from_hex`], in one AVX2 register with `WIDE`: only callers that
+/// checked the CPU has AVX2 ask for it (see `prepare`'s parser).
+#[inline(always)]
+fn decode<const WIDE: bool>(kind: Kind, text: &[u8]) -> Option<Key> {
+    #[cfg(target_arch = "x86_64")]
+    if WIDE {
+        // SAFETY: `WIDE` is only passed by code that found AVX2 present.
+        return unsafe { Key::from_hex_avx2(kind, text) };
+    }
+    Key::from_hex(kind, text)
 }
 
 /// The decimal count at `at` of `data`, 1 to `max` digits (at most 19, so

@@ -1141,8 +1141,44 @@ fn parse_chunk(shared: &Shared, chunk: &Chunk, prefixes: &[Option<[u8; 5]>], sin
 }
 
 /// Parses the lines of one input in chunk `seq`; false once the build
-/// fails.
+/// fails. Hashes are decoded 32 digits at a time where the CPU has AVX2.
 fn parse_piece(
+    shared: &Shared,
+    seq: u64,
+    part: usize,
+    data: &[u8],
+    prefix: Option<&[u8; 5]>,
+    sink: &mut impl Sink,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, the one feature the function enables.
+        return unsafe { parse_piece_avx2(shared, seq, part, data, prefix, sink) };
+    }
+    parse_lines::<false>(shared, seq, part, data, prefix, sink)
+}
+
+/// [`parse_piece`] compiled for AVX2.
+///
+/// # Safety
+///
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn parse_piece_avx2(
+    shared: &Shared,
+    seq: u64,
+    part: usize,
+    data: &[u8],
+    prefix: Option<&[u8; 5]>,
+    sink: &mut impl Sink,
+) -> bool {
+    parse_lines::<true>(shared, seq, part, data, prefix, sink)
+}
+
+/// [`parse_piece`]'s loop; `WIDE` only when the CPU has AVX2.
+#[inline(always)]
+fn parse_lines<const WIDE: bool>(
     shared: &Shared,
     seq: u64,
     part: usize,
@@ -1161,7 +1197,8 @@ fn parse_piece(
         false
     };
     while pos < data.len() {
-        if let Some((key, count, next)) = input::quick_line(kind, ascii, hex_len, data, pos) {
+        if let Some((key, count, next)) = input::quick_line::<WIDE>(kind, ascii, hex_len, data, pos)
+        {
             if let Err(e) = sink.put(Record::new(key, count)) {
                 shared.fail(u64::MAX, Failure::Error(e));
                 return false;
