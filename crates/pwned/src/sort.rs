@@ -11,6 +11,7 @@ pub(crate) trait Sink {
 
 /// One parsed line: a hash and its (capped) count, 24 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
 pub(crate) struct Record {
     pub hi: u64,
     pub mid: u64,
@@ -20,6 +21,27 @@ pub(crate) struct Record {
 
 /// Bytes of a record in a spill file.
 pub(crate) const RECORD_BYTES: usize = 24;
+
+// Four integers, no padding: a record's memory is its spill encoding on a
+// little-endian machine (see `as_bytes`).
+const _: () = assert!(std::mem::size_of::<Record>() == RECORD_BYTES);
+
+/// The memory of `records`, which on a little-endian machine is what a
+/// spill file holds for them ([`Record::write`]'s encoding).
+pub(crate) fn as_bytes(records: &[Record]) -> &[u8] {
+    // SAFETY: a record is four integers with no padding (repr(C), size
+    // asserted above), so its memory is initialised bytes; the length is
+    // the slice's.
+    unsafe { std::slice::from_raw_parts(records.as_ptr().cast(), std::mem::size_of_val(records)) }
+}
+
+/// [`as_bytes`], to write into: any bytes make valid records.
+pub(crate) fn as_bytes_mut(records: &mut [Record]) -> &mut [u8] {
+    let len = std::mem::size_of_val(records);
+    // SAFETY: as in `as_bytes`; and every byte pattern is a valid record
+    // (integers only), so writing any bytes leaves valid records.
+    unsafe { std::slice::from_raw_parts_mut(records.as_mut_ptr().cast(), len) }
+}
 
 impl Record {
     pub(crate) fn new(key: Key, count: u32) -> Record {
@@ -47,14 +69,15 @@ impl Record {
         out.extend_from_slice(&self.count.to_le_bytes());
     }
 
-    pub(crate) fn read(b: &[u8]) -> Record {
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    /// The record whose encoding ([`Record::write`]) was read into its
+    /// memory as it is ([`as_bytes_mut`]): itself on a little-endian
+    /// machine.
+    pub(crate) fn decoded(self) -> Record {
         Record {
-            hi: u64_at(0),
-            mid: u64_at(8),
-            lo: u32_at(16),
-            count: u32_at(20),
+            hi: u64::from_le(self.hi),
+            mid: u64::from_le(self.mid),
+            lo: u32::from_le(self.lo),
+            count: u32::from_le(self.count),
         }
     }
 }
