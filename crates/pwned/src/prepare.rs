@@ -402,6 +402,8 @@ struct Packed {
 struct Scratch {
     spilled: Vec<Record>,
     sorted: Vec<Record>,
+    /// The first pass of a large partition's sort.
+    spare: Vec<Record>,
 }
 
 /// Sorts the partitions of a group, merges duplicates and packs pages.
@@ -426,7 +428,7 @@ fn pack(
             .map(Vec::as_slice)
             .chain([scratch.spilled.as_slice()])
             .collect();
-        sort::sort_into(&sources, PART_BITS, &mut scratch.sorted);
+        sort::sort_into(&sources, PART_BITS, &mut scratch.sorted, &mut scratch.spare);
         let merged = encoder.push_sorted(&scratch.sorted);
         hashes += merged.hashes;
         duplicates += merged.duplicates;

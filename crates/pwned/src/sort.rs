@@ -86,34 +86,55 @@ impl Record {
 /// hash into `out` (its memory reused): one counting-sort pass on the next
 /// bits spreads them into about two buckets per record, straight from the
 /// sources (no copy gathers them first), then one insertion pass puts each
-/// bucket in order.
-pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>) {
+/// bucket in order. A partition of [`TWO_PASS`] records or more is first
+/// spread by its next [`COARSE`] bits into `spare` (memory reused too), and
+/// each of those ranges sorted on its own: the buckets of one pass over a
+/// partition that large (a billion hashes make partitions of four million
+/// records) would span more memory than any cache holds.
+pub(crate) fn sort_into(
+    sources: &[&[Record]],
+    skip: u32,
+    out: &mut Vec<Record>,
+    spare: &mut Vec<Record>,
+) {
     let n: usize = sources.iter().map(|s| s.len()).sum();
     out.clear();
+    out.resize(n, Record::default());
+    if n < TWO_PASS || skip + COARSE >= 64 {
+        sort_slice(sources, skip, out);
+        return;
+    }
+    spare.clear();
+    spare.resize(n, Record::default());
+    let offsets = scatter(sources, skip, COARSE, spare);
+    for w in offsets.windows(2) {
+        let range = w[0] as usize..w[1] as usize;
+        sort_slice(&[&spare[range.clone()]], skip + COARSE, &mut out[range]);
+    }
+}
+
+/// Records from which a partition is sorted in two passes.
+const TWO_PASS: usize = 1 << 19;
+
+/// Bits the first of two passes spreads records by.
+const COARSE: u32 = 8;
+
+/// [`sort_into`]'s one pass: the records of `sources` sorted into `out`,
+/// which has room for exactly all of them.
+fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record]) {
+    let n = out.len();
     if n < 256 {
-        out.extend(sources.iter().flat_map(|s| s.iter().copied()));
+        let mut at = 0;
+        for source in sources {
+            out[at..at + source.len()].copy_from_slice(source);
+            at += source.len();
+        }
         out.sort_unstable_by_key(Record::key);
         return;
     }
     // About two buckets a record: the offsets stay small and cache-resident.
     let radix = (64 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
-    let shift = 64 - skip - radix;
-    let mask = (1u64 << radix) - 1;
-    let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
-    let mut offsets = vec![0u32; (1 << radix) + 1];
-    for r in sources.iter().flat_map(|s| s.iter()) {
-        offsets[digit(r) + 1] += 1;
-    }
-    for i in 1..offsets.len() {
-        offsets[i] += offsets[i - 1];
-    }
-    out.resize(n, Record::default());
-    let mut next = offsets.clone();
-    for r in sources.iter().flat_map(|s| s.iter()) {
-        let d = digit(r);
-        out[next[d] as usize] = *r;
-        next[d] += 1;
-    }
+    let offsets = scatter(sources, skip, radix, out);
     // Each record is now in its bucket, buckets in order: one insertion
     // pass sorts them, its branch rarely taken (a bucket holds about two
     // records) where a call a bucket is a coin toss. A record never moves
@@ -128,6 +149,29 @@ pub(crate) fn sort_into(sources: &[&[Record]], skip: u32, out: &mut Vec<Record>)
             }
         }
     }
+}
+
+/// Counting sort of `sources` into `out` (room for exactly all of them)
+/// by the `radix` bits after the top `skip`: returns where each bucket
+/// starts, and the end.
+fn scatter(sources: &[&[Record]], skip: u32, radix: u32, out: &mut [Record]) -> Vec<u32> {
+    let shift = 64 - skip - radix;
+    let mask = (1u64 << radix) - 1;
+    let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
+    let mut offsets = vec![0u32; (1 << radix) + 1];
+    for r in sources.iter().flat_map(|s| s.iter()) {
+        offsets[digit(r) + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut next = offsets.clone();
+    for r in sources.iter().flat_map(|s| s.iter()) {
+        let d = digit(r);
+        out[next[d] as usize] = *r;
+        next[d] += 1;
+    }
+    offsets
 }
 
 /// Furthest a record moves in the insertion pass before the pass gives up.
@@ -166,9 +210,16 @@ mod tests {
         let mut next = crate::testing::rng(0x1234_5678_9abc_def0);
         // Crowded buckets (a tenth of the records share all but their low
         // 8 bits) first, last, or none: the insertion pass gives up early,
-        // late, or never.
+        // late, or never; in one pass or, from TWO_PASS records, two.
         let cases = [0, 1, 255, 256, 5000, 70_000].map(|n| (n, 0));
-        for (n, crowd) in cases.into_iter().chain([(70_000, u64::MAX), (70_000, 1)]) {
+        let two_pass = TWO_PASS + 1000;
+        let more = [
+            (70_000, u64::MAX),
+            (70_000, 1),
+            (two_pass, 0),
+            (two_pass, u64::MAX),
+        ];
+        for (n, crowd) in cases.into_iter().chain(more) {
             let mut records: Vec<Record> = (0..n)
                 .map(|i| Record {
                     // Same top 8 bits, some duplicates.
@@ -188,10 +239,10 @@ mod tests {
             // From one source, and from the same records cut in three.
             let (a, rest) = records.split_at(n / 3);
             let (b, c) = rest.split_at(rest.len() / 2);
-            let mut cut = Vec::new();
-            sort_into(&[a, b, c], 8, &mut cut);
+            let (mut cut, mut spare) = (Vec::new(), Vec::new());
+            sort_into(&[a, b, c], 8, &mut cut, &mut spare);
             let mut whole = vec![Record::default(); 3];
-            sort_into(&[&records], 8, &mut whole);
+            sort_into(&[&records], 8, &mut whole, &mut spare);
             assert_eq!(cut, whole);
             records = whole;
             let keys: Vec<Key> = records.iter().map(Record::key).collect();
