@@ -99,7 +99,10 @@ fn emit(n: u64, sorted: bool) {
             key.hi = i * slice + key.hi % slice.max(1);
         }
         let line = &mut buf[len..len + 64];
-        for (pair, &byte) in line.chunks_exact_mut(2).zip(&key.to_bytes()) {
+        let bytes = key.to_bytes();
+        let (head, tail) = line[..40].split_at_mut(32);
+        hex16(bytes[..16].try_into().unwrap(), head.try_into().unwrap());
+        for (pair, &byte) in tail.chunks_exact_mut(2).zip(&bytes[16..]) {
             pair.copy_from_slice(&pairs[usize::from(byte)]);
         }
         line[40] = b':';
@@ -127,6 +130,38 @@ fn emit(n: u64, sorted: bool) {
     }
     let _ = out.write_all(&buf[..len]);
     let _ = out.flush();
+}
+
+/// 16 bytes in uppercase hex, in SSE2 registers on x86-64.
+fn hex16(bytes: &[u8; 16], out: &mut [u8; 32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64; loads and stores are unaligned
+        // and within `bytes` and `out`.
+        unsafe {
+            let v = _mm_loadu_si128(bytes.as_ptr().cast());
+            let low = _mm_set1_epi8(0x0f);
+            let hi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+            let lo = _mm_and_si128(v, low);
+            // '0' + x, and 7 more for a letter.
+            let ascii = |x| {
+                let letter = _mm_cmpgt_epi8(x, _mm_set1_epi8(9));
+                _mm_add_epi8(
+                    _mm_add_epi8(x, _mm_set1_epi8(b'0' as i8)),
+                    _mm_and_si128(letter, _mm_set1_epi8(7)),
+                )
+            };
+            let first = ascii(_mm_unpacklo_epi8(hi, lo));
+            let second = ascii(_mm_unpackhi_epi8(hi, lo));
+            _mm_storeu_si128(out.as_mut_ptr().cast(), first);
+            _mm_storeu_si128(out.as_mut_ptr().add(16).cast(), second);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (pair, &byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(format!("{byte:02X}").as_bytes());
+    }
 }
 
 fn shell(cmd: &str) -> (f64, bool) {
