@@ -116,26 +116,28 @@ impl Part {
 
     /// The part mapped into memory, when it is a plain text file of at
     /// least `min` bytes (read through the mapping, the page cache's bytes
-    /// are not copied once more); `None` for anything else.
-    pub(crate) fn map(&self, min: u64) -> io::Result<Option<memmap2::Mmap>> {
+    /// are not copied once more); `None` for anything else, and when it
+    /// cannot be mapped (the part is then read, which reports any error).
+    pub(crate) fn map(&self, min: u64) -> Option<memmap2::Mmap> {
         let PartSource::File(path) = &self.source else {
-            return Ok(None);
+            return None;
         };
-        if sniff(path)? != Sniffed::Text {
-            return Ok(None);
+        if sniff(path).ok()? != Sniffed::Text {
+            return None;
         }
-        let file = File::open(path)?;
-        if !file.metadata()?.is_file() || file.metadata()?.len() < min {
-            return Ok(None);
+        let file = File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.len() < min {
+            return None;
         }
         // SAFETY: the mapping is only read. A file cut shorter by another
         // process while it is mapped would fault the reader (SIGBUS); the
         // README says not to truncate a corpus while prepare reads it, as
         // it says of indexes.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
+        let map = unsafe { memmap2::Mmap::map(&file).ok()? };
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(Some(map))
+        Some(map)
     }
 
     /// Bytes of text the part holds, when known (0 when not: standard

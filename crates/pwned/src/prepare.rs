@@ -992,22 +992,11 @@ fn read_all(
         }
         let name = part.name.clone();
         let small = part.prefix.is_some() && part.size() < READ as u64 / 4;
-        if !small {
-            match part.map(MAP_MIN) {
-                Ok(Some(map)) => {
-                    if !chunks.send_gathered() || !chunks.send_mapped(index, map, progress) {
-                        return;
-                    }
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return shared.fail(
-                        chunks.seq,
-                        Failure::Error(Error::io(PathBuf::from(&name), e)),
-                    );
-                }
+        if !small && let Some(map) = part.map(MAP_MIN) {
+            if !chunks.send_gathered() || !chunks.send_mapped(index, map, progress) {
+                return;
             }
+            continue;
         }
         let mut reader = match part.open() {
             Ok(r) => r,
