@@ -108,42 +108,45 @@ impl Encoder {
     pub(crate) fn push(&mut self, key: Key, count: u64) {
         debug_assert!(count >= 1);
         let bucket = self.layout.bucket(key);
-        let length = length_bits(count);
-        let fixed = 1 + self.l + gamma_len(count);
         // The usual case, kept small enough to inline: the hash fits the
         // page being filled.
-        if let Some(&(last, ..)) = self.pending.last() {
-            let gap = bucket - last;
-            if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
-                self.pending.push((bucket, key, count));
-                self.bits += fixed + gap as usize;
-                self.lengths += length;
-                return;
-            }
+        if !self.append(bucket, key, count) {
+            self.push_to_next_page(bucket, key, count);
         }
-        self.push_to_next_page(bucket, key, count);
     }
 
-    /// [`Encoder::push`] of a hash that starts a page (closing the one
-    /// before, if any).
+    /// Adds the hash to the page being filled if there is one and it fits
+    /// there; false if not.
+    #[inline(always)]
+    fn append(&mut self, bucket: u64, key: Key, count: u64) -> bool {
+        let Some(&(last, ..)) = self.pending.last() else {
+            return false;
+        };
+        let fixed = 1 + self.l + gamma_len(count);
+        let gap = bucket - last;
+        if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
+            self.pending.push((bucket, key, count));
+            self.bits += fixed + gap as usize;
+            self.lengths += length_bits(count);
+            return true;
+        }
+        false
+    }
+
+    /// [`Encoder::push`] of a hash that does not fit the page being filled
+    /// (or starts the first): closes pages until it fits.
     #[cold]
     fn push_to_next_page(&mut self, bucket: u64, key: Key, count: u64) {
-        let length = length_bits(count);
-        let fixed = 1 + self.l + gamma_len(count);
         loop {
             let Some(&(last, ..)) = self.pending.last() else {
                 self.continued |= self.closed_in.take() == Some(bucket);
                 self.first = bucket;
                 self.pending.push((bucket, key, count));
-                self.bits = fixed;
-                self.lengths = length;
+                self.bits = 1 + self.l + gamma_len(count);
+                self.lengths = length_bits(count);
                 return;
             };
-            let gap = bucket - last;
-            if gap < PAGE_BITS as u64 && self.bits + fixed + gap as usize <= PAGE_BITS {
-                self.pending.push((bucket, key, count));
-                self.bits += fixed + gap as usize;
-                self.lengths += length;
+            if self.append(bucket, key, count) {
                 return;
             }
             if bucket != last || self.pending[0].0 == bucket {
