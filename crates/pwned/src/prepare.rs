@@ -1114,62 +1114,54 @@ fn read_all(
     chunks.send_gathered();
 }
 
-/// Parses a chunk into `sink`, piece by piece.
+/// Parses a chunk into `sink`, piece by piece. Hashes are decoded 32
+/// digits at a time where the CPU has AVX2.
 fn parse_chunk(shared: &Shared, chunk: &Chunk, prefixes: &[Option<[u8; 5]>], sink: &mut impl Sink) {
-    for piece in &chunk.pieces {
-        let data = &chunk.data[piece.start..piece.end];
-        if !parse_piece(
-            shared,
-            chunk.seq,
-            piece.part,
-            data,
-            prefixes[piece.part].as_ref(),
-            sink,
-        ) {
-            return;
-        }
-    }
-}
-
-/// Parses the lines of one input in chunk `seq`; false once the build
-/// fails. Hashes are decoded 32 digits at a time where the CPU has AVX2.
-fn parse_piece(
-    shared: &Shared,
-    seq: u64,
-    part: usize,
-    data: &[u8],
-    prefix: Option<&[u8; 5]>,
-    sink: &mut impl Sink,
-) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, the one feature the function enables.
-        return unsafe { parse_piece_avx2(shared, seq, part, data, prefix, sink) };
+        return unsafe { parse_chunk_avx2(shared, chunk, prefixes, sink) };
     }
-    parse_lines::<false>(shared, seq, part, data, prefix, sink)
+    parse_pieces::<false>(shared, chunk, prefixes, sink);
 }
 
-/// [`parse_piece`] compiled for AVX2.
+/// [`parse_chunk`] compiled for AVX2.
 ///
 /// # Safety
 ///
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn parse_piece_avx2(
+unsafe fn parse_chunk_avx2(
     shared: &Shared,
-    seq: u64,
-    part: usize,
-    data: &[u8],
-    prefix: Option<&[u8; 5]>,
+    chunk: &Chunk,
+    prefixes: &[Option<[u8; 5]>],
     sink: &mut impl Sink,
-) -> bool {
-    parse_lines::<true>(shared, seq, part, data, prefix, sink)
+) {
+    parse_pieces::<true>(shared, chunk, prefixes, sink);
 }
 
-/// [`parse_piece`]'s loop; `WIDE` only when the CPU has AVX2.
+/// [`parse_chunk`]'s loop; `WIDE` only when the CPU has AVX2.
 #[inline(always)]
-fn parse_lines<const WIDE: bool>(
+fn parse_pieces<const WIDE: bool>(
+    shared: &Shared,
+    chunk: &Chunk,
+    prefixes: &[Option<[u8; 5]>],
+    sink: &mut impl Sink,
+) {
+    for piece in &chunk.pieces {
+        let data = &chunk.data[piece.start..piece.end];
+        let prefix = prefixes[piece.part].as_ref();
+        if !parse_piece::<WIDE>(shared, chunk.seq, piece.part, data, prefix, sink) {
+            return;
+        }
+    }
+}
+
+/// Parses the lines of one input in chunk `seq`; false once the build
+/// fails.
+#[inline(always)]
+fn parse_piece<const WIDE: bool>(
     shared: &Shared,
     seq: u64,
     part: usize,
