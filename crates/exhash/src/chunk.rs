@@ -12,7 +12,8 @@
 //! thread. When the spare is not ready in time, the store takes a chunk of
 //! small pages instead, faulted 4 KiB at a time, rather than wait.
 //!
-//! The thread holds no lock the inserting thread may need: mapping and
+//! The thread never preempts another on waking (`SCHED_BATCH`), and
+//! holds no lock the inserting thread may need: mapping and
 //! advising a chunk take the process's memory-map lock for writing, so
 //! the store does them; and the first fault in a fresh mapping takes that
 //! lock too (Linux sets up the mapping's reverse map under it), so the
@@ -192,7 +193,7 @@ fn prefault_thread() -> Option<&'static Sender<Order>> {
                 // up on the insert that starts the thread.
                 .stack_size(64 * 1024)
                 .spawn(move || {
-                    yield_to_everything();
+                    never_preempt_on_waking();
                     for (mut chunk, reply) in inbox {
                         chunk.prefault(CHUNK_PAGES);
                         // The store may be gone; its chunk goes with it.
@@ -205,19 +206,23 @@ fn prefault_thread() -> Option<&'static Sender<Order>> {
         .as_ref()
 }
 
-/// Put the calling thread behind every other (Linux: `SCHED_IDLE`, which
-/// runs it only on a CPU nothing else wants), so that waking it to fault a
-/// chunk in never preempts the inserting thread on a busy machine. (A
-/// normal thread, woken on the inserting thread's CPU, took it over for
-/// 300 µs of zeroing.) Elsewhere a no-op.
-fn yield_to_everything() {
+/// Make the calling thread one that never preempts another on waking
+/// (Linux: `SCHED_BATCH`), so that ordering a chunk does not hand the
+/// inserting thread's CPU to the prefault thread: a normal thread, woken
+/// there, took it over for the 300 µs of zeroing, at every order. It keeps
+/// a normal thread's share of the CPU, so that the chunks arrive in time
+/// on a busy machine: at `SCHED_IDLE`, which runs only on a CPU nothing
+/// else wants, they came late for nearly every chunk of a 1M-pair load
+/// while other builds kept both cores busy, and those chunks fell back to
+/// small pages (puts and lookups 10-30% slower). Elsewhere a no-op.
+fn never_preempt_on_waking() {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 0 };
         // SAFETY: `param` is a valid `sched_param` for the call's
         // duration; pid 0 is the calling thread. Failure leaves the
         // thread's policy as it was, which only costs latency.
-        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
     }
 }
 
