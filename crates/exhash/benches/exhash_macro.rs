@@ -121,16 +121,21 @@ fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
     println!(
         "\nlongest single put while loading {n} {pattern:?} pairs (each put's fastest of {runs} runs)"
     );
-    println!("| memory | longest put µs | at N | puts over 10 µs | puts over 100 µs |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| memory | longest put µs | at N | puts over 10 µs | puts over 100 µs | table in huge pages MiB |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     let stores: [(&str, NewStore); 2] = [
         ("huge pages (default)", MemoryStore::new),
         ("small pages", MemoryStore::with_small_pages),
     ];
     for (name, store) in stores {
         let s = stalls(&pairs, runs, store);
+        let huge = s.huge_page_bytes.map_or("-".to_string(), |b| {
+            format!("{:.0}", b as f64 / (1 << 20) as f64)
+        });
         println!(
-            "| {name} | {:.1} | {} | {} | {} |",
+            "| {name} | {:.1} | {} | {} | {} | {huge} |",
             s.max_us, s.at, s.over_10us, s.over_100us
         );
     }

@@ -173,6 +173,19 @@ pub struct Stalls {
     pub over_10us: usize,
     /// Puts that took longer than 100 µs.
     pub over_100us: usize,
+    /// How much of the process's memory the loaded table added in
+    /// transparent huge pages, in bytes (Linux only: `AnonHugePages` of
+    /// `/proc/self/smaps_rollup`, after the last run against before the
+    /// first).
+    pub huge_page_bytes: Option<u64>,
+}
+
+/// The process's anonymous memory in transparent huge pages, in bytes.
+fn anon_huge_bytes() -> Option<u64> {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = rollup.lines().find(|l| l.starts_with("AnonHugePages:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Load `pairs` into a new [`ExHash`] (over `store()`) `runs` times, timing every put
@@ -183,6 +196,8 @@ pub struct Stalls {
 /// interrupted (a preempted thread, a busy host) is timed again.
 pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> Stalls {
     let mut best = vec![f32::INFINITY; pairs.len()];
+    let before = anon_huge_bytes();
+    let mut after = None;
     for _ in 0..runs.max(1) {
         let mut table = ExHash::with_store(store());
         for (&(k, v), best) in pairs.iter().zip(best.iter_mut()) {
@@ -190,6 +205,7 @@ pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> 
             table.insert(k, v);
             *best = best.min(start.elapsed().as_nanos() as f32 / 1000.0);
         }
+        after = anon_huge_bytes();
         black_box(&table);
     }
     let (at, &max) = best
@@ -202,6 +218,7 @@ pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> 
         at,
         over_10us: best.iter().filter(|&&t| t > 10.0).count(),
         over_100us: best.iter().filter(|&&t| t > 100.0).count(),
+        huge_page_bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
     }
 }
 

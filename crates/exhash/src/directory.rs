@@ -25,15 +25,20 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
+    /// Double the directory into the room laid out for it, then lay out
+    /// room for the next doubling, to be faulted in by the splits until
+    /// then: the doubling itself only copies slots into memory already
+    /// there (`room.rs`).
     fn double_directory(&mut self) {
         let n = self.dir.len();
-        // In place, from the end: no second vector to fault in.
-        self.dir.resize(2 * n, 0);
-        for i in (0..n).rev() {
-            let slot = self.dir[i];
-            self.dir[2 * i] = slot;
-            self.dir[2 * i + 1] = slot;
+        let mut next = self.next_dir.take(2 * n);
+        next.resize(2 * n, 0);
+        for (pair, &slot) in next.chunks_exact_mut(2).zip(&self.dir) {
+            pair[0] = slot;
+            pair[1] = slot;
         }
+        self.dir = next;
+        self.next_dir.lay_out(4 * n);
         self.global_depth += 1;
         self.at_global = 0;
     }
@@ -110,6 +115,14 @@ impl<S: PageStore> ExHash<S> {
         if depth == self.global_depth {
             self.at_global += 2;
         }
+        // The splits before the next doubling (about one for each page at
+        // global depth) outnumber the 4 KiB pieces of its room (one for
+        // each 1024 slots) several hundred times over from 2^12 slots on;
+        // those before the page table's next growth (one a page) its
+        // pieces (one for each 341 pages) as much. A few a split keep
+        // ahead of uneven splitting.
+        self.next_dir.fault_in(4);
+        self.next_meta.fault_in(2);
     }
 
     /// After a removal: while the page of hash `h` is underfull and its
@@ -170,7 +183,10 @@ impl<S: PageStore> ExHash<S> {
     }
 
     fn halve_directory(&mut self) {
-        self.dir = self.dir.iter().step_by(2).copied().collect();
+        let halved = self.dir.iter().step_by(2).copied().collect();
+        // The old directory, faulted in, is the room for doubling again.
+        let old = std::mem::replace(&mut self.dir, halved);
+        self.next_dir.recycle(old);
         self.global_depth -= 1;
         let g = self.global_depth;
         self.at_global = self.meta.iter().filter(|m| m.depth == g).count();

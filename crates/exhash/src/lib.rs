@@ -8,10 +8,12 @@
 //!   entry lives in its home group or one of the next [`REACH`]` - 1`.
 //! - [`ExHash`] (`table.rs`): get, insert, remove; `directory.rs`: splits,
 //!   merges, directory doubling and halving; `layout.rs`: depths, page
-//!   metadata, directory slots.
+//!   metadata, directory slots; `room.rs`: room for the directory's and
+//!   the page table's next growth, faulted in ahead.
 //! - `piece.rs`, `legacy.rs`: reading the pages of format versions 1 and 2,
 //!   whose files are laid out afresh when opened.
-//! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`];
+//! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`],
+//!   whose 2 MiB chunks (`chunk.rs`) are made and faulted in ahead of need;
 //!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
 //!
@@ -42,6 +44,7 @@
 /// benchmarks (feature `bench`).
 #[cfg(feature = "bench")]
 pub mod bench;
+mod chunk;
 mod device;
 mod directory;
 mod error;
@@ -59,6 +62,7 @@ pub mod mix;
 mod mix;
 mod piece;
 mod prefetch;
+mod room;
 mod stats;
 mod store;
 mod table;

@@ -93,12 +93,14 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
-    /// Bytes held by pages, directory and page table (the figure the
-    /// benchmarks divide by the entry count).
+    /// Bytes held by pages, directory and page table, with the room for
+    /// their next growth faulted in so far (the figure the benchmarks
+    /// divide by the entry count).
     pub fn memory_bytes(&self) -> u64 {
         let pages = self.meta.iter().filter(|m| m.depth != 0).count() as u64;
         pages * PAGE_SIZE as u64
             + self.dir.len() as u64 * 4
+            + (self.next_dir.bytes() + self.next_meta.bytes()) as u64
             + self.meta.len() as u64 * std::mem::size_of::<PageMeta>() as u64
             + self.spill.len() as u64 * 16
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::group::{self, Narrow, Shape, Wide, narrow};
 use crate::layout::{DirSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
 use crate::mix::{hash_of_position, mix, position_high, unmix};
+use crate::room::Room;
 use crate::store::{MemoryStore, Page, PageId, PageStore};
 
 /// How many keys ahead the batch operations prefetch a key's tags (and
@@ -31,6 +32,11 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) len: u64,
     pub(crate) spill: BTreeMap<u64, u64>,
     pub(crate) at_global: usize,
+    /// Room for the directory's next doubling, laid out at the last one
+    /// and faulted in a little at each split (`directory.rs`).
+    pub(crate) next_dir: Room<DirSlot>,
+    /// Room for the page table's next growth, the same way.
+    pub(crate) next_meta: Room<PageMeta>,
     /// Working page for splits and merges, kept so that they do not
     /// allocate.
     pub(crate) scratch: Box<Page>,
@@ -43,13 +49,17 @@ impl ExHash<MemoryStore> {
     }
 
     /// An empty table in memory with pages for about `n` entries already
-    /// laid out, so that filling it to `n` splits few pages.
+    /// laid out, and their memory faulted in, so that filling it to `n`
+    /// splits few pages and waits for no fresh memory.
     pub fn with_capacity(n: usize) -> ExHash<MemoryStore> {
         // Pages hold about 370 random pairs at a typical fill; start one
         // level shallower than that and let the densest pages split.
         let pages = (n / 370).max(1);
         let depth = (usize::BITS - 1 - pages.leading_zeros()) as u8;
-        ExHash::with_store_and_depth(MemoryStore::new(), depth.clamp(MIN_DEPTH, 20))
+        let depth = depth.clamp(MIN_DEPTH, 20);
+        let mut store = MemoryStore::new();
+        store.reserve(1 << depth);
+        ExHash::with_store_and_depth(store, depth)
     }
 }
 
@@ -93,6 +103,10 @@ impl<S: PageStore> ExHash<S> {
         spill: BTreeMap<u64, u64>,
     ) -> ExHash<S> {
         let at_global = meta.iter().filter(|m| m.depth == global_depth).count();
+        let mut next_dir = Room::default();
+        next_dir.lay_out(2 * dir.len());
+        let mut next_meta = Room::default();
+        next_meta.lay_out(2 * meta.capacity().max(1));
         ExHash {
             store,
             dir,
@@ -101,6 +115,8 @@ impl<S: PageStore> ExHash<S> {
             len,
             spill,
             at_global,
+            next_dir,
+            next_meta,
             scratch: Page::empty(),
         }
     }
@@ -127,6 +143,14 @@ impl<S: PageStore> ExHash<S> {
 
     pub(crate) fn set_meta(&mut self, id: PageId, m: PageMeta) {
         let i = id as usize;
+        if self.meta.capacity() <= i {
+            // Into the room laid out (and faulted in by the splits) since
+            // the last growth; then lay out room for the next.
+            let mut next = self.next_meta.take(i + 1);
+            next.extend_from_slice(&self.meta);
+            self.meta = next;
+            self.next_meta.lay_out(2 * self.meta.capacity());
+        }
         if self.meta.len() <= i {
             self.meta.resize(i + 1, PageMeta::default());
         }
@@ -353,4 +377,46 @@ fn get_in<T: Shape>(page: &Page, z: u64) -> Option<u64> {
     // five interleaved runs; the same in an insert made puts slower).
     group::prefetch_group_slots::<T>(page, k.home);
     group::find::<T>(page, &k).map(|s| group::value::<T>(page, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_over_spare_chunks_keeps_every_entry() {
+        // Enough keys for three chunks of pages; the spare is waited for,
+        // so every chunk after the first comes from the prefault thread.
+        let mut table = ExHash::new();
+        let mut keys = 7u64;
+        let mut pairs = Vec::new();
+        while table.store.id_limit() <= 2 * crate::chunk::CHUNK_PAGES + 10 {
+            table.store.wait_for_spare();
+            keys = keys.wrapping_mul(0x2545_F491_4F6C_DD1D).wrapping_add(1);
+            let v = keys.rotate_left(17);
+            assert_eq!(table.insert(keys, v), None);
+            pairs.push((keys, v));
+        }
+        assert_eq!(table.store.spares_used(), 2);
+        table.check_invariants().unwrap();
+        assert_eq!(table.len(), pairs.len() as u64);
+        for &(k, v) in &pairs {
+            assert_eq!(table.get(k), Some(v));
+        }
+    }
+
+    #[test]
+    fn with_capacity_faults_in_its_pages_and_fills() {
+        let mut table = ExHash::with_capacity(400_000);
+        let pages = table.store.id_limit();
+        assert!(pages >= 512, "{pages}");
+        assert!(table.store.chunks_len() * crate::chunk::CHUNK_PAGES >= pages);
+        for i in 0..20_000u64 {
+            table.insert(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i);
+        }
+        table.check_invariants().unwrap();
+        for i in 0..20_000u64 {
+            assert_eq!(table.get(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)), Some(i));
+        }
+    }
 }
