@@ -8,9 +8,10 @@
 //! home group and fingerprint. Because the mixer is a bijection, the table
 //! stores `h` and recovers `k` by the inverse.
 //!
-//! Format versions 1 and 2 mixed with [`mix_v2`], which kept the low three
-//! key bits so that runs of keys encoded as small deltas; it is kept to
-//! read those files.
+//! Format versions 1 and 2 mixed with the mixer
+//! [`unmix_v2`](crate::mix::unmix_v2) inverts, which kept the low three key
+//! bits so that runs of keys encoded as small deltas; it is kept to read
+//! those files.
 //!
 //! The directory does not index `h` directly but the 65-bit *position*
 //! `y = G(h >> 32) << 32 | (h & 0xffff_ffff)` with `G(u) = u + u²/2³³`, a
