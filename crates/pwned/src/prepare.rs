@@ -2,16 +2,17 @@
 //!
 //! Phase 1 reads the inputs in big chunks on a reader thread (large text
 //! files are mapped: the reader only cuts them at line ends and asks each
-//! chunk into memory) while parser threads turn lines into 24-byte records. While the input is in hash
-//! order (as HIBP's downloaders write it), the records go straight into
-//! pages through the `ordered` stream, and that is the whole build. Once it
-//! is not (or from the start, for input ordered by count), records are
-//! partitioned by their top 8 bits: each holder keeps a bounded buffer per
-//! partition, and a full buffer is appended to that partition's spill file
-//! (`partition`). Phase 2 takes partitions in order, sorts each (radix
-//! pass, then one insertion pass), merges duplicates and packs pages, on
-//! all threads; the main thread writes the pages in order. When the input
-//! fits in memory, nothing touches the disk but the index.
+//! chunk into memory) while parser threads turn lines into 24-byte
+//! records. While the input is in hash order (as HIBP's downloaders write
+//! it), the records go straight into pages through the `ordered` stream,
+//! and that is the whole build. Once it is not (or from the start, for
+//! input ordered by count), records are partitioned by their top 8 bits:
+//! each holder keeps a bounded buffer per partition, and a full buffer is
+//! appended to that partition's spill file (`partition`). Phase 2 takes
+//! partitions in order, sorts each (radix pass, then one insertion pass),
+//! merges duplicates and packs pages, on all threads; the main thread
+//! writes the pages in order. When the input fits in memory, nothing
+//! touches the disk but the index.
 
 use std::collections::BTreeMap;
 use std::fs;
