@@ -6,7 +6,8 @@
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
 //! (add `-- --quick` for one run per figure instead of five, `-- --headline`
 //! for the 1M random pairs table alone, `-- --stalls` for the longest
-//! single puts at 8M pairs alone).
+//! single puts at 8M pairs alone, `-- --bulk` for the file backend's bulk
+//! load alone, nine runs).
 
 use std::time::Instant;
 
@@ -194,6 +195,11 @@ fn main() {
         // Only the longest-put figures at 8M pairs.
         growth_stalls(Pattern::Random, 8_000_000, 3);
         growth_stalls(Pattern::Sequential, 8_000_000, 3);
+        return;
+    }
+    if std::env::args().any(|a| a == "--bulk") {
+        // Only the file backend's bulk load, more runs: for A/B runs.
+        file_bulk_load(1_000_000, 9);
         return;
     }
     headline(1_000_000, Pattern::Random, runs);

@@ -290,6 +290,40 @@ fn file_roundtrip_on_disk() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A commit of more pages than one write takes, then one that reuses
+/// freed slots here and there: both reopen to what was committed.
+#[test]
+fn large_commits_on_disk_reopen() {
+    let dir = std::env::temp_dir().join(format!("exhash-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.exh");
+    let _ = std::fs::remove_file(&path);
+    let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut table = ExHash::open_or_create(&path).unwrap();
+    let n = 300_000u64;
+    for i in 0..n {
+        table.insert(key(i), i);
+    }
+    table.commit().unwrap();
+    assert!(table.stats().pages > 512, "{} pages", table.stats().pages);
+    for i in (0..n).step_by(3) {
+        table.insert(key(i), i + 1);
+    }
+    for i in n..n + 20_000 {
+        table.insert(key(i), i);
+    }
+    table.commit().unwrap();
+    drop(table);
+    let reopened = ExHash::open(&path).unwrap();
+    assert_eq!(reopened.len(), n + 20_000);
+    for i in 0..n + 20_000 {
+        let want = if i < n && i % 3 == 0 { i + 1 } else { i };
+        assert_eq!(reopened.get(key(i)), Some(want), "key {i}");
+    }
+    reopened.check_invariants().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
