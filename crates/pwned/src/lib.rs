@@ -24,6 +24,7 @@
 mod api;
 mod bits;
 pub mod date;
+mod direct;
 mod error;
 mod format;
 #[cfg(feature = "gzip")]
@@ -49,7 +50,6 @@ mod source;
 mod testing;
 #[cfg(feature = "update")]
 mod update;
-mod writeback;
 mod writer;
 
 #[cfg(feature = "serve")]

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
@@ -24,6 +24,7 @@ use std::time::Instant;
 
 use memmap2::Mmap;
 
+use crate::direct::DirectWriter;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Layout, PAGE};
 use crate::hash::{Kind, prefix_ascii};
@@ -34,7 +35,6 @@ use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
 use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
-use crate::writeback::Writeback;
 use crate::writer::{Written, check_key_bits, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
@@ -175,20 +175,21 @@ pub fn build(
     }
     let out = Nameless::create(&dir, "index").map_err(io_err)?;
     let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
-    let read_back = |w: &mut BufWriter<Writeback>| {
+    let read_back = |w: &mut DirectWriter| {
         w.flush().map_err(|e| Error::io(None, e))?;
         Index::from_file(out.file.try_clone().map_err(|e| Error::io(None, e))?)
     };
     let (writer, summary) = build_into(
         inputs,
-        BufWriter::with_capacity(1 << 20, Writeback::new(&out.file)),
+        DirectWriter::new(&out.file),
         &read_back,
         &spill_dir,
         options,
         progress,
     )
     .map_err(|e| e.with_path(output))?;
-    writer.into_inner().map_err(|e| io_err(e.into_error()))?;
+    let mut writer = writer;
+    writer.flush().map_err(io_err)?;
     out.file.set_len(summary.bytes).map_err(io_err)?;
     out.file.sync_all().map_err(io_err)?;
     out.persist(output).map_err(io_err)?;

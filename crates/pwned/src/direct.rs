@@ -1,0 +1,205 @@
+//! Writing a large index file past the page cache. A build writes its
+//! index once, front to back, and does not read it again; through the page
+//! cache, every byte is copied into freshly allocated cache pages (a
+//! quarter of a 55M-hash build's CPU time, where fresh memory is dear, as
+//! in a virtual machine), and the cache fills with pages nobody asks for,
+//! pushing out the spill files a large build is about to read back. So the
+//! stream goes out in big, aligned blocks with direct I/O (`O_DIRECT`,
+//! switched on for each block's write only), and only what does not fill
+//! a block, and anything written after a seek, goes the usual way. Where
+//! the file system refuses direct I/O, everything goes the usual way.
+
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+
+/// Bytes a direct write takes at once.
+const BLOCK: usize = 4 << 20;
+/// Alignment direct I/O asks of offsets, lengths and memory.
+const ALIGN: usize = 4096;
+
+/// A buffered writer of a file that sends whole, aligned blocks past the
+/// page cache; `Seek` writes out what is buffered first.
+#[derive(Debug)]
+pub(crate) struct DirectWriter<'a> {
+    file: &'a File,
+    /// `BLOCK + ALIGN` bytes, of which `BLOCK` from `start` are aligned.
+    memory: Vec<u8>,
+    start: usize,
+    /// Bytes buffered.
+    len: usize,
+    /// File offset of the buffer's first byte.
+    pos: u64,
+    /// Whether direct writes are still worth trying.
+    direct: bool,
+}
+
+impl<'a> DirectWriter<'a> {
+    pub(crate) fn new(file: &'a File) -> DirectWriter<'a> {
+        let memory = vec![0u8; BLOCK + ALIGN];
+        let start = memory.as_ptr().align_offset(ALIGN);
+        DirectWriter {
+            file,
+            memory,
+            start,
+            len: 0,
+            pos: 0,
+            direct: cfg!(target_os = "linux"),
+        }
+    }
+
+    /// Writes the full buffer: direct when its offset allows, else (or when
+    /// direct I/O is refused) through the page cache.
+    fn write_block(&mut self) -> io::Result<()> {
+        let block = &self.memory[self.start..self.start + BLOCK];
+        if self.direct && self.pos.is_multiple_of(ALIGN as u64) {
+            match write_direct(self.file, block, self.pos) {
+                Ok(()) => {
+                    self.pos += BLOCK as u64;
+                    self.len = 0;
+                    return Ok(());
+                }
+                // Not supported here (EINVAL): never again for this file.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.direct = false,
+                Err(e) => return Err(e),
+            }
+        }
+        self.file.write_all_at(block, self.pos)?;
+        self.pos += BLOCK as u64;
+        self.len = 0;
+        Ok(())
+    }
+
+    /// Writes what is buffered through the page cache.
+    fn write_rest(&mut self) -> io::Result<()> {
+        let rest = &self.memory[self.start..self.start + self.len];
+        self.file.write_all_at(rest, self.pos)?;
+        self.pos += self.len as u64;
+        self.len = 0;
+        Ok(())
+    }
+}
+
+/// Writes `block` at `offset` with `O_DIRECT` set on the file for the call
+/// only (so that reads through a clone of the handle are never direct).
+#[cfg(target_os = "linux")]
+fn write_direct(file: &File, block: &[u8], offset: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    let set = |flags: libc::c_int| {
+        // SAFETY: fcntl with F_SETFL reads only its integer arguments.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SAFETY: as above, for F_GETFL.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    set(flags | libc::O_DIRECT)?;
+    let written = file.write_all_at(block, offset);
+    set(flags & !libc::O_DIRECT)?;
+    written
+}
+
+#[cfg(not(target_os = "linux"))]
+fn write_direct(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+impl Write for DirectWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = data.len().min(BLOCK - self.len);
+        let at = self.start + self.len;
+        self.memory[at..at + n].copy_from_slice(&data[..n]);
+        self.len += n;
+        if self.len == BLOCK {
+            self.write_block()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_rest()
+    }
+}
+
+impl Seek for DirectWriter<'_> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.write_rest()?;
+        self.pos = match to {
+            SeekFrom::Start(at) => Some(at),
+            SeekFrom::Current(by) => self.pos.checked_add_signed(by),
+            SeekFrom::End(by) => self.file.metadata()?.len().checked_add_signed(by),
+        }
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek out of range"))?;
+        Ok(self.pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Cursor, Read};
+
+    /// Writes of many sizes past two blocks, seeks back and forth and a
+    /// header rewritten at the start, as a build makes them.
+    fn script(out: &mut (impl Write + Seek)) {
+        let mut state = 7u64;
+        let mut total = 0usize;
+        out.write_all(&[0xEE; 96]).unwrap();
+        while total < 2 * BLOCK + 12_345 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (state >> 40) as usize % 70_000;
+            let byte = (state >> 32) as u8;
+            out.write_all(&vec![byte; len]).unwrap();
+            total += len;
+        }
+        out.seek(SeekFrom::Start(0)).unwrap();
+        out.write_all(&[0x11; 96]).unwrap();
+        out.seek(SeekFrom::End(-5)).unwrap();
+        out.write_all(b"tail!").unwrap();
+        out.seek(SeekFrom::Current(-10)).unwrap();
+        out.write_all(b"x").unwrap();
+        out.flush().unwrap();
+    }
+
+    fn written_by(direct: bool) -> Vec<u8> {
+        let path =
+            std::env::temp_dir().join(format!("seekless-direct-{}-{direct}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut writer = DirectWriter::new(&file);
+        writer.direct &= direct;
+        script(&mut writer);
+        // A clone of the handle reads normally: direct I/O is off again.
+        let mut bytes = Vec::new();
+        let mut clone = file.try_clone().unwrap();
+        clone.seek(SeekFrom::Start(0)).unwrap();
+        clone.read_to_end(&mut bytes).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        bytes
+    }
+
+    #[test]
+    fn the_file_holds_what_a_buffer_would_direct_or_not() {
+        let mut expected = Cursor::new(Vec::new());
+        script(&mut expected);
+        let expected = expected.into_inner();
+        assert!(expected.len() > 2 * BLOCK);
+        for direct in [true, false] {
+            let got = written_by(direct);
+            assert_eq!(got.len(), expected.len(), "direct {direct}");
+            assert!(got == expected, "direct {direct}: contents differ");
+        }
+    }
+}
