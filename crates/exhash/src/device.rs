@@ -153,13 +153,7 @@ mod tests {
         image.write_vectored_at(12_345, &slices).unwrap();
 
         let path = std::env::temp_dir().join(format!("exhash-vectored-{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let mut file = std::fs::File::create(&path).unwrap();
         file.write_vectored_at(12_345, &slices).unwrap();
         file.start_writeback(0, image.len() as u64);
         file.sync().unwrap();

@@ -259,12 +259,18 @@ fn crc32c(data: &[u8]) -> u32 {
     !crc
 }
 
-#[test]
-fn file_roundtrip_on_disk() {
-    let dir = std::env::temp_dir().join(format!("exhash-roundtrip-{}", std::process::id()));
+/// A fresh directory for a test's table file, and the file's path in it.
+fn scratch(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("exhash-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.exh");
     let _ = std::fs::remove_file(&path);
+    (dir, path)
+}
+
+#[test]
+fn file_roundtrip_on_disk() {
+    let (dir, path) = scratch("roundtrip");
     let mut table = ExHash::open_or_create(&path).unwrap();
     for i in 0..20_000u64 {
         table.insert(i * 4096, i);
@@ -294,10 +300,7 @@ fn file_roundtrip_on_disk() {
 /// freed slots here and there: both reopen to what was committed.
 #[test]
 fn large_commits_on_disk_reopen() {
-    let dir = std::env::temp_dir().join(format!("exhash-large-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.exh");
-    let _ = std::fs::remove_file(&path);
+    let (dir, path) = scratch("large");
     let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut table = ExHash::open_or_create(&path).unwrap();
     let n = 300_000u64;
