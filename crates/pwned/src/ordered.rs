@@ -22,7 +22,7 @@ use crate::format::{Layout, PAGE_BITS};
 use crate::hash::Key;
 use crate::index::Index;
 use crate::page::{DirEntry, Encoder, Merged};
-use crate::partition::{Partitions, Spill};
+use crate::partition::{Budget, Partitions, Spill};
 use crate::sort::{Record, Sink};
 use crate::writer::{SortedWriter, Written};
 
@@ -134,7 +134,7 @@ pub(crate) enum Streamed<'o, W: Write + Seek> {
     /// `duplicates` merges already made (to add to those the sort finds).
     Partitioned {
         out: &'o mut W,
-        buffers: Vec<Vec<Record>>,
+        buffers: Vec<Vec<Vec<Record>>>,
         duplicates: i64,
     },
 }
@@ -144,7 +144,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
         out: &'o mut W,
         layout: &'s dyn Fn(&Run) -> Result<Layout>,
         streaming: &'s AtomicBool,
-        per_buffer: usize,
+        budget: &'s Budget,
         spill: &'s Spill,
         read_back: &'s dyn Fn(&mut W) -> Result<Index>,
     ) -> Stream<'o, 's, W> {
@@ -155,7 +155,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
             last: None,
             early: BTreeMap::new(),
             next: 0,
-            partitions: Partitions::new(per_buffer, spill),
+            partitions: Partitions::new(budget, spill),
             merged: 0,
             split: 0,
             read_back,
@@ -299,7 +299,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
             }
             State::Partitioned(out) => Streamed::Partitioned {
                 out,
-                buffers: self.partitions.buffers,
+                buffers: self.partitions.into_segments(),
                 duplicates: self.merged as i64 - self.split as i64,
             },
             State::Waiting(_) | State::Moving => unreachable!("a writer was started"),
@@ -405,13 +405,14 @@ mod tests {
         let choose = move |_: &Run| Ok(layout);
         let read_back = |w: &mut Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
         let mut out = Cursor::new(Vec::new());
-        let mut stream = Stream::new(&mut out, &choose, &streaming, 1 << 20, &spill, &read_back);
+        let budget = Budget::new(1 << 30, 1);
+        let mut stream = Stream::new(&mut out, &choose, &streaming, &budget, &spill, &read_back);
         for run in runs {
             stream.take(run).unwrap();
         }
         let ended = match stream.finish().unwrap() {
             Streamed::Written(written) => Ok(written.bytes as usize),
-            Streamed::Partitioned { buffers, .. } => Err(buffers.concat()),
+            Streamed::Partitioned { buffers, .. } => Err(buffers.concat().concat()),
         };
         ended.map(|len| {
             let mut bytes = out.into_inner();

@@ -1,12 +1,20 @@
-//! Records held by partition, the top 8 bits of their hash: one bounded
-//! buffer per partition per holder, and a spill file per partition that
-//! full buffers are appended to. A partition is sorted and packed on its
-//! own once every record is read.
+//! Records held by partition, the top 8 bits of their hash, in segments
+//! of a fixed size handed out from a shared memory budget, and a spill file
+//! per partition for what the budget cannot hold. A partition is sorted and
+//! packed on its own once every record is read.
+//!
+//! Once the budget is spent, a holder that fills a segment spills that
+//! partition's oldest segment and refills its memory: what stays in memory
+//! at the end is always about the whole budget (the newest records of each
+//! partition), and the memory touched never exceeds it. (Spilling a whole
+//! buffer when full leaves in memory only what came after each buffer's
+//! last spill, which random input makes the same small share for all.)
 
+use std::collections::VecDeque;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::input;
@@ -20,25 +28,101 @@ pub(crate) const PARTS: usize = 1 << PART_BITS;
 /// Records encoded at a time on their way to a spill file.
 const SPILL_PIECE: usize = 1 << 16;
 
-/// One holder's partition buffers, spilling a buffer when it is full.
+/// Records in a segment, at most: 1.5 MiB, a good size for a spill write.
+const MAX_SEGMENT: usize = 1 << 16;
+
+/// The memory budget for held records, in segments.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    /// Records in a segment.
+    pub segment: usize,
+    /// Segments left to hand out beyond each buffer's first, which is
+    /// set aside for it.
+    left: AtomicUsize,
+}
+
+impl Budget {
+    /// `memory` bytes for the records of `holders` sets of partition
+    /// buffers: about eight segments a buffer (the more, the less a buffer
+    /// holds back when it spills), each set aside its first.
+    pub(crate) fn new(memory: u64, holders: usize) -> Budget {
+        let buffers = (holders * PARTS) as u64;
+        let segment =
+            (memory / (buffers * 8 * RECORD_BYTES as u64)).clamp(64, MAX_SEGMENT as u64) as usize;
+        let segments = memory / (segment * RECORD_BYTES) as u64;
+        Budget {
+            segment,
+            left: AtomicUsize::new(segments.saturating_sub(buffers) as usize),
+        }
+    }
+
+    /// Takes a segment beyond a buffer's first, if any is left.
+    fn take(&self) -> bool {
+        self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+/// One holder's partition buffers.
 #[derive(Debug)]
 pub(crate) struct Partitions<'a> {
-    pub buffers: Vec<Vec<Record>>,
-    /// Records a buffer holds before it is spilled.
-    pub per_buffer: usize,
+    /// The segment each partition's records go to next.
+    current: Vec<Vec<Record>>,
+    /// Each partition's full segments, oldest first.
+    full: Vec<VecDeque<Vec<Record>>>,
+    budget: &'a Budget,
     pub spill: &'a Spill,
     /// Spilled records' bytes, a piece at a time (memory reused).
     encoded: Vec<u8>,
 }
 
 impl<'a> Partitions<'a> {
-    pub(crate) fn new(per_buffer: usize, spill: &'a Spill) -> Partitions<'a> {
+    pub(crate) fn new(budget: &'a Budget, spill: &'a Spill) -> Partitions<'a> {
         Partitions {
-            buffers: (0..PARTS).map(|_| Vec::new()).collect(),
-            per_buffer,
+            current: (0..PARTS).map(|_| Vec::new()).collect(),
+            full: (0..PARTS).map(|_| VecDeque::new()).collect(),
+            budget,
             spill,
             encoded: Vec::new(),
         }
+    }
+
+    /// The records held, by partition, in segments.
+    pub(crate) fn into_segments(self) -> Vec<Vec<Vec<Record>>> {
+        self.full
+            .into_iter()
+            .zip(self.current)
+            .map(|(full, current)| {
+                let mut segments = Vec::from(full);
+                if !current.is_empty() {
+                    segments.push(current);
+                }
+                segments
+            })
+            .collect()
+    }
+
+    /// Makes room in partition `p`'s current segment, which is full (or
+    /// not yet made): a new segment while the budget lasts, else the
+    /// memory of the partition's oldest, spilled.
+    #[cold]
+    fn next_segment(&mut self, p: usize) -> Result<()> {
+        let current = &mut self.current[p];
+        if current.capacity() == 0 {
+            *current = Vec::with_capacity(self.budget.segment);
+            return Ok(());
+        }
+        self.full[p].push_back(std::mem::take(current));
+        if self.budget.take() {
+            self.current[p] = Vec::with_capacity(self.budget.segment);
+            return Ok(());
+        }
+        let mut oldest = self.full[p].pop_front().expect("pushed above");
+        self.spill.write(p, &oldest, &mut self.encoded)?;
+        oldest.clear();
+        self.current[p] = oldest;
+        Ok(())
     }
 }
 
@@ -46,15 +130,11 @@ impl Sink for Partitions<'_> {
     #[inline]
     fn put(&mut self, record: Record) -> Result<()> {
         let p = (record.hi >> (64 - PART_BITS)) as usize;
-        let buffer = &mut self.buffers[p];
-        if buffer.capacity() == 0 {
-            buffer.reserve_exact(self.per_buffer);
+        let current = &self.current[p];
+        if current.len() == current.capacity() {
+            self.next_segment(p)?;
         }
-        buffer.push(record);
-        if buffer.len() >= self.per_buffer {
-            self.spill.write(p, buffer, &mut self.encoded)?;
-            buffer.clear();
-        }
+        self.current[p].push(record);
         Ok(())
     }
 }
@@ -149,6 +229,88 @@ impl Spill {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_holds_the_newest_records_and_spills_the_rest() {
+        let dir = std::env::temp_dir().join(format!("seekless-held-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spill = Spill::new(&dir);
+        // Two holders, 64-record segments, 1,000 segments: 488 beyond the
+        // first each buffer has.
+        let memory = 1000 * 64 * RECORD_BYTES as u64;
+        let budget = Budget::new(memory, 2);
+        assert_eq!(budget.segment, 64);
+        assert_eq!(budget.left.load(Ordering::Relaxed), 1000 - 2 * PARTS);
+        let mut next = crate::testing::rng(0xb0d9);
+        let (mut a, mut b) = (
+            Partitions::new(&budget, &spill),
+            Partitions::new(&budget, &spill),
+        );
+        // Partition 3 gets a record in four, in order (its count says
+        // when); the rest go anywhere.
+        let mut sent = Vec::new();
+        for i in 0..200_000u32 {
+            let hi = if i % 4 == 0 {
+                3 << 56 | next() >> 8
+            } else {
+                next()
+            };
+            let record = Record {
+                hi,
+                mid: next(),
+                lo: i,
+                count: i,
+            };
+            sent.push(record);
+            if i % 2 == 0 {
+                a.put(record)
+            } else {
+                b.put(record)
+            }
+            .unwrap();
+        }
+        let held: Vec<Vec<Vec<Record>>> = a
+            .into_segments()
+            .into_iter()
+            .zip(b.into_segments())
+            .map(|(mut a, b)| {
+                a.extend(b);
+                a
+            })
+            .collect();
+        // Every segment is within the budget, and all but the last one of
+        // each holder's buffer is full.
+        let segments: usize = held.iter().map(Vec::len).sum();
+        assert!(segments <= 1000, "{segments} segments");
+        let records: usize = held.iter().flatten().map(Vec::len).sum();
+        assert!(records > (1000 - 2 * PARTS) * 64, "{records} held");
+        assert_eq!(budget.left.load(Ordering::Relaxed), 0);
+        // Held and spilled, every record is there once.
+        let mut back: Vec<Record> = Vec::new();
+        for (p, segments) in held.iter().enumerate() {
+            let start = back.len();
+            spill.read(p, &mut back).unwrap();
+            let spilled = back.len() - start;
+            for segment in segments {
+                back.extend_from_slice(segment);
+            }
+            // Partition 3 spilled its oldest records: each record the
+            // first holder kept is newer than each one it spilled.
+            if p == 3 {
+                let (out, kept) = back[start..].split_at(spilled);
+                let first = |r: &&Record| r.lo.is_multiple_of(2);
+                let newest_out = out.iter().filter(first).map(|r| r.lo).max().unwrap();
+                let oldest_kept = kept.iter().filter(first).map(|r| r.lo).min().unwrap();
+                assert!(
+                    newest_out < oldest_kept,
+                    "{newest_out} spilled, {oldest_kept} kept"
+                );
+            }
+        }
+        back.sort_by_key(|r| r.lo);
+        assert_eq!(back, sent);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn spilled_records_come_back_as_written_and_a_torn_file_is_an_error() {

@@ -33,8 +33,8 @@ use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
-use crate::partition::{PART_BITS, PARTS, Partitions, Spill};
-use crate::sort::{self, RECORD_BYTES, Record, Sink};
+use crate::partition::{Budget, PART_BITS, PARTS, Partitions, Spill};
+use crate::sort::{self, Record, Sink};
 use crate::writer::{Written, check_key_bits, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
@@ -452,7 +452,7 @@ struct Collected<'o, W> {
     /// Merges made before the records were partitioned (may be negative:
     /// see [`Streamed`]).
     duplicates: i64,
-    /// `buffers[partition][thread]`.
+    /// `buffers[partition]`: the segments every holder kept.
     buffers: Vec<Vec<Vec<Record>>>,
     total: u64,
     summary: Summary,
@@ -653,18 +653,17 @@ fn collect<'o, W: Write + Seek>(
         names: parts.iter().map(|p| p.name.clone()).collect(),
     };
     let prefixes: Vec<Option<[u8; 5]>> = parts.iter().map(|p| p.prefix).collect();
-    // Each parser, and the stream once it falls back, keeps one bounded
-    // buffer per partition.
-    let holders = threads as u64 + 1;
-    let per_buffer = (options.memory / (holders * PARTS as u64 * RECORD_BYTES as u64))
-        .clamp(64, 1 << 26) as usize;
+    // Each parser, and the stream once it falls back, holds records by
+    // partition, in segments of one shared budget.
+    let budget = Budget::new(options.memory, threads + 1);
+    let budget = &budget;
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(threads * 2);
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
     let (run_tx, run_rx) = mpsc::sync_channel::<Run>(threads * 2);
     let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Run>();
     let chunk_rx = Mutex::new(chunk_rx);
     let runs_pool_rx = Mutex::new(runs_pool_rx);
-    let mut per_thread: Vec<Vec<Vec<Record>>> = Vec::new();
+    let mut per_thread: Vec<Vec<Vec<Vec<Record>>>> = Vec::new();
     let streamed = std::thread::scope(|s| {
         let shared = &shared;
         let handles: Vec<_> = (0..threads)
@@ -672,7 +671,7 @@ fn collect<'o, W: Write + Seek>(
                 let (chunk_rx, pool_tx, prefixes) = (&chunk_rx, pool_tx.clone(), &prefixes);
                 let (run_tx, runs_pool_rx) = (run_tx.clone(), &runs_pool_rx);
                 s.spawn(move || {
-                    let mut partitions = Partitions::new(per_buffer, spill);
+                    let mut partitions = Partitions::new(budget, spill);
                     loop {
                         let chunk = chunk_rx.lock().expect("chunk lock").recv();
                         let Ok(chunk) = chunk else { break };
@@ -705,7 +704,7 @@ fn collect<'o, W: Write + Seek>(
                             Data::Mapped(map) => release(&map, &chunk.pieces),
                         }
                     }
-                    partitions.buffers
+                    partitions.into_segments()
                 })
             })
             .collect();
@@ -713,15 +712,7 @@ fn collect<'o, W: Write + Seek>(
         let reader = s.spawn(move || {
             read_all(parts, shared, &chunk_tx, &pool_rx, progress);
         });
-        let streamed = stream(
-            shared,
-            run_rx,
-            &runs_pool_tx,
-            out,
-            read_back,
-            per_buffer,
-            spill,
-        );
+        let streamed = stream(shared, run_rx, &runs_pool_tx, out, read_back, budget, spill);
         if streamed.is_err() {
             shared.stop.store(true, Ordering::Relaxed);
         }
@@ -767,12 +758,10 @@ fn collect<'o, W: Write + Seek>(
             Output::Partitioned(out)
         }
     };
-    let mut buffers: Vec<Vec<Vec<Record>>> = (0..PARTS)
-        .map(|_| Vec::with_capacity(threads + 1))
-        .collect();
-    for thread in per_thread {
-        for (p, records) in thread.into_iter().enumerate() {
-            buffers[p].push(records);
+    let mut buffers: Vec<Vec<Vec<Record>>> = (0..PARTS).map(|_| Vec::new()).collect();
+    for holder in per_thread {
+        for (p, segments) in holder.into_iter().enumerate() {
+            buffers[p].extend(segments);
         }
     }
     let kind = Kind::from_code(shared.kind.load(Ordering::Relaxed));
@@ -800,18 +789,11 @@ fn stream<'o, W: Write + Seek>(
     reuse: &mpsc::Sender<Run>,
     out: &'o mut W,
     read_back: &dyn Fn(&mut W) -> Result<Index>,
-    per_buffer: usize,
+    budget: &Budget,
     spill: &Spill,
 ) -> Result<Streamed<'o, W>> {
     let layout = |run: &Run| shared.layout(run);
-    let mut stream = Stream::new(
-        out,
-        &layout,
-        &shared.streaming,
-        per_buffer,
-        spill,
-        read_back,
-    );
+    let mut stream = Stream::new(out, &layout, &shared.streaming, budget, spill, read_back);
     for run in runs {
         for done in stream.take(run)? {
             let _ = reuse.send(done);
