@@ -233,33 +233,56 @@ pub(crate) fn prefetch_slot<T: Shape>(page: &Page, z: u64) {
 /// The slot holding `k`, if any.
 #[inline(always)]
 pub(crate) fn find<T: Shape>(page: &Page, k: &Key) -> Option<usize> {
-    probe::<T>(page, k).0
+    match seek::<T>(page, k) {
+        Seek::Found(s) => Some(s),
+        Seek::Free { .. } | Seek::Full => None,
+    }
 }
 
 /// How many groups a lookup of `k` reads (for the statistics).
 pub(crate) fn probes<T: Shape>(page: &Page, k: &Key) -> usize {
-    probe::<T>(page, k).1
+    match seek::<T>(page, k) {
+        Seek::Found(s) => (s / GROUP + T::GROUPS - k.home) % T::GROUPS + 1,
+        Seek::Free { o, .. } => o + 1,
+        Seek::Full => REACH,
+    }
 }
 
-/// A lookup of `k`: the slot holding it, if any, and how many groups it
-/// read (every group of the reach when none had a free slot).
+/// Where a lookup of a key ends: its slot, or the first free slot from
+/// its home group on (`o` groups past it), where a lookup of a missing key
+/// stops and where an insert puts it, or neither when its reach is full
+/// (every group of it read).
+pub(crate) enum Seek {
+    Found(usize),
+    Free { slot: usize, o: usize },
+    Full,
+}
+
+/// A lookup of `k`; on a miss, also where [`put`] puts it.
 #[inline(always)]
-fn probe<T: Shape>(page: &Page, k: &Key) -> (Option<usize>, usize) {
+pub(crate) fn seek<T: Shape>(page: &Page, k: &Key) -> Seek {
     for o in 0..REACH {
         let g = next::<T>(k.home, o);
         let (mut hit, free) = scan(page, g, k.tag);
         while hit != 0 {
             let s = g * GROUP + hit.trailing_zeros() as usize;
             if field::<T>(page, s) == k.field | o as u64 {
-                return (Some(s), o + 1);
+                return Seek::Found(s);
             }
             hit &= hit - 1;
         }
         if free != 0 {
-            return (None, o + 1);
+            let slot = g * GROUP + free.trailing_zeros() as usize;
+            return Seek::Free { slot, o };
         }
     }
-    (None, REACH)
+    Seek::Full
+}
+
+/// Puts a new entry in the free slot a [`seek`] of it found.
+#[inline(always)]
+pub(crate) fn put<T: Shape>(page: &mut Page, k: &Key, slot: usize, o: usize, v: u64) {
+    write::<T>(page, slot, k.tag, k.field | o as u64, v);
 }
 
 /// Put a new entry (absent from the page) in the first free slot from its
@@ -315,36 +338,56 @@ pub(crate) fn remove<T: Shape>(page: &mut Page, s: usize) {
 /// Move every displaced entry whose probe sequence crosses a group with a
 /// free slot back to the first such slot, until none does. Moves only
 /// shorten sequences, so they always succeed.
-pub(crate) fn repair<T: Shape>(page: &mut Page) {
+fn repair<T: Shape>(page: &mut Page) {
     let mut changed = true;
     while changed {
         changed = false;
         for g in 0..T::GROUPS {
-            let mut used = !scan(page, g, 0).1 & 0xffff;
-            while used != 0 {
-                let s = g * GROUP + used.trailing_zeros() as usize;
-                used &= used - 1;
-                let fld = field::<T>(page, s);
-                let o = fld as usize & (REACH - 1);
-                if o == 0 {
-                    continue;
-                }
-                let home = (g + T::GROUPS - o) % T::GROUPS;
-                for o2 in 0..o {
-                    let f = next::<T>(home, o2);
-                    let free = scan(page, f, 0).1;
-                    if free != 0 {
-                        let s2 = f * GROUP + free.trailing_zeros() as usize;
-                        let (t, v) = (tag(page, s), value::<T>(page, s));
-                        write::<T>(page, s2, t, fld - (o - o2) as u64, v);
-                        clear::<T>(page, s);
-                        changed = true;
-                        break;
-                    }
-                }
+            changed |= settle::<T>(page, g);
+        }
+    }
+}
+
+/// [`repair`] in one pass, for a page whose group `barrier` had a free
+/// slot before entries were taken out of it, so that no probe sequence
+/// crosses that group: visited from the group after it round to it, each
+/// entry moves back into groups already settled, and the slots it leaves
+/// are only on the sequences of entries visited later.
+fn repair_from<T: Shape>(page: &mut Page, barrier: usize) {
+    for i in 1..=T::GROUPS {
+        settle::<T>(page, (barrier + i) % T::GROUPS);
+    }
+}
+
+/// Moves each displaced entry of group `g` back to the first group with a
+/// free slot on its probe sequence, if any; whether one moved.
+#[inline(always)]
+fn settle<T: Shape>(page: &mut Page, g: usize) -> bool {
+    let mut moved = false;
+    let mut used = !scan(page, g, 0).1 & 0xffff;
+    while used != 0 {
+        let s = g * GROUP + used.trailing_zeros() as usize;
+        used &= used - 1;
+        let fld = field::<T>(page, s);
+        let o = fld as usize & (REACH - 1);
+        if o == 0 {
+            continue;
+        }
+        let home = (g + T::GROUPS - o) % T::GROUPS;
+        for o2 in 0..o {
+            let f = next::<T>(home, o2);
+            let free = scan(page, f, 0).1;
+            if free != 0 {
+                let s2 = f * GROUP + free.trailing_zeros() as usize;
+                let (t, v) = (tag(page, s), value::<T>(page, s));
+                write::<T>(page, s2, t, fld - (o - o2) as u64, v);
+                clear::<T>(page, s);
+                moved = true;
+                break;
             }
         }
     }
+    moved
 }
 
 /// Split page `a` of depth `d` (pages of depth `d` and `d + 1` of the
@@ -354,6 +397,9 @@ pub(crate) fn repair<T: Shape>(page: &mut Page) {
 pub(crate) fn split<T: Shape>(a: &mut Page, b: &mut Page, d: u8) -> (u32, u32) {
     // The top position bit (64 - d) sits at bit 56 - d of the key field.
     let bit = QUOTIENT_BITS + OFFSET_BITS + 33 - d as u32;
+    // A group with a free slot now has one in both halves, and no probe
+    // sequence crosses it: the repairs can then be one pass each.
+    let barrier = (0..T::GROUPS).find(|&g| scan(a, g, 0).1 != 0);
     let (mut na, mut nb) = (0, 0);
     for g in 0..T::GROUPS {
         let mut used = !scan(a, g, 0).1 & 0xffff;
@@ -373,8 +419,16 @@ pub(crate) fn split<T: Shape>(a: &mut Page, b: &mut Page, d: u8) -> (u32, u32) {
             na += 1 - side as u32;
         }
     }
-    repair::<T>(a);
-    repair::<T>(b);
+    match barrier {
+        Some(g) => {
+            repair_from::<T>(a, g);
+            repair_from::<T>(b, g);
+        }
+        None => {
+            repair::<T>(a);
+            repair::<T>(b);
+        }
+    }
     (na, nb)
 }
 
@@ -521,6 +575,83 @@ mod tests {
         for (i, &z) in zs.iter().enumerate() {
             let found = find::<Narrow>(&page, &key::<Narrow>(z));
             assert_eq!(found.is_some(), i % 3 != 0);
+        }
+    }
+
+    #[test]
+    fn splits_of_pages_full_or_not_leave_every_sequence_unbroken() {
+        // From a few entries to a page whose every group is full (no group
+        // with a free slot: the repairs loop) through pages with one or a
+        // few free slots left (one pass from such a group), many seeds, so
+        // that sequences wrap from the last group to the first.
+        let d = 9u8;
+        let top = 64 - d as u32;
+        let mut buf = Vec::new();
+        for (seed, n) in (0..40u64).flat_map(|s| [60, 400, 520, 540, 2000].map(|n| (s, n))) {
+            let mut a = Page::empty();
+            let mut b = Page::empty();
+            let mut held = Vec::new();
+            for (i, z) in positions_in(d, 3 + seed, n).into_iter().enumerate() {
+                if place::<Narrow>(&mut a, &key::<Narrow>(z), i as u64) {
+                    held.push((z, i as u64));
+                }
+            }
+            let full = (0..Narrow::GROUPS).all(|g| scan(&a, g, 0).1 == 0);
+            assert_eq!(full, n == 2000, "seed {seed}, {n} placed {}", held.len());
+            let (na, nb) = split::<Narrow>(&mut a, &mut b, d);
+            assert_eq!((na + nb) as usize, held.len());
+            let prefix = (3 + seed as u32) * 2;
+            assert_eq!(check::<Narrow>(&a, d + 1, prefix, &mut buf), Ok(na));
+            assert_eq!(check::<Narrow>(&b, d + 1, prefix + 1, &mut buf), Ok(nb));
+            for &(z, v) in &held {
+                let half = if z >> top & 1 == 1 { &b } else { &a };
+                let s = find::<Narrow>(half, &key::<Narrow>(z & !(1 << top))).expect("kept");
+                assert_eq!(value::<Narrow>(half, s), v);
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_repairs_from_a_group_with_room_after_scattered_removals() {
+        // Nearly full pages, a few entries taken out where they are (as a
+        // split does): the displaced entries after each hole move back,
+        // which frees slots for entries further on, round past the last
+        // group to the first.
+        let d = 9u8;
+        let mut buf = Vec::new();
+        for seed in 0..200u64 {
+            let mut page = Page::empty();
+            let mut held = Vec::new();
+            for (i, z) in positions_in(d, seed, 538).into_iter().enumerate() {
+                if place::<Narrow>(&mut page, &key::<Narrow>(z), i as u64) {
+                    held.push((z, i as u64));
+                }
+            }
+            let barrier = (0..Narrow::GROUPS)
+                .find(|&g| scan(&page, g, 0).1 != 0)
+                .expect("538 entries leave room");
+            let (mut kept, mut out) = (Vec::new(), Vec::new());
+            for (j, (z, v)) in held.into_iter().enumerate() {
+                if (j as u64 ^ seed).is_multiple_of(17) {
+                    out.push(find::<Narrow>(&page, &key::<Narrow>(z)).expect("placed"));
+                } else {
+                    kept.push((z, v));
+                }
+            }
+            for s in out {
+                clear::<Narrow>(&mut page, s);
+            }
+            repair_from::<Narrow>(&mut page, barrier);
+            let n = kept.len() as u32;
+            assert_eq!(
+                check::<Narrow>(&page, d, seed as u32, &mut buf),
+                Ok(n),
+                "seed {seed}"
+            );
+            for (z, v) in kept {
+                let s = find::<Narrow>(&page, &key::<Narrow>(z)).expect("kept");
+                assert_eq!(value::<Narrow>(&page, s), v);
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::group::{self, Narrow, Shape, Wide, narrow};
+use crate::group::{self, Narrow, Seek, Shape, Wide, narrow};
 use crate::layout::{DirSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
 use crate::mix::{hash_of_position, mix, position_high, unmix};
 use crate::room::Room;
@@ -285,7 +285,8 @@ impl<S: PageStore> ExHash<S> {
     fn insert_in<T: Shape>(&mut self, loc: &Loc, key: u64, value: u64) -> Result<Option<u64>, ()> {
         let k = group::key::<T>(loc.z);
         let page = self.store.page_mut(loc.page);
-        if let Some(s) = group::find::<T>(page, &k) {
+        let seek = group::seek::<T>(page, &k);
+        if let Seek::Found(s) = seek {
             let old = group::value::<T>(page, s);
             group::set_value::<T>(page, s, value);
             return Ok(Some(old));
@@ -295,12 +296,13 @@ impl<S: PageStore> ExHash<S> {
         {
             return Ok(Some(std::mem::replace(slot, value)));
         }
-        if group::place::<T>(page, &k, value) {
-            self.meta[loc.page as usize].count += 1;
-            self.len += 1;
-            return Ok(None);
-        }
-        Err(())
+        let Seek::Free { slot, o } = seek else {
+            return Err(());
+        };
+        group::put::<T>(page, &k, slot, o, value);
+        self.meta[loc.page as usize].count += 1;
+        self.len += 1;
+        Ok(None)
     }
 
     /// Try to put a new entry into its page.
