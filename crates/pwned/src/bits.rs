@@ -115,6 +115,61 @@ fn nth_set_bit(word: u64, n: u32) -> usize {
     shift as usize + byte.trailing_zeros() as usize
 }
 
+/// Number of one bits in `start..end`.
+#[inline]
+pub(crate) fn count_ones(buf: &[u8], start: usize, end: usize) -> usize {
+    let mut pos = start;
+    let mut ones = 0;
+    while pos < end {
+        let avail = (end - pos).min(64);
+        let mut w = word(buf, pos);
+        if avail < 64 {
+            w &= (1u64 << avail) - 1;
+        }
+        ones += w.count_ones() as usize;
+        pos += avail;
+    }
+    ones
+}
+
+/// The positions of the one bits of `start..end`, in order, a word at a
+/// time. The ones of the last word's bits past `end` may come too: a
+/// caller takes only as many ones as it knows are there ([`count_ones`]).
+pub(crate) struct Ones<'a> {
+    buf: &'a [u8],
+    /// Position of bit 0 of `word`.
+    base: usize,
+    end: usize,
+    /// The ones not yet taken of the 64 bits at `base`.
+    word: u64,
+}
+
+impl<'a> Ones<'a> {
+    pub(crate) fn new(buf: &'a [u8], start: usize, end: usize) -> Ones<'a> {
+        Ones {
+            buf,
+            base: start,
+            end,
+            word: word(buf, start),
+        }
+    }
+
+    /// The next one's position, `None` when no word before `end` has one.
+    #[inline(always)]
+    pub(crate) fn next(&mut self) -> Option<usize> {
+        while self.word == 0 {
+            self.base += 64;
+            if self.base >= self.end {
+                return None;
+            }
+            self.word = word(self.buf, self.base);
+        }
+        let at = self.base + self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(at)
+    }
+}
+
 /// Number of consecutive one bits starting at `pos`, stopping at `end`.
 #[inline]
 pub(crate) fn run_of_ones(buf: &[u8], mut pos: usize, end: usize) -> usize {

@@ -452,6 +452,17 @@ impl Index {
     /// [`Index::range`] appended to `out`, whose memory a caller reuses
     /// from one range to the next; on error `out` is left as it was.
     pub fn range_into(&self, prefix: u64, bits: u32, out: &mut Vec<(Key, u64)>) -> Result<()> {
+        let start = out.len();
+        let done = self.visit_range(prefix, bits, |key, count| out.push((key, count)));
+        if done.is_err() {
+            out.truncate(start);
+        }
+        done
+    }
+
+    /// Calls `f` with every (hash, count) whose top `bits` bits are
+    /// `prefix`, in hash order, decoding only the pages that hold them.
+    fn visit_range(&self, prefix: u64, bits: u32, mut f: impl FnMut(Key, u64)) -> Result<()> {
         let layout = self.layout();
         if layout.is_compact() {
             return Err(ErrorKind::Compact {
@@ -477,40 +488,29 @@ impl Index {
             let b = prefix >> (bits - h);
             (b, b)
         };
-        // The key's top `bits` bits against the prefix.
-        let side = |key: &Key| {
-            if bits == 0 {
-                std::cmp::Ordering::Equal
-            } else {
-                (key.hi >> (64 - bits)).cmp(&prefix)
-            }
+        // The buckets in first..=last hold the range; when a bucket is
+        // wider than the range (a small index), its other hashes are
+        // passed over by their top bits.
+        let (shift, bits_mask) = if bits == 0 {
+            (0, 0)
+        } else {
+            (64 - bits, u64::MAX)
         };
         let mut i = self.locate(first).unwrap_or(0);
         while i > 0 && self.firsts[i] == first && bit(&self.continued, i) {
             i -= 1;
         }
-        let start = out.len();
         while i < self.firsts.len() && self.firsts[i] <= last {
-            let decoded = self.page(i).and_then(|page| {
-                // Hashes of other buckets are checked, not kept.
-                page.decode_within(layout, self.firsts[i], first..=last, out)
-                    .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))
-            });
-            if let Err(e) = decoded {
-                out.truncate(start);
-                return Err(e);
-            }
-            if out.len() > start && side(&out[start].0).is_lt() {
-                // Keys are sorted: those before the range are on the first
-                // page, dropped before the next is decoded.
-                let before = out[start..].partition_point(|(k, _)| side(k).is_lt());
-                out.drain(start..start + before);
-            }
+            // Hashes of other buckets are checked, not passed on.
+            self.page(i)?
+                .visit_within(layout, self.firsts[i], first..=last, |key, count| {
+                    if (key.hi >> shift) & bits_mask == prefix {
+                        f(key, count);
+                    }
+                })
+                .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))?;
             i += 1;
         }
-        // And those after it on the last.
-        let end = start + out[start..].partition_point(|(k, _)| side(k).is_le());
-        out.truncate(end);
         Ok(())
     }
 

@@ -411,6 +411,28 @@ impl<'a> Page<'a> {
         window: std::ops::RangeInclusive<u64>,
         out: &mut Vec<(Key, u64)>,
     ) -> Option<()> {
+        let start = out.len();
+        out.reserve(self.keys);
+        let done = self.visit_within(layout, first, window, |key, count| out.push((key, count)));
+        if done.is_none() {
+            out.truncate(start);
+        }
+        done
+    }
+
+    /// Calls `f` with each hash of the page whose bucket is in `window`,
+    /// in order, with its count, in one pass over the page's four sections
+    /// (no pass leaves anything to the next). `None` when the page's
+    /// content is inconsistent, the sections' sizes checked before `f` is
+    /// first called, a count's length as it comes: a caller drops what `f`
+    /// was given then. The hashes after the window are not read.
+    pub(crate) fn visit_within(
+        &self,
+        layout: Layout,
+        first: u64,
+        window: std::ops::RangeInclusive<u64>,
+        f: impl FnMut(Key, u64),
+    ) -> Option<()> {
         // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
         let mut lens = [0u32; 4];
         let mut n = 0;
@@ -431,10 +453,10 @@ impl<'a> Page<'a> {
         // One loop a chunk count, so that each is unrolled.
         let (w, kind) = (window, layout.kind);
         match n {
-            1 => self.decode_chunks(layout, first, w, [lens[0]], out, |b, c| {
+            1 => self.visit_chunks(layout, first, w, [lens[0]], f, |b, c| {
                 assemble(kind, b, c, [lens[0]], pads)
             }),
-            2 => self.decode_chunks(layout, first, w, [lens[0], lens[1]], out, |b, c| {
+            2 => self.visit_chunks(layout, first, w, [lens[0], lens[1]], f, |b, c| {
                 assemble(kind, b, c, [lens[0], lens[1]], pads)
             }),
             // Whole SHA-1 hashes of any index under 2^40 hashes.
@@ -444,98 +466,82 @@ impl<'a> Page<'a> {
                 && (8..=48).contains(&lens[2]) =>
             {
                 let lens = [lens[0], lens[1], lens[2]];
-                self.decode_chunks(layout, first, w, lens, out, |b, c| sha1(b, c, lens[2]))
+                self.visit_chunks(layout, first, w, lens, f, |b, c| sha1(b, c, lens[2]))
             }
             3 => {
                 let lens = [lens[0], lens[1], lens[2]];
-                self.decode_chunks(layout, first, w, lens, out, |b, c| {
+                self.visit_chunks(layout, first, w, lens, f, |b, c| {
                     assemble(kind, b, c, lens, pads)
                 })
             }
-            _ => self.decode_chunks(layout, first, w, lens, out, |b, c| {
+            _ => self.visit_chunks(layout, first, w, lens, f, |b, c| {
                 assemble(kind, b, c, lens, pads)
             }),
         }
     }
 
-    /// [`Page::decode_within`] for remainders in `C` chunks of `lens` bits
+    /// [`Page::visit_within`] for remainders in `C` chunks of `lens` bits
     /// (the last ones 0 when fewer), made into hashes by `assemble`. Three
-    /// passes, one a stream: buckets and count lengths are found one set
-    /// bit at a time (a word's ones without a branch a bit), then each
-    /// hash kept is put together from its bucket and remainder.
+    /// cursors go along side by side: the buckets' ones (the j-th one,
+    /// after z zeros in all, ends bucket `first + z`), the count lengths'
+    /// ones (e zeros and a one: a count of e + 1 bits, whose top bit is
+    /// implied and whose e others are the next in the mantissas) and the
+    /// remainders (l bits each).
     #[inline(always)]
-    fn decode_chunks<const C: usize>(
+    fn visit_chunks<const C: usize>(
         &self,
         layout: Layout,
         first: u64,
         window: std::ops::RangeInclusive<u64>,
         lens: [u32; C],
-        out: &mut Vec<(Key, u64)>,
+        mut f: impl FnMut(Key, u64),
         assemble: impl Fn(u64, [u64; C]) -> Key,
     ) -> Option<()> {
-        let start = out.len();
-        // Buckets: the j-th one of the upper bits, after z zeros in all,
-        // ends bucket `first + z`. The last bit must be the last one.
-        // Hashes `skipped..skipped + kept` are in the window.
-        let mut last = None;
-        let mut j = 0;
-        let mut skipped = 0;
-        for_each_one(self.stream, self.upper, self.low, |at| {
-            let bucket = first.checked_add((at - self.upper - j) as u64)?;
-            j += 1;
-            last = Some(at);
-            if bucket < *window.start() {
-                skipped += 1;
-            } else if bucket <= *window.end() {
-                let key = Key {
-                    hi: bucket,
-                    mid: 0,
-                    lo: 0,
-                };
-                out.push((key, 0));
-            }
-            Some(())
-        })?;
-        if j != self.keys || last != Some(self.low - 1) {
+        let stream = self.stream;
+        // Each section ends with its last hash's one, and holds one a
+        // hash: then no cursor below reads a one past its section.
+        let ends_with_its_ones = |start: usize, end: usize| {
+            bits::count_ones(stream, start, end) == self.keys && bits::read(stream, end - 1, 1) == 1
+        };
+        if !ends_with_its_ones(0, self.upper) || !ends_with_its_ones(self.upper, self.low) {
             return None;
         }
-        // Counts: e zeros and a one give the length, then e bits of
-        // mantissa follow in their own stream (one 64-bit read holds them,
-        // as e < 64).
-        let kept = skipped..skipped + (out.len() - start);
-        let mut slots = out[start..].iter_mut();
-        let mut mantissa = self.mantissa;
-        let mut after = 0;
-        let mut j = 0;
-        for_each_one(self.stream, 0, self.upper, |at| {
+        // The last bucket, and the end of the mantissas (e bits a count,
+        // and the e's add up to the count lengths' zeros).
+        first.checked_add((self.low - self.upper - self.keys) as u64)?;
+        if self.mantissa + (self.upper - self.keys) > PAGE_BITS {
+            return None;
+        }
+        let l = layout.l() as usize;
+        let mut buckets = bits::Ones::new(stream, self.upper, self.low);
+        let mut lengths = bits::Ones::new(stream, 0, self.upper);
+        let (mut after, mut mantissa, mut low) = (0, self.mantissa, self.low);
+        for j in 0..self.keys {
+            let bucket = first + (buckets.next()? - self.upper - j) as u64;
+            let at = lengths.next()?;
             let e = at - after;
             after = at + 1;
-            if e >= 64 || j >= self.keys {
+            if e >= 64 {
                 return None;
             }
-            if kept.contains(&j) {
+            if bucket > *window.end() {
+                break;
+            }
+            if bucket >= *window.start() {
                 let below = (1u64 << e) - 1;
-                slots.next()?.1 = (1u64 << e) | (bits::word(self.stream, mantissa) & below);
-            }
-            j += 1;
-            mantissa += e;
-            Some(())
-        })?;
-        if j != self.keys || after != self.upper || mantissa > PAGE_BITS {
-            return None;
-        }
-        // Hashes: the bucket and the remainder's chunks.
-        let l = layout.l() as usize;
-        for (j, (key, _)) in (kept.start..).zip(&mut out[start..]) {
-            let mut chunks = [0u64; C];
-            let mut low = self.low + j * l;
-            for (chunk, len) in chunks.iter_mut().zip(lens) {
-                if len > 0 {
-                    *chunk = bits::word(self.stream, low) & (u64::MAX >> (64 - len));
-                    low += len as usize;
+                let count = (1u64 << e) | (bits::word(stream, mantissa) & below);
+                let mut chunks = [0u64; C];
+                let mut at = low;
+                for (chunk, len) in chunks.iter_mut().zip(lens) {
+                    if len > 0 {
+                        *chunk = bits::word(stream, at) & (u64::MAX >> (64 - len));
+                        at += len as usize;
+                    }
                 }
+                f(assemble(bucket, chunks), count);
             }
-            *key = assemble(key.hi, chunks);
+            mantissa += e;
+            low += l;
         }
         Some(())
     }
@@ -596,31 +602,6 @@ fn sha1(bucket: u64, [c0, c1, c2]: [u64; 3], last: u32) -> Key {
         mid: ((high as u64) << 32) | (low >> 32),
         lo: low as u32,
     }
-}
-
-/// Calls `f` with the position of every one bit in `start..end`, in order,
-/// until it returns `None` (then `None`).
-#[inline(always)]
-fn for_each_one(
-    stream: &[u8],
-    start: usize,
-    end: usize,
-    mut f: impl FnMut(usize) -> Option<()>,
-) -> Option<()> {
-    let mut at = start;
-    while at < end {
-        let avail = (end - at).min(64);
-        let mut ones = bits::word(stream, at);
-        if avail < 64 {
-            ones &= (1u64 << avail) - 1;
-        }
-        while ones != 0 {
-            f(at + ones.trailing_zeros() as usize)?;
-            ones &= ones - 1;
-        }
-        at += avail;
-    }
-    Some(())
 }
 
 #[cfg(test)]

@@ -263,27 +263,91 @@ fn decimal_len(n: u64) -> usize {
     guess - usize::from((n | 1) < POWERS[guess - 1])
 }
 
-/// One line in a 64-byte buffer: the whole hash's hex, the colon and the
-/// count, with CRLF over the prefix's last two digits (just before the
-/// suffix); returns where the line ends.
-#[inline]
-fn line(kind: Kind, key: Key, count: u64, line: &mut [u8; 64]) -> usize {
+/// Writes one line at the start of `out` and returns its length: CRLF
+/// unless it is the first (`SKIP` 3 for a line after another, 5 for the
+/// first), the hex after the 5-digit prefix, the colon and the count.
+/// Writes whole words, so up to [`LONGEST_LINE`] + 8 bytes may be
+/// touched; the bytes past the line are left for what comes after it.
+///
+/// The digits go straight to `out`, word by word: building a line in a
+/// buffer and copying it read each line back over the smaller stores that
+/// had just made it, which the processor cannot forward (half of the
+/// rendering's time was that wait).
+#[inline(always)]
+fn put_line<const SKIP: usize>(
+    kind: Kind,
+    key: Key,
+    count: u64,
+    out: &mut [std::mem::MaybeUninit<u8>],
+) -> usize {
     let [a, b] = hex16(key.hi);
     let [c, d] = hex16(key.mid);
-    let [e, _] = hex16(u64::from(key.lo) << 32);
-    for (digits, word) in line.chunks_exact_mut(8).zip([a, b, c, d, e]) {
-        digits.copy_from_slice(&word.to_le_bytes());
-    }
-    line[PREFIX_DIGITS - 2..PREFIX_DIGITS].copy_from_slice(b"\r\n");
+    // NTLM's hash ends with d: zeros after it, where the colon goes.
+    let e = match kind {
+        Kind::Sha1 => hex16(u64::from(key.lo) << 32)[0],
+        Kind::Ntlm => 0,
+    };
+    // The hash's digits as one little-endian run over words a..e, read
+    // from digit SKIP on: word i of the line is the top of a digit word
+    // joined to the bottom of the next.
+    let digits = [a, b, c, d, e, 0];
+    let shift = 8 * SKIP as u32;
+    let word = |i: usize| (digits[i] >> shift) | (digits[i + 1] << (64 - shift));
     let hex_len = kind.hex_len();
-    line[hex_len] = b':';
-    let end = hex_len + 1 + decimal_len(count);
+    let colon = hex_len - SKIP;
+    for i in 0..5 {
+        let mut w = word(i);
+        if i == 0 && SKIP == PREFIX_DIGITS - 2 {
+            // The prefix's last two digits make room for the CRLF.
+            w = (w & !0xFFFF) | u64::from(u16::from_le_bytes(*b"\r\n"));
+        }
+        // The colon's byte in the word holding it (every digit word has
+        // zeros past the hash's end, so OR puts it in place).
+        if colon / 8 == i {
+            w |= u64::from(b':') << (8 * (colon % 8));
+        }
+        copy_into(&mut out[8 * i..8 * i + 8], &w.to_le_bytes());
+    }
+    let digits = colon + 1;
+    if count < 100_000_000 {
+        // The usual count: its digits in one word, one store.
+        let (word, len) = decimal8(count as u32);
+        copy_into(&mut out[digits..digits + 8], &word.to_le_bytes());
+        return digits + len;
+    }
+    let end = digits + decimal_len(count);
     let mut n = count;
-    for slot in line[hex_len + 1..end].iter_mut().rev() {
-        *slot = b'0' + (n % 10) as u8;
+    for slot in out[digits..end].iter_mut().rev() {
+        slot.write(b'0' + (n % 10) as u8);
         n /= 10;
     }
     end
+}
+
+/// The decimal digits of `n` (below 10^8) as the little-endian bytes of a
+/// word, most significant first, and how many there are: all eight
+/// digits are found at once (SWAR: two lanes of four digits split into
+/// four of two, then eight of one, by multiplying with reciprocals), then
+/// the leading zeros shifted out. No branch on the number of digits,
+/// whose length varies from one line to the next unpredictably.
+#[inline(always)]
+fn decimal8(n: u32) -> (u64, usize) {
+    debug_assert!(n < 100_000_000);
+    // Lane 0 (low half) the top four digits, lane 1 the bottom four.
+    let x = u64::from(n / 10_000) | (u64::from(n % 10_000) << 32);
+    // Each 32-bit lane (below 10^4) to 16-bit lanes of its hundreds and
+    // its rest: x / 100 = (x * 10486) >> 20 for x below 10^4.
+    let hundreds = ((x * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let x = hundreds | ((x - hundreds * 100) << 16);
+    // Each 16-bit lane (below 100) to bytes of its tens and its units:
+    // x / 10 = (x * 103) >> 10 for x below 100.
+    let tens = ((x * 103) >> 10) & 0x000F_000F_000F_000F;
+    let x = tens | ((x - tens * 10) << 8);
+    // The leading zero digits are the low zero bytes; a count of 0 keeps
+    // its one digit.
+    let zeros = ((x.trailing_zeros() / 8) as usize).min(7);
+    let ascii = x + 0x3030_3030_3030_3030;
+    (ascii >> (8 * zeros), 8 - zeros)
 }
 
 /// Appends a range answer's body to `out`: one `SUFFIX:COUNT` line per
@@ -293,26 +357,22 @@ pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
     let Some((&(key, count), rest)) = items.split_first() else {
         return;
     };
-    // Room for every line at its longest and for the fixed-size copies
-    // below: lines are written in place into the spare capacity (not
-    // zeroed first: that took as long as a tenth of the rendering), the
-    // length set at the end to what was written.
+    // Room for every line at its longest and for the whole words the last
+    // one writes past its end: lines are written in place into the spare
+    // capacity (not zeroed first: that took as long as a tenth of the
+    // rendering), the length set at the end to what was written.
+    const ROOM: usize = LONGEST_LINE + 8;
     let start = out.len();
-    out.reserve(items.len() * LONGEST_LINE + 64);
-    let spare = &mut out.spare_capacity_mut()[..items.len() * LONGEST_LINE + 64];
-    let mut buf = [0u8; 64];
-    // The first line has no CRLF before it.
-    let end = line(kind, key, count, &mut buf);
-    copy_into(&mut spare[..64 - PREFIX_DIGITS], &buf[PREFIX_DIGITS..]);
-    let mut at = end - PREFIX_DIGITS;
+    let room = items.len() * LONGEST_LINE + ROOM;
+    out.reserve(room);
+    let spare = &mut out.spare_capacity_mut()[..room];
+    let mut at = put_line::<PREFIX_DIGITS>(kind, key, count, &mut spare[..ROOM]);
     for &(key, count) in rest {
         const FROM: usize = PREFIX_DIGITS - 2;
-        let end = line(kind, key, count, &mut buf);
-        copy_into(&mut spare[at..at + 64 - FROM], &buf[FROM..]);
-        at += end - FROM;
+        at += put_line::<FROM>(kind, key, count, &mut spare[at..at + ROOM]);
     }
     // SAFETY: the first `at` bytes of the spare capacity were written
-    // above (each line's copy covers at least the bytes up to its end).
+    // above (each line's bytes up to its end, in order).
     unsafe { out.set_len(start + at) };
 }
 
@@ -445,6 +505,28 @@ mod tests {
                 hex8(x as u32).to_le_bytes(),
                 format!("{:08X}", x as u32).as_bytes()
             );
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_once() {
+        let mut state = 3u64;
+        let powers = (0..8).flat_map(|e| {
+            let p = 10u32.pow(e);
+            [p - 1, p, p + 1]
+        });
+        for n in powers
+            .chain([0, 99_999_999, 10_000, 9_999, 12_345_678, 10_000_001])
+            .chain((0..110_000).map(|i| {
+                // Mostly any below 10^8, every eleventh a small one.
+                let modulus = if i % 11 == 0 { 1_000 } else { 100_000_000 };
+                (splitmix(&mut state) % modulus) as u32
+            }))
+        {
+            let (word, len) = decimal8(n);
+            let text = n.to_string();
+            assert_eq!(len, text.len(), "{n}");
+            assert_eq!(&word.to_le_bytes()[..len], text.as_bytes(), "{n}");
         }
     }
 
