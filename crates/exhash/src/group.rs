@@ -211,9 +211,7 @@ pub(crate) fn prefetch_tags<T: Shape>(page: &Page, z: u64) {
 #[inline(always)]
 pub(crate) fn prefetch_group_slots<T: Shape>(page: &Page, home: usize) {
     let at = slot_at::<T>(home * GROUP);
-    let len = GROUP * T::SLOT;
-    crate::prefetch::read(&page.0[at..at + len / 2]);
-    crate::prefetch::read(&page.0[at + len / 2..at + len]);
+    crate::prefetch::read(&page.0[at..at + GROUP * T::SLOT]);
 }
 
 /// Ask for the slot a lookup or insert of position `z` will most likely
