@@ -265,6 +265,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ones_and_their_count_match_a_bit_list() {
+        let mut state = 5u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 17
+        };
+        for round in 0..300 {
+            let len = 1 + next() as usize % 64;
+            // Sparse and dense bits, as buckets and count lengths are.
+            let density = round % 4;
+            let buf: Vec<u8> = (0..len)
+                .map(|_| {
+                    let mut b = next() as u8;
+                    for _ in 0..density {
+                        b &= next() as u8;
+                    }
+                    b
+                })
+                .collect();
+            let bits = len * 8;
+            let start = next() as usize % bits;
+            let end = start + next() as usize % (bits - start + 1);
+            let ones: Vec<usize> = (start..end)
+                .filter(|&i| buf[i / 8] >> (i % 8) & 1 == 1)
+                .collect();
+            assert_eq!(count_ones(&buf, start, end), ones.len());
+            let mut cursor = Ones::new(&buf, start, end);
+            let got: Vec<usize> = (0..ones.len()).map_while(|_| cursor.next()).collect();
+            assert_eq!(got, ones, "bits {start}..{end}");
+            // Past the last word before `end`, no more ones.
+            if let Some(more) = cursor.next() {
+                assert!(more >= end && more < (end + 63).max(start + 64));
+            }
+        }
+    }
+
+    #[test]
     fn nth_set_bit_matches_a_loop() {
         let mut next = crate::testing::rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2000 {

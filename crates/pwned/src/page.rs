@@ -695,6 +695,96 @@ mod tests {
         }
     }
 
+    /// Pages of `n` SHA-1 keys with counts of every length, and the pairs.
+    fn pages_of(n: u64) -> (Layout, Encoder, Vec<(Key, u64)>) {
+        let layout = Layout::for_count(Kind::Sha1, n);
+        let mut keys: Vec<Key> = (0..n).map(key).collect();
+        keys.sort();
+        let pairs: Vec<(Key, u64)> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| (k, 1 + (i as u64 * 0x9E37_79B9) % (1 << (i % 50))))
+            .collect();
+        let mut enc = Encoder::new(layout);
+        for &(k, c) in &pairs {
+            enc.push(k, c);
+        }
+        enc.flush();
+        (layout, enc, pairs)
+    }
+
+    #[test]
+    fn a_window_gives_exactly_the_pairs_of_its_buckets() {
+        let (layout, enc, pairs) = pages_of(3000);
+        let bytes = &enc.pages[..PAGE];
+        let first = enc.dir[0].first & !CONTINUED;
+        let page = Page::new(bytes, layout).unwrap();
+        let mut all = Vec::new();
+        page.decode(layout, first, &mut all).unwrap();
+        assert_eq!(all, pairs[..all.len()]);
+        let buckets: Vec<u64> = all.iter().map(|(k, _)| layout.bucket(*k)).collect();
+        let (lo, hi) = (buckets[0], *buckets.last().unwrap());
+        let middle = buckets[buckets.len() / 2];
+        for window in [
+            lo..=hi,
+            lo..=lo,
+            hi..=hi,
+            lo + 3..=hi - 5,
+            0..=middle,
+            middle..=middle,
+            middle + 1..=u64::MAX,
+            hi + 1..=u64::MAX,
+        ] {
+            let mut got = Vec::new();
+            page.decode_within(layout, first, window.clone(), &mut got)
+                .unwrap();
+            let want: Vec<_> = all
+                .iter()
+                .filter(|(k, _)| window.contains(&layout.bucket(*k)))
+                .copied()
+                .collect();
+            assert_eq!(got, want, "window {window:?}");
+        }
+    }
+
+    #[test]
+    fn damaged_pages_decode_to_none_or_to_pairs_never_a_panic() {
+        let (layout, enc, pairs) = pages_of(3000);
+        let first = enc.dir[0].first & !CONTINUED;
+        let good = &enc.pages[..PAGE];
+        let page = Page::new(good, layout).unwrap();
+        // The sections' ends: a count length's or a bucket's last one
+        // cleared leaves a section a hash short.
+        for end in [page.upper, page.low] {
+            let mut bad = good.to_vec();
+            let at = PAGE_HEADER * 8 + end - 1;
+            bad[at / 8] &= !(1 << (at % 8));
+            let page = Page::new(&bad, layout).unwrap();
+            assert_eq!(page.decode(layout, first, &mut Vec::new()), None);
+        }
+        // The last bucket past 2^64: refused, not wrapped.
+        assert_eq!(page.decode(layout, u64::MAX - 1, &mut Vec::new()), None);
+        // Any bit flipped: a page that decodes has no more hashes than its
+        // header says, and what fails leaves the output as it was.
+        let mut state = 17u64;
+        for _ in 0..3000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = (state >> 33) as usize % (PAGE * 8);
+            let mut bad = good.to_vec();
+            bad[at / 8] ^= 1 << (at % 8);
+            let Some(page) = Page::new(&bad, layout) else {
+                continue;
+            };
+            let mut out = vec![pairs[0]];
+            match page.decode(layout, first, &mut out) {
+                Some(()) => assert!(out.len() - 1 <= page.keys),
+                None => assert_eq!(out, [pairs[0]]),
+            }
+        }
+    }
+
     #[test]
     fn one_bucket_larger_than_a_page_is_continued() {
         let layout = Layout::whole(Kind::Sha1, 20);
