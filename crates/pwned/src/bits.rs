@@ -266,13 +266,7 @@ mod tests {
 
     #[test]
     fn ones_and_their_count_match_a_bit_list() {
-        let mut state = 5u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            state >> 17
-        };
+        let mut next = crate::testing::rng(5);
         for round in 0..300 {
             let len = 1 + next() as usize % 64;
             // Sparse and dense bits, as buckets and count lengths are.

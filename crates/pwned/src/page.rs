@@ -766,12 +766,9 @@ mod tests {
         assert_eq!(page.decode(layout, u64::MAX - 1, &mut Vec::new()), None);
         // Any bit flipped: a page that decodes has no more hashes than its
         // header says, and what fails leaves the output as it was.
-        let mut state = 17u64;
+        let mut next = crate::testing::rng(17);
         for _ in 0..3000 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let at = (state >> 33) as usize % (PAGE * 8);
+            let at = next() as usize % (PAGE * 8);
             let mut bad = good.to_vec();
             bad[at / 8] ^= 1 << (at % 8);
             let Some(page) = Page::new(&bad, layout) else {
