@@ -61,7 +61,13 @@ fn members(n: usize) -> Vec<(Key, u32)> {
 }
 
 fn generate(n: usize, path: &Path) {
-    eprintln!("generating {n} hashes into {}", path.display());
+    // A relative path is taken from the package's folder, where cargo
+    // runs benchmarks (as the default data folder is): say where it is.
+    let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    eprintln!("generating {n} hashes into {}", shown.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).unwrap();
+    }
     let mut all = members(n);
     all.sort_by_key(|&(_, c)| Reverse(c));
     let tmp = path.with_extension("tmp");
