@@ -271,8 +271,8 @@ fn decimal_len(n: u64) -> usize {
 ///
 /// The digits go straight to `out`, word by word: building a line in a
 /// buffer and copying it read each line back over the smaller stores that
-/// had just made it, which the processor cannot forward (half of the
-/// rendering's time was that wait).
+/// had just made it, which the processor cannot forward (perf put half
+/// of the rendering's samples on that read).
 #[inline(always)]
 fn put_line<const SKIP: usize>(
     kind: Kind,
