@@ -6,20 +6,27 @@
 //! whole at its first touch: zeroing 2 MiB and, when memory is fragmented,
 //! compacting it first, 0.5–6 ms in all, which used to land on the one
 //! insert that first wrote to a fresh chunk. So the store keeps its next
-//! chunk on order while it fills the current one: it maps the chunk
-//! itself (a few microseconds), and one thread for the whole process
-//! touches every 4 KiB of it, taking those faults off the inserting
-//! thread. When the spare is not ready in time, the store takes a chunk of
-//! small pages instead, faulted 4 KiB at a time, rather than wait.
+//! chunk on order while it fills the current one, and one thread for the
+//! whole process makes it: maps it, then touches every 4 KiB of it,
+//! taking those faults off the inserting thread. When the spare is not
+//! ready in time, the store takes a chunk of small pages instead, faulted
+//! 4 KiB at a time, rather than wait.
+//!
+//! Ordering is a message to the thread and nothing else. The store used
+//! to map the chunk itself and touch a byte of it before sending it:
+//! 70-90 µs on the 2-core benchmark VM (the fresh mapping's first fault
+//! there is dear), the longest puts of a large load; a message costs
+//! ~30 µs, the thread's wake-up.
 //!
 //! The thread never preempts another on waking (`SCHED_BATCH`), and
-//! holds no lock the inserting thread may need: mapping and
-//! advising a chunk take the process's memory-map lock for writing, so
-//! the store does them; and the first fault in a fresh mapping takes that
-//! lock too (Linux sets up the mapping's reverse map under it), so the
-//! store first touches a byte of the mapping outside the chunk's 2 MiB.
-//! The huge-page fault that follows, milliseconds when memory must be
-//! compacted, then holds only the lock of the chunk's own mapping.
+//! holds the locks the inserting thread may need only briefly: mapping
+//! and advising a chunk take the process's memory-map lock for writing
+//! (microseconds; faults in other mappings go on meanwhile under their
+//! own mapping's lock, Linux 6.4 on), and so may the first fault in a
+//! fresh mapping (Linux sets up the mapping's reverse map under it), so
+//! the thread first touches a byte of the mapping outside the chunk's
+//! 2 MiB. The huge-page fault that follows, milliseconds when memory must
+//! be compacted, then holds only the lock of the chunk's own mapping.
 
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -124,17 +131,15 @@ pub(crate) enum Spare {
 }
 
 impl Spare {
-    /// Map a huge-page chunk and have the prefault thread (started on the
-    /// first order) fault it in; `Spare::None` if the thread could not be
-    /// started.
+    /// Have the prefault thread (started on the first order) map a
+    /// huge-page chunk and fault it in; `Spare::None` if the thread could
+    /// not be started.
     pub(crate) fn order() -> Spare {
         let Some(thread) = prefault_thread() else {
             return Spare::None;
         };
-        let mut chunk = Chunk::new(true);
-        chunk.set_up_for_faults();
         let (reply, arrival) = mpsc::channel();
-        match thread.send((chunk, reply)) {
+        match thread.send(reply) {
             Ok(()) => Spare::Ordered(arrival),
             Err(_) => Spare::None,
         }
@@ -176,12 +181,11 @@ impl Spare {
     }
 }
 
-/// An order to the prefault thread: the chunk to fault in, and where to
-/// send it then.
-type Order = (Chunk, Sender<Chunk>);
+/// An order to the prefault thread: where to send the chunk it makes.
+type Order = Sender<Chunk>;
 
-/// The process's prefault thread: it faults in each chunk ordered and
-/// sends it back. `None` if it could not be started.
+/// The process's prefault thread: it makes a chunk for each order, faults
+/// it in and sends it. `None` if it could not be started.
 fn prefault_thread() -> Option<&'static Sender<Order>> {
     static THREAD: OnceLock<Option<Sender<Order>>> = OnceLock::new();
     THREAD
@@ -194,7 +198,9 @@ fn prefault_thread() -> Option<&'static Sender<Order>> {
                 .stack_size(64 * 1024)
                 .spawn(move || {
                     never_preempt_on_waking();
-                    for (mut chunk, reply) in inbox {
+                    for reply in inbox {
+                        let mut chunk = Chunk::new(true);
+                        chunk.set_up_for_faults();
                         chunk.prefault(CHUNK_PAGES);
                         // The store may be gone; its chunk goes with it.
                         let _ = reply.send(chunk);

@@ -37,8 +37,9 @@ impl<S: PageStore> ExHash<S> {
             pair[0] = slot;
             pair[1] = slot;
         }
-        self.dir = next;
+        let old = std::mem::replace(&mut self.dir, next);
         self.next_dir.lay_out(4 * n);
+        self.next_dir.retire(old);
         self.global_depth += 1;
         self.at_global = 0;
     }
@@ -50,6 +51,15 @@ impl<S: PageStore> ExHash<S> {
     /// entries are placed again, and any that do not fit go to `pending`
     /// as (hash, value).
     pub(crate) fn split(&mut self, id: PageId, pending: &mut Vec<(u64, u64)>) {
+        // The splits before the next doubling (about one for each page at
+        // global depth) outnumber the 4 KiB pieces of its room (one for
+        // each 1024 slots) several hundred times over from 2^12 slots on;
+        // those before the page table's next growth (one a page) its
+        // pieces (one for each 341 pages) as much. A few a split keep
+        // ahead of uneven splitting. Before this split's own growth, so
+        // that what that growth leaves to them waits for the next split.
+        self.next_dir.fault_in(4);
+        self.next_meta.fault_in(2);
         let old = self.meta[id as usize];
         if old.depth == self.global_depth {
             self.double_directory();
@@ -115,14 +125,6 @@ impl<S: PageStore> ExHash<S> {
         if depth == self.global_depth {
             self.at_global += 2;
         }
-        // The splits before the next doubling (about one for each page at
-        // global depth) outnumber the 4 KiB pieces of its room (one for
-        // each 1024 slots) several hundred times over from 2^12 slots on;
-        // those before the page table's next growth (one a page) its
-        // pieces (one for each 341 pages) as much. A few a split keep
-        // ahead of uneven splitting.
-        self.next_dir.fault_in(4);
-        self.next_meta.fault_in(2);
     }
 
     /// After a removal: while the page of hash `h` is underfull and its

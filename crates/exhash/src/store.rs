@@ -81,7 +81,7 @@ pub struct MemoryStore {
 
 /// The page of a chunk at which the next chunk is ordered: not its first,
 /// so that the insert that starts a chunk (at a power of two, also the
-/// one that grows the page table) does not map the next one too.
+/// one that grows the page table) does not order the next one too.
 const ORDER_AT: usize = 8;
 
 impl MemoryStore {

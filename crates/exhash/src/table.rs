@@ -148,8 +148,9 @@ impl<S: PageStore> ExHash<S> {
             // the last growth; then lay out room for the next.
             let mut next = self.next_meta.take(i + 1);
             next.extend_from_slice(&self.meta);
-            self.meta = next;
+            let old = std::mem::replace(&mut self.meta, next);
             self.next_meta.lay_out(2 * self.meta.capacity());
+            self.next_meta.retire(old);
         }
         if self.meta.len() <= i {
             self.meta.resize(i + 1, PageMeta::default());
