@@ -198,10 +198,10 @@ pub(crate) fn scan(page: &Page, g: usize, tag: u8) -> (u32, u32) {
     }
 }
 
-/// Ask for the cache line of the tags of position `z`'s home group.
+/// Ask for the cache line of the tags of group `home`.
 #[inline(always)]
-pub(crate) fn prefetch_tags<T: Shape>(page: &Page, z: u64) {
-    let at = key::<T>(z).home * GROUP;
+pub(crate) fn prefetch_tags(page: &Page, home: usize) {
+    let at = home * GROUP;
     crate::prefetch::read(&page.0[at..at + GROUP]);
 }
 
@@ -214,13 +214,12 @@ pub(crate) fn prefetch_group_slots<T: Shape>(page: &Page, home: usize) {
     crate::prefetch::read(&page.0[at..at + GROUP * T::SLOT]);
 }
 
-/// Ask for the slot a lookup or insert of position `z` will most likely
-/// touch: the first in its home group whose tag matches, else the first
-/// free one. Reads the home group's tags, so it pays when they were
+/// Ask for the slot a lookup or insert of `k` will most likely touch:
+/// the first in its home group whose tag matches, else the first free
+/// one. Reads the home group's tags, so it pays when they were
 /// prefetched earlier ([`prefetch_tags`]).
 #[inline(always)]
-pub(crate) fn prefetch_slot<T: Shape>(page: &Page, z: u64) {
-    let k = key::<T>(z);
+pub(crate) fn prefetch_slot<T: Shape>(page: &Page, k: &Key) {
     let (hit, free) = scan(page, k.home, k.tag);
     let pick = if hit != 0 { hit } else { free };
     let i = (pick | 1 << (GROUP - 1)).trailing_zeros() as usize;

@@ -22,6 +22,57 @@ pub(crate) struct Loc {
     pub z: u64,
 }
 
+/// A key ready for a lookup in its page: the page, its shape, and the
+/// key's position there taken apart (a [`group::Key`] in 24 bytes with
+/// the page, so that a batch keeps its ring of them in few lines).
+#[derive(Clone, Copy)]
+struct Probe<'a> {
+    page: &'a Page,
+    field: u64,
+    home: u8,
+    tag: u8,
+    narrow: bool,
+}
+
+impl Probe<'_> {
+    #[inline(always)]
+    fn key(&self) -> group::Key {
+        group::Key {
+            home: self.home as usize,
+            tag: self.tag,
+            field: self.field,
+        }
+    }
+
+    /// The value in the page, if the key is there.
+    #[inline(always)]
+    fn find(&self) -> Option<u64> {
+        let (page, k) = (self.page, self.key());
+        if self.narrow {
+            group::find::<Narrow>(page, &k).map(|s| group::value::<Narrow>(page, s))
+        } else {
+            group::find::<Wide>(page, &k).map(|s| group::value::<Wide>(page, s))
+        }
+    }
+
+    /// Prefetch the tags of the key's home group.
+    #[inline(always)]
+    fn prefetch_tags(&self) {
+        group::prefetch_tags(self.page, self.home as usize);
+    }
+
+    /// Prefetch the slot the lookup will touch (its tags read: best
+    /// when [`Probe::prefetch_tags`] asked for them earlier).
+    #[inline(always)]
+    fn prefetch_slot(&self) {
+        if self.narrow {
+            group::prefetch_slot::<Narrow>(self.page, &self.key());
+        } else {
+            group::prefetch_slot::<Wide>(self.page, &self.key());
+        }
+    }
+}
+
 /// An extendible hash table from u64 keys to u64 values in 8 KiB pages.
 #[derive(Debug)]
 pub struct ExHash<S: PageStore = MemoryStore> {
@@ -179,6 +230,8 @@ impl<S: PageStore> ExHash<S> {
     /// The value stored for `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
+        // Not through a `Probe`: with one shape test for the whole lookup,
+        // it takes 4 instructions fewer (cachegrind, 124 -> 120).
         let loc = self.locate(mix(key));
         let page = self.store.page(loc.page);
         let found = if narrow(loc.depth) {
@@ -186,6 +239,12 @@ impl<S: PageStore> ExHash<S> {
         } else {
             get_in::<Wide>(page, loc.z)
         };
+        self.or_spilled(found, key)
+    }
+
+    /// What a lookup of `key` found in its page, or else in the spill map.
+    #[inline(always)]
+    fn or_spilled(&self, found: Option<u64>, key: u64) -> Option<u64> {
         if found.is_some() || self.spill.is_empty() {
             return found;
         }
@@ -194,28 +253,66 @@ impl<S: PageStore> ExHash<S> {
 
     /// Whether `key` is stored in a page (not the spill map).
     pub(crate) fn in_pages(&self, key: u64) -> bool {
-        let loc = self.locate(mix(key));
-        let page = self.store.page(loc.page);
-        if narrow(loc.depth) {
-            get_in::<Narrow>(page, loc.z).is_some()
-        } else {
-            get_in::<Wide>(page, loc.z).is_some()
-        }
+        self.probe(key).find().is_some()
     }
 
     /// Look up many keys, prefetching in two steps so that the memory
     /// latencies of consecutive lookups overlap: the tags of each key's
     /// home group sixteen keys ahead, and the slot they point to eight
     /// keys ahead. `out` is cleared, then `out[i]` answers `keys[i]`.
+    ///
+    /// Each key is mixed, located and taken apart once, when its tags are
+    /// asked for, and kept for the two steps after (a lookup changes
+    /// nothing, so it stays right): doing it again at each step took a
+    /// quarter of the instructions of a batched lookup (cachegrind: 265
+    /// a key before, 205 since; whole runs of 20 batches of 1M gets 0.80-
+    /// 0.83 of the time).
     pub fn get_many(&self, keys: &[u64], out: &mut Vec<Option<u64>>) {
+        /// Probes kept: those of the keys from the one looked up to the
+        /// one whose tags were asked for last, in a ring.
+        const RING: usize = (PREFETCH_AHEAD + 1).next_power_of_two();
         out.clear();
         out.reserve(keys.len());
+        let mut ring: [Option<Probe<'_>>; RING] = [None; RING];
+        for (i, slot) in ring.iter_mut().enumerate().take(PREFETCH_AHEAD) {
+            *slot = self.ask(keys, i);
+        }
         for (i, &key) in keys.iter().enumerate() {
-            self.prefetch_ahead(
-                keys.get(i + PREFETCH_AHEAD),
-                keys.get(i + PREFETCH_AHEAD / 2),
-            );
-            out.push(self.get(key));
+            ring[(i + PREFETCH_AHEAD) % RING] = self.ask(keys, i + PREFETCH_AHEAD);
+            // Slot j of the ring holds key j's probe (None past the end).
+            if let Some(near) = ring[(i + PREFETCH_AHEAD / 2) % RING] {
+                near.prefetch_slot();
+            }
+            let found = ring[i % RING].and_then(|probe| probe.find());
+            out.push(self.or_spilled(found, key));
+        }
+    }
+
+    /// `keys[i]`'s probe, its tags asked for; `None` past the end.
+    #[inline(always)]
+    fn ask(&self, keys: &[u64], i: usize) -> Option<Probe<'_>> {
+        let probe = self.probe(*keys.get(i)?);
+        probe.prefetch_tags();
+        Some(probe)
+    }
+
+    /// `key` located and taken apart for a lookup in its page.
+    #[inline(always)]
+    fn probe(&self, key: u64) -> Probe<'_> {
+        let loc = self.locate(mix(key));
+        let narrow = narrow(loc.depth);
+        let k = if narrow {
+            group::key::<Narrow>(loc.z)
+        } else {
+            group::key::<Wide>(loc.z)
+        };
+        Probe {
+            page: self.store.page(loc.page),
+            field: k.field,
+            // Below the 34 groups of a page.
+            home: k.home as u8,
+            tag: k.tag,
+            narrow,
         }
     }
 
@@ -236,22 +333,10 @@ impl<S: PageStore> ExHash<S> {
     #[inline(always)]
     fn prefetch_ahead(&self, far: Option<&u64>, near: Option<&u64>) {
         if let Some(&key) = far {
-            let loc = self.locate(mix(key));
-            let page = self.store.page(loc.page);
-            if narrow(loc.depth) {
-                group::prefetch_tags::<Narrow>(page, loc.z);
-            } else {
-                group::prefetch_tags::<Wide>(page, loc.z);
-            }
+            self.probe(key).prefetch_tags();
         }
         if let Some(&key) = near {
-            let loc = self.locate(mix(key));
-            let page = self.store.page(loc.page);
-            if narrow(loc.depth) {
-                group::prefetch_slot::<Narrow>(page, loc.z);
-            } else {
-                group::prefetch_slot::<Wide>(page, loc.z);
-            }
+            self.probe(key).prefetch_slot();
         }
     }
 

@@ -246,6 +246,30 @@ fn batch_calls_match_single_calls() {
 }
 
 #[test]
+fn batches_shorter_and_longer_than_the_prefetch_distance_match_single_calls() {
+    // The batch keeps each key's place from its first prefetch to its
+    // lookup, sixteen keys later: batches of every length around that,
+    // and the empty one, half of their keys absent.
+    let mut table = ExHash::new();
+    for i in 0..5_000u64 {
+        table.insert(i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i);
+    }
+    let mut out = Vec::new();
+    for len in 0..=40u64 {
+        let keys: Vec<u64> = (0..len)
+            .map(|i| (i * 7919 % 10_000).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .collect();
+        table.get_many(&keys, &mut out);
+        let single: Vec<Option<u64>> = keys.iter().map(|&k| table.get(k)).collect();
+        assert_eq!(out, single, "{len} keys");
+        assert!(
+            len < 3 || single.iter().any(Option::is_none),
+            "{len}: a miss among them"
+        );
+    }
+}
+
+#[test]
 fn with_capacity_lays_out_pages_and_stats_describe_them() {
     let mut table = ExHash::with_capacity(200_000);
     let before = table.stats();
