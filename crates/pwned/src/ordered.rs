@@ -22,7 +22,7 @@ use crate::format::{Layout, PAGE_BITS};
 use crate::hash::Key;
 use crate::index::Index;
 use crate::page::{DirEntry, Encoder, Merged};
-use crate::partition::{Budget, Partitions, Spill};
+use crate::partition::{Budget, Partitions, Segment, Spill};
 use crate::sort::{Record, Sink};
 use crate::writer::{SortedWriter, Written};
 
@@ -106,7 +106,7 @@ enum State<'o, W: Write + Seek> {
 }
 
 /// Runs taken in input order, written while they stay in order.
-pub(crate) struct Stream<'o, 's, W: Write + Seek> {
+pub(crate) struct Stream<'o, 's, 'b, W: Write + Seek> {
     /// Whether parsers hand over runs (until the fall back).
     streaming: &'s AtomicBool,
     state: State<'o, W>,
@@ -118,7 +118,7 @@ pub(crate) struct Stream<'o, 's, W: Write + Seek> {
     early: BTreeMap<u64, Run>,
     next: u64,
     /// After the fall back: the records, by partition.
-    partitions: Partitions<'s>,
+    partitions: Partitions<'b>,
     /// Hashes merged into others by the writer before the fall back.
     merged: u64,
     /// Records that only split a count over 2^32 - 1 read back.
@@ -127,27 +127,27 @@ pub(crate) struct Stream<'o, 's, W: Write + Seek> {
 }
 
 /// How a [`Stream`] ended.
-pub(crate) enum Streamed<'o, W: Write + Seek> {
+pub(crate) enum Streamed<'o, 'b, W: Write + Seek> {
     /// Every run was in order: the index is written.
     Written(Written),
     /// Something was out of order: the records are in partitions, with
     /// `duplicates` merges already made (to add to those the sort finds).
     Partitioned {
         out: &'o mut W,
-        buffers: Vec<Vec<Vec<Record>>>,
+        buffers: Vec<Vec<Segment<'b>>>,
         duplicates: i64,
     },
 }
 
-impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
+impl<'o, 's, 'b, W: Write + Seek> Stream<'o, 's, 'b, W> {
     pub(crate) fn new(
         out: &'o mut W,
         layout: &'s dyn Fn(&Run) -> Result<Layout>,
         streaming: &'s AtomicBool,
-        budget: &'s Budget,
-        spill: &'s Spill,
+        budget: &'b Budget,
+        spill: &'b Spill,
         read_back: &'s dyn Fn(&mut W) -> Result<Index>,
-    ) -> Stream<'o, 's, W> {
+    ) -> Stream<'o, 's, 'b, W> {
         Stream {
             streaming,
             state: State::Waiting(out),
@@ -275,7 +275,7 @@ impl<'o, 's, W: Write + Seek> Stream<'o, 's, W> {
     }
 
     /// After the last run.
-    pub(crate) fn finish(mut self) -> Result<Streamed<'o, W>> {
+    pub(crate) fn finish(mut self) -> Result<Streamed<'o, 'b, W>> {
         if !self.early.is_empty() && !matches!(self.state, State::Partitioned(_)) {
             // A chunk never came (the build is failing): nothing after the
             // gap can be written in order.
@@ -405,14 +405,18 @@ mod tests {
         let choose = move |_: &Run| Ok(layout);
         let read_back = |w: &mut Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
         let mut out = Cursor::new(Vec::new());
-        let budget = Budget::new(1 << 30, 1);
+        let budget = Budget::new(1 << 30, 1, 0).unwrap();
         let mut stream = Stream::new(&mut out, &choose, &streaming, &budget, &spill, &read_back);
         for run in runs {
             stream.take(run).unwrap();
         }
         let ended = match stream.finish().unwrap() {
             Streamed::Written(written) => Ok(written.bytes as usize),
-            Streamed::Partitioned { buffers, .. } => Err(buffers.concat().concat()),
+            Streamed::Partitioned { buffers, .. } => Err(buffers
+                .iter()
+                .flatten()
+                .flat_map(|s| s.iter().copied())
+                .collect()),
         };
         ended.map(|len| {
             let mut bytes = out.into_inner();

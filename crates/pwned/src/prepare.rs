@@ -33,7 +33,7 @@ use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder};
-use crate::partition::{Budget, PART_BITS, PARTS, Partitions, Spill};
+use crate::partition::{Budget, PART_BITS, PARTS, Partitions, Segment, Spill};
 use crate::sort::{self, Record, Sink};
 use crate::writer::{Written, check_key_bits, write_trailer};
 
@@ -228,8 +228,18 @@ fn build_into<W: Write + Seek>(
     let started = Instant::now();
     let threads = options.threads.max(1);
     let mut parts = input::expand(inputs).map_err(|(path, e)| Error::io(path, e))?;
-    progress.input(parts.iter().map(Part::size).sum());
+    // Bytes of text coming (0: not known, from standard input or gzip).
+    let sizes: Vec<u64> = parts.iter().map(Part::size).collect();
+    progress.input(sizes.iter().sum());
+    let input = if sizes.contains(&0) {
+        0
+    } else {
+        sizes.iter().sum()
+    };
     let spill = Spill::new(spill_dir);
+    // Each parser, and the stream once it falls back, holds records by
+    // partition, in segments of one shared budget.
+    let budget = Budget::new(options.memory, threads + 1, input)?;
     let Collected {
         kind,
         output,
@@ -238,7 +248,7 @@ fn build_into<W: Write + Seek>(
         total,
         mut summary,
     } = collect(
-        &mut parts, threads, options, &spill, progress, &mut out, read_back,
+        &mut parts, input, threads, options, &budget, &spill, progress, &mut out, read_back,
     )?;
     let kind = kind.unwrap_or(Kind::Sha1);
     summary.kind = Some(kind);
@@ -267,7 +277,7 @@ fn build_into<W: Write + Seek>(
     // is also a bucket boundary; with fewer bucket bits, one group.
     let sizes: Vec<u64> = (0..PARTS)
         .map(|p| {
-            let held: usize = buffers[p].iter().map(Vec::len).sum();
+            let held: usize = buffers[p].iter().map(|s| s.len()).sum();
             held as u64 + spill.records[p].load(Ordering::Relaxed)
         })
         .collect();
@@ -275,7 +285,7 @@ fn build_into<W: Write + Seek>(
     progress.writing(groups.len() as u64);
     out.write_all(&[0u8; PAGE])
         .map_err(|e| Error::io(None, e))?;
-    let buffers: Vec<Mutex<Vec<Vec<Record>>>> = buffers.into_iter().map(Mutex::new).collect();
+    let buffers: Vec<Mutex<Vec<Segment>>> = buffers.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(threads);
@@ -406,13 +416,15 @@ struct Scratch {
     sorted: Vec<Record>,
     /// The first pass of a large partition's sort.
     spare: Vec<Record>,
+    /// The sort's buckets.
+    counts: Vec<u32>,
 }
 
 /// Sorts the partitions of a group, merges duplicates and packs pages.
 fn pack(
     layout: Layout,
     group: &[usize],
-    buffers: &[Mutex<Vec<Vec<Record>>>],
+    buffers: &[Mutex<Vec<Segment>>],
     spill: &Spill,
     scratch: &mut Scratch,
     pages: Vec<u8>,
@@ -427,10 +439,16 @@ fn pack(
         spill.read(p, &mut scratch.spilled)?;
         let sources: Vec<&[Record]> = held
             .iter()
-            .map(Vec::as_slice)
+            .map(|s| &s[..])
             .chain([scratch.spilled.as_slice()])
             .collect();
-        sort::sort_into(&sources, PART_BITS, &mut scratch.sorted, &mut scratch.spare);
+        sort::sort_into(
+            &sources,
+            PART_BITS,
+            &mut scratch.sorted,
+            &mut scratch.spare,
+            &mut scratch.counts,
+        );
         let merged = encoder.push_sorted(&scratch.sorted);
         hashes += merged.hashes;
         duplicates += merged.duplicates;
@@ -446,14 +464,14 @@ fn pack(
 
 /// What phase 1 left: the index written (input in order), or records by
 /// partition.
-struct Collected<'o, W> {
+struct Collected<'o, 'b, W> {
     kind: Option<Kind>,
     output: Output<'o, W>,
     /// Merges made before the records were partitioned (may be negative:
     /// see [`Streamed`]).
     duplicates: i64,
     /// `buffers[partition]`: the segments every holder kept.
-    buffers: Vec<Vec<Vec<Record>>>,
+    buffers: Vec<Vec<Segment<'b>>>,
     total: u64,
     summary: Summary,
 }
@@ -620,24 +638,23 @@ impl Shared {
     }
 }
 
-fn collect<'o, W: Write + Seek>(
+#[allow(clippy::too_many_arguments)]
+fn collect<'o, 'b, W: Write + Seek>(
     parts: &mut [Part],
+    input_bytes: u64,
     threads: usize,
     options: &BuildOptions,
-    spill: &Spill,
+    budget: &'b Budget,
+    spill: &'b Spill,
     progress: &dyn Progress,
     out: &'o mut W,
     read_back: &dyn Fn(&mut W) -> Result<Index>,
-) -> Result<Collected<'o, W>> {
+) -> Result<Collected<'o, 'b, W>> {
     let shared = Shared {
         kind: AtomicU8::new(0),
         skip_invalid: options.skip_invalid,
         key_bits: options.key_bits,
-        input_bytes: if parts.iter().any(|p| p.size() == 0) {
-            0
-        } else {
-            parts.iter().map(Part::size).sum()
-        },
+        input_bytes,
         layout: OnceLock::new(),
         prefixed: parts.iter().map(|p| p.prefix.is_some()).collect(),
         failure: Mutex::new(None),
@@ -653,17 +670,13 @@ fn collect<'o, W: Write + Seek>(
         names: parts.iter().map(|p| p.name.clone()).collect(),
     };
     let prefixes: Vec<Option<[u8; 5]>> = parts.iter().map(|p| p.prefix).collect();
-    // Each parser, and the stream once it falls back, holds records by
-    // partition, in segments of one shared budget.
-    let budget = Budget::new(options.memory, threads + 1);
-    let budget = &budget;
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(threads * 2);
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
     let (run_tx, run_rx) = mpsc::sync_channel::<Run>(threads * 2);
     let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Run>();
     let chunk_rx = Mutex::new(chunk_rx);
     let runs_pool_rx = Mutex::new(runs_pool_rx);
-    let mut per_thread: Vec<Vec<Vec<Vec<Record>>>> = Vec::new();
+    let mut per_thread: Vec<Vec<Vec<Segment>>> = Vec::new();
     let streamed = std::thread::scope(|s| {
         let shared = &shared;
         let handles: Vec<_> = (0..threads)
@@ -758,7 +771,7 @@ fn collect<'o, W: Write + Seek>(
             Output::Partitioned(out)
         }
     };
-    let mut buffers: Vec<Vec<Vec<Record>>> = (0..PARTS).map(|_| Vec::new()).collect();
+    let mut buffers: Vec<Vec<Segment>> = (0..PARTS).map(|_| Vec::new()).collect();
     for holder in per_thread {
         for (p, segments) in holder.into_iter().enumerate() {
             buffers[p].extend(segments);
@@ -783,15 +796,15 @@ fn collect<'o, W: Write + Seek>(
 }
 
 /// Takes the parsers' runs into a [`Stream`] until they stop coming.
-fn stream<'o, W: Write + Seek>(
+fn stream<'o, 'b, W: Write + Seek>(
     shared: &Shared,
     runs: mpsc::Receiver<Run>,
     reuse: &mpsc::Sender<Run>,
     out: &'o mut W,
     read_back: &dyn Fn(&mut W) -> Result<Index>,
-    budget: &Budget,
-    spill: &Spill,
-) -> Result<Streamed<'o, W>> {
+    budget: &'b Budget,
+    spill: &'b Spill,
+) -> Result<Streamed<'o, 'b, W>> {
     let layout = |run: &Run| shared.layout(run);
     let mut stream = Stream::new(out, &layout, &shared.streaming, budget, spill, read_back);
     for run in runs {

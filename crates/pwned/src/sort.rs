@@ -90,26 +90,34 @@ impl Record {
 /// spread by its next [`COARSE`] bits into `spare` (memory reused too), and
 /// each of those ranges sorted on its own: the buckets of one pass over a
 /// partition that large (a billion hashes make partitions of four million
-/// records) would span more memory than any cache holds.
+/// records) would span more memory than any cache holds. `counts` is the
+/// counting sort's memory, reused too.
 pub(crate) fn sort_into(
     sources: &[&[Record]],
     skip: u32,
     out: &mut Vec<Record>,
     spare: &mut Vec<Record>,
+    counts: &mut Vec<u32>,
 ) {
     let n: usize = sources.iter().map(|s| s.len()).sum();
-    out.clear();
+    // Every record of `out` is written below: what it held is only
+    // overwritten, and only what it lacks is made.
     out.resize(n, Record::default());
     if n < TWO_PASS || skip + COARSE >= 64 {
-        sort_slice(sources, skip, out);
+        sort_slice(sources, skip, out, counts);
         return;
     }
-    spare.clear();
     spare.resize(n, Record::default());
-    let offsets = scatter(sources, skip, COARSE, spare);
-    for w in offsets.windows(2) {
+    let mut coarse = Vec::new();
+    scatter(sources, skip, COARSE, spare, &mut coarse);
+    for w in coarse.windows(2) {
         let range = w[0] as usize..w[1] as usize;
-        sort_slice(&[&spare[range.clone()]], skip + COARSE, &mut out[range]);
+        sort_slice(
+            &[&spare[range.clone()]],
+            skip + COARSE,
+            &mut out[range],
+            counts,
+        );
     }
 }
 
@@ -121,7 +129,7 @@ const COARSE: u32 = 8;
 
 /// [`sort_into`]'s one pass: the records of `sources` sorted into `out`,
 /// which has room for exactly all of them.
-fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record]) {
+fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record], counts: &mut Vec<u32>) {
     let n = out.len();
     if n < 256 {
         let mut at = 0;
@@ -134,7 +142,7 @@ fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record]) {
     }
     // About two buckets a record: the offsets stay small and cache-resident.
     let radix = (64 - n.leading_zeros()).clamp(8, 22).min(64 - skip);
-    let offsets = scatter(sources, skip, radix, out);
+    scatter(sources, skip, radix, out, counts);
     // Each record is now in its bucket, buckets in order: one insertion
     // pass sorts them, its branch rarely taken (a bucket holds about two
     // records) where a call a bucket is a coin toss. A record never moves
@@ -142,7 +150,7 @@ fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record]) {
     // share their top bits, as crafted input can make them), the buckets
     // are sorted one by one instead.
     if !insertion_sort(out, NEAR) {
-        for w in offsets.windows(2) {
+        for w in counts.windows(2) {
             let bucket = &mut out[w[0] as usize..w[1] as usize];
             if bucket.len() > 1 {
                 bucket.sort_unstable_by_key(Record::key);
@@ -152,26 +160,36 @@ fn sort_slice(sources: &[&[Record]], skip: u32, out: &mut [Record]) {
 }
 
 /// Counting sort of `sources` into `out` (room for exactly all of them)
-/// by the `radix` bits after the top `skip`: returns where each bucket
-/// starts, and the end.
-fn scatter(sources: &[&[Record]], skip: u32, radix: u32, out: &mut [Record]) -> Vec<u32> {
+/// by the `radix` bits after the top `skip`; leaves in `bounds` where each
+/// bucket starts, and the end.
+fn scatter(
+    sources: &[&[Record]],
+    skip: u32,
+    radix: u32,
+    out: &mut [Record],
+    bounds: &mut Vec<u32>,
+) {
     let shift = 64 - skip - radix;
     let mask = (1u64 << radix) - 1;
     let digit = |r: &Record| ((r.hi >> shift) & mask) as usize;
-    let mut offsets = vec![0u32; (1 << radix) + 1];
+    // Bucket `d` is counted at `d + 2`, then each entry made the sum of
+    // those before it: `d + 1` holds where bucket `d` starts, and serves as
+    // its next place as records go in; it ends where bucket `d + 1` starts,
+    // and `bounds[..=1 << radix]` is then every bucket's start, and the end.
+    bounds.clear();
+    bounds.resize((1 << radix) + 2, 0);
     for r in sources.iter().flat_map(|s| s.iter()) {
-        offsets[digit(r) + 1] += 1;
+        bounds[digit(r) + 2] += 1;
     }
-    for i in 1..offsets.len() {
-        offsets[i] += offsets[i - 1];
+    for i in 2..bounds.len() {
+        bounds[i] += bounds[i - 1];
     }
-    let mut next = offsets.clone();
     for r in sources.iter().flat_map(|s| s.iter()) {
-        let d = digit(r);
-        out[next[d] as usize] = *r;
-        next[d] += 1;
+        let next = &mut bounds[digit(r) + 1];
+        out[*next as usize] = *r;
+        *next += 1;
     }
-    offsets
+    bounds.pop();
 }
 
 /// Furthest a record moves in the insertion pass before the pass gives up.
@@ -239,10 +257,11 @@ mod tests {
             // From one source, and from the same records cut in three.
             let (a, rest) = records.split_at(n / 3);
             let (b, c) = rest.split_at(rest.len() / 2);
-            let (mut cut, mut spare) = (Vec::new(), Vec::new());
-            sort_into(&[a, b, c], 8, &mut cut, &mut spare);
-            let mut whole = vec![Record::default(); 3];
-            sort_into(&[&records], 8, &mut whole, &mut spare);
+            let (mut cut, mut spare, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+            sort_into(&[a, b, c], 8, &mut cut, &mut spare, &mut counts);
+            // Into memory that held more records, and fewer, than it will.
+            let mut whole = vec![Record::default(); if n % 2 == 0 { 3 } else { n + 7 }];
+            sort_into(&[&records], 8, &mut whole, &mut spare, &mut counts);
             assert_eq!(cut, whole);
             records = whole;
             let keys: Vec<Key> = records.iter().map(Record::key).collect();
