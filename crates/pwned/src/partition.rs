@@ -84,28 +84,34 @@ impl Budget {
         let largest = if fits { FIT_SEGMENT } else { MAX_SEGMENT };
         let segment =
             (memory / (buffers * 8 * RECORD_BYTES as u64)).clamp(64, largest as u64) as usize;
-        let segments = memory / (segment * RECORD_BYTES) as u64;
-        let room = segments.max(buffers) * (segment * RECORD_BYTES) as u64;
-        let too_large = || {
-            let e = std::io::Error::other(format!("a memory budget of {memory} bytes"));
-            Error::io(None, e)
-        };
-        let len = usize::try_from(room).map_err(|_| too_large())?;
+        let bytes = (segment * RECORD_BYTES) as u64;
+        // Input known to fit needs room for its records and the segments
+        // begun, no more.
+        let mut segments = memory / bytes;
+        if let Some(most) = most.filter(|_| fits) {
+            segments = segments.min(most.div_ceil(bytes) + buffers);
+        }
+        let mut segments = segments.max(buffers);
         // Reserved, not committed: pages are only taken as segments fill.
-        let map = MmapRaw::from(
-            MmapOptions::new()
-                .len(len)
-                .no_reserve_swap()
-                .map_anon()
-                .map_err(|e| Error::io(None, e))?,
-        );
+        // Where the address space has no room for it all, the budget is
+        // what it has room for.
+        let map = loop {
+            let reserved = usize::try_from(segments * bytes)
+                .map_err(std::io::Error::other)
+                .and_then(|len| MmapOptions::new().len(len).no_reserve_swap().map_anon());
+            match reserved {
+                Ok(map) => break MmapRaw::from(map),
+                Err(_) if segments > buffers => segments = (segments / 2).max(buffers),
+                Err(e) => return Err(Error::io(None, e)),
+            }
+        };
         #[cfg(target_os = "linux")]
         if fits {
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         Ok(Budget {
             segment,
-            left: AtomicUsize::new(segments.saturating_sub(buffers) as usize),
+            left: AtomicUsize::new((segments - buffers) as usize),
             next: AtomicUsize::new(0),
             memory: map,
         })
@@ -426,9 +432,19 @@ mod tests {
         assert_eq!(Budget::new(memory, 2, 0).unwrap().segment, budget_sized);
         let large = Budget::new(memory, 2, 2_000_000_000).unwrap();
         assert_eq!(large.segment, budget_sized);
-        // 100 MB of text is at most 80 MB of records: small segments.
+        // 100 MB of text is at most 80 MB of records: small segments, and
+        // room for those records and a segment begun a buffer.
         let budget = Budget::new(memory, 2, 100_000_000).unwrap();
         assert_eq!(budget.segment, FIT_SEGMENT);
+        let bytes = FIT_SEGMENT * RECORD_BYTES;
+        assert_eq!(
+            budget.memory.len(),
+            (80_000_000usize.div_ceil(bytes) + 512) * bytes
+        );
+        // A budget beyond the address space is what it has room for.
+        let vast = Budget::new(1 << 62, 2, 0).unwrap();
+        assert!(vast.memory.len() < 1 << 50, "{}", vast.memory.len());
+        assert!(vast.take().is_some());
 
         let mut segments: Vec<Segment> = (0..3).map(|_| budget.hand_out()).collect();
         for (i, segment) in segments.iter_mut().enumerate() {
