@@ -11,11 +11,12 @@
 //! last spill, which random input makes the same small share for all.)
 //!
 //! The budget is one mapping reserved whole and handed out a segment at a
-//! time, in the order the holders ask: the memory touched is the segments
-//! handed out, and it is faulted in a huge page at a time where the kernel
-//! has them (a segment of its own from the allocator was faulted 4 KiB at a
-//! time, and unmapped when its partition was packed: a third of a 10M-hash
-//! build's CPU went to the kernel).
+//! time, in the order the holders ask, never unmapped before the build
+//! ends: the memory touched is the segments handed out, faulted in a huge
+//! page at a time when the input is known to fit. (A segment of its own
+//! from the allocator was faulted 4 KiB at a time and unmapped when its
+//! partition was packed: a third of a 10M-hash build's CPU went to the
+//! kernel.)
 
 use std::collections::VecDeque;
 use std::io::{Seek, SeekFrom, Write};
@@ -72,11 +73,11 @@ impl Budget {
     /// segments a buffer (the more, the less a buffer holds back when it
     /// spills), each set aside its first.
     ///
-    /// Input known to fit is held in small segments, in huge pages. Where it may not fit, spills are coming: on
-    /// a virtual machine that hands freed memory back to its host, as the
-    /// spill files' page cache churns, a huge page then costs more to take
-    /// than its 512 small ones (1.1x the wall time of a 55M-hash build
-    /// spilling 1.9 GB).
+    /// Input known to fit is held in small segments, in huge pages. Where
+    /// it may not fit, spills are coming: on a virtual machine that hands
+    /// freed memory back to its host, as the spill files' page cache
+    /// churns, a huge page then costs more to take than its 512 small ones
+    /// (1.1x the wall time of a 55M-hash build spilling 1.9 GB).
     pub(crate) fn new(memory: u64, holders: usize, input: u64) -> Result<Budget> {
         let buffers = (holders * PARTS) as u64;
         let most = (input > 0).then(|| input / SHORTEST_LINE * RECORD_BYTES as u64);
@@ -91,7 +92,7 @@ impl Budget {
         if let Some(most) = most.filter(|_| fits) {
             segments = segments.min(most.div_ceil(bytes) + buffers);
         }
-        let mut segments = segments.max(buffers);
+        segments = segments.max(buffers);
         // Reserved, not committed: pages are only taken as segments fill.
         // Where the address space has no room for it all, the budget is
         // what it has room for.
@@ -135,9 +136,10 @@ impl Budget {
         );
         // SAFETY: segment `i` is `bytes` bytes at `i * bytes`, within the
         // mapping (checked above), aligned for records (the mapping is
-        // page-aligned, a segment a whole number of records), zeroed (a valid record) or written as records since; `next` hands
-        // each index out once, so no other reference to these bytes exists,
-        // and the returned borrow of `self` keeps the mapping alive.
+        // page-aligned, a segment a whole number of records), zeroed (a
+        // valid record) or written as records since; `next` hands each
+        // index out once, so no other reference to these bytes exists, and
+        // the returned borrow of `self` keeps the mapping alive.
         let records = unsafe {
             let start = self.memory.as_mut_ptr().add(i * bytes).cast::<Record>();
             std::slice::from_raw_parts_mut(start, self.segment)
