@@ -451,7 +451,41 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
         assert_eq!(stdout.contains("input in hash order"), streamed, "{stdout}");
         assert!(seekless(&["pwned", "verify", idx], b"").status.success());
         exports.push(seekless(&["pwned", "export", idx], b"").stdout);
+        // Standard input redirected from a file is mapped as the named
+        // file is (over 8 MiB): the same index, streamed or not alike.
+        let piped = std::fs::read(&index).unwrap();
+        let file = dir.join("input.txt");
+        std::fs::write(&file, input).unwrap();
+        let out = Command::new(common::SEEKLESS)
+            .args(["pwned", "prepare", "-", "-o", idx])
+            .stdin(std::fs::File::open(&file).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).contains("input in hash order"), streamed);
+        assert!(std::fs::read(&index).unwrap() == piped);
     }
+    // A redirected file something has read part of is read from where
+    // it stands.
+    let file = dir.join("input.txt");
+    std::fs::write(&file, &sorted).unwrap();
+    let mut partly = std::fs::File::open(&file).unwrap();
+    std::io::Seek::seek(
+        &mut partly,
+        std::io::SeekFrom::Start(lines[0].len() as u64 + 2),
+    )
+    .unwrap();
+    let out = Command::new(common::SEEKLESS)
+        .args(["pwned", "prepare", "-", "-o", idx])
+        .stdin(partly)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("249999 SHA-1 hashes from 249999 lines"),
+        "{}",
+        text(&out.stdout)
+    );
     // The repeated hash's count is doubled; everything else is the same.
     let doubled = &lines[lines.len() / 3];
     let (hash, count) = doubled.split_once(':').unwrap();

@@ -119,13 +119,16 @@ impl Part {
     /// are not copied once more); `None` for anything else, and when it
     /// cannot be mapped (the part is then read, which reports any error).
     pub(crate) fn map(&self, min: u64) -> Option<memmap2::Mmap> {
-        let PartSource::File(path) = &self.source else {
-            return None;
+        let file = match &self.source {
+            PartSource::Stdin => stdin_file()?,
+            PartSource::File(path) => {
+                if sniff(path).ok()? != Sniffed::Text {
+                    return None;
+                }
+                File::open(path).ok()?
+            }
+            PartSource::Bytes(_) => return None,
         };
-        if sniff(path).ok()? != Sniffed::Text {
-            return None;
-        }
-        let file = File::open(path).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() < min {
             return None;
@@ -141,10 +144,12 @@ impl Part {
     }
 
     /// Bytes of text the part holds, when known (0 when not: standard
-    /// input, a compressed file).
+    /// input from a pipe, a compressed file).
     pub(crate) fn size(&self) -> u64 {
         match &self.source {
-            PartSource::Stdin => 0,
+            PartSource::Stdin => stdin_file()
+                .and_then(|f| f.metadata().ok())
+                .map_or(0, |m| m.len()),
             PartSource::File(path) => match sniff(path) {
                 Ok(Sniffed::Text) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
                 _ => 0,
@@ -152,6 +157,23 @@ impl Part {
             PartSource::Bytes(data) => data.len() as u64,
         }
     }
+}
+
+/// Standard input as the file it was redirected from (`prepare - <
+/// FILE`): a regular file not yet read from, which is then mapped and
+/// sized like a named one. `None` for a pipe, a terminal, or a file
+/// something has read part of.
+fn stdin_file() -> Option<File> {
+    #[cfg(unix)]
+    {
+        use std::io::Seek;
+        use std::os::fd::AsFd;
+        let mut file = File::from(io::stdin().as_fd().try_clone_to_owned().ok()?);
+        let regular = file.metadata().ok()?.is_file();
+        (regular && file.stream_position().ok()? == 0).then_some(file)
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 /// Expands inputs into the files to read, in order. A directory yields its
