@@ -17,21 +17,11 @@ mod deflate;
 pub use brotli::brotli;
 pub use deflate::gzip;
 
-/// How often each byte value occurs in `data` (four tables, summed at the
-/// end, so that runs of one byte do not wait on their own increments).
+/// How often each byte value occurs in `data`.
 fn histogram(data: &[u8]) -> [u32; 256] {
-    let mut tables = [[0u32; 256]; 4];
-    let mut chunks = data.chunks_exact(4);
-    for c in &mut chunks {
-        tables[0][usize::from(c[0])] += 1;
-        tables[1][usize::from(c[1])] += 1;
-        tables[2][usize::from(c[2])] += 1;
-        tables[3][usize::from(c[3])] += 1;
-    }
-    for &b in chunks.remainder() {
-        tables[0][usize::from(b)] += 1;
-    }
-    std::array::from_fn(|i| tables[0][i] + tables[1][i] + tables[2][i] + tables[3][i])
+    let mut tables = Tables::new();
+    tables.count(data);
+    tables.sum()
 }
 
 /// [`histogram`] of a sample of `data` when it is long: a quarter of it,
@@ -43,13 +33,40 @@ fn sampled_histogram(data: &[u8]) -> [u32; 256] {
     if data.len() <= 16 * BLOCK {
         return histogram(data);
     }
-    let mut counts = [0u32; 256];
+    let mut tables = Tables::new();
     for block in data.chunks(BLOCK).step_by(4) {
-        for (c, n) in counts.iter_mut().zip(histogram(block)) {
-            *c += n;
+        tables.count(block);
+    }
+    tables.sum()
+}
+
+/// Byte counts in four tables, summed at the end, so that runs of one
+/// byte do not wait on their own increments.
+struct Tables([[u32; 256]; 4]);
+
+impl Tables {
+    fn new() -> Tables {
+        Tables([[0; 256]; 4])
+    }
+
+    fn count(&mut self, data: &[u8]) {
+        let [t0, t1, t2, t3] = &mut self.0;
+        let mut chunks = data.chunks_exact(4);
+        for c in &mut chunks {
+            t0[usize::from(c[0])] += 1;
+            t1[usize::from(c[1])] += 1;
+            t2[usize::from(c[2])] += 1;
+            t3[usize::from(c[3])] += 1;
+        }
+        for &b in chunks.remainder() {
+            t0[usize::from(b)] += 1;
         }
     }
-    counts
+
+    fn sum(&self) -> [u32; 256] {
+        let [t0, t1, t2, t3] = &self.0;
+        std::array::from_fn(|i| t0[i] + t1[i] + t2[i] + t3[i])
+    }
 }
 
 /// Code lengths of a prefix code for symbols occurring `freqs` times (0:
@@ -204,33 +221,21 @@ impl Bits {
         self.flush();
     }
 
-    /// One code of `table` for every byte of `data`; `false` when a byte
-    /// has none (what was written is then of no use). `K` codes go in
-    /// between flushes: `K` times the longest code plus 7 must fit 64 bits.
+    /// One code of `table` for every byte of `data` (a table entry: code,
+    /// length above it, bit 31 set when there is a code); `false` when a
+    /// byte has none (what was written is then of no use). `K` codes go
+    /// in between flushes: `K` times the longest code plus 7 must fit 64
+    /// bits. The writer's state is held in locals, in registers, for the
+    /// loop.
     #[inline(always)]
     fn put_bytes<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> bool {
-        self.put_units::<K, 1>(data, table, |unit| table[usize::from(unit[0])])
-    }
-
-    /// The codes `code` gives each `W` bytes of `data` (a table entry:
-    /// code, length above it, bit 31 set when there is a code), `K` units
-    /// between flushes; bytes left over by `table`, one at a time; `false`
-    /// when a unit or byte has no code. The writer's state is held in
-    /// locals, in registers, for the loop.
-    #[inline(always)]
-    fn put_units<const K: usize, const W: usize>(
-        &mut self,
-        data: &[u8],
-        table: &[u32; 256],
-        code: impl Fn(&[u8]) -> u32,
-    ) -> bool {
         let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
         let mut coded = u32::MAX;
         let out = &mut self.out[..];
-        let mut chunks = data.chunks_exact(W * K);
+        let mut chunks = data.chunks_exact(K);
         for chunk in &mut chunks {
-            for unit in chunk.chunks_exact(W) {
-                let e = code(unit);
+            for &b in chunk {
+                let e = table[usize::from(b)];
                 coded &= e;
                 acc |= u64::from(e & 0xffff) << n;
                 n += (e >> 16) & 0xff;
@@ -255,10 +260,14 @@ impl Bits {
     fn put_coded(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("bmi2") {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has BMI2 and AVX2, checked just above.
+                return unsafe { self.put_coded_avx2(data, table, max_len) };
+            }
             // SAFETY: the CPU has BMI2, checked just above.
             return unsafe { self.put_coded_bmi2(data, table, max_len) };
         }
-        self.put_coded_here(data, table, max_len)
+        self.put_coded_here::<false>(data, table, max_len)
     }
 
     /// [`Bits::put_coded`] with BMI2's shifts by a register (one
@@ -267,18 +276,32 @@ impl Bits {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
     fn put_coded_bmi2(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
-        self.put_coded_here(data, table, max_len)
+        self.put_coded_here::<false>(data, table, max_len)
     }
 
+    /// [`Bits::put_coded_bmi2`] numbering the bytes of pairs with AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi2")]
+    fn put_coded_avx2(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
+        self.put_coded_here::<true>(data, table, max_len)
+    }
+
+    /// [`Bits::put_coded`]'s choice of loop; `WIDE` only when the CPU has
+    /// AVX2.
     #[inline(always)]
-    fn put_coded_here(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
+    fn put_coded_here<const WIDE: bool>(
+        &mut self,
+        data: &[u8],
+        table: &[u32; 256],
+        max_len: u32,
+    ) -> bool {
         // Two bytes a lookup when codes are short, the alphabet small (a
         // range answer has about 20 byte values) and the data long enough
         // to repay the pair table.
         if data.len() >= 4096 {
             let pairs = match max_len {
-                0..=7 => self.put_pairs::<4>(data, table),
-                8 => self.put_pairs::<3>(data, table),
+                0..=7 => self.put_pairs::<4, WIDE>(data, table),
+                8 => self.put_pairs::<3, WIDE>(data, table),
                 _ => None,
             };
             if let Some(coded) = pairs {
@@ -295,10 +318,15 @@ impl Bits {
     /// [`Bits::put_bytes`] two bytes a lookup, for codes of at most 8 bits
     /// over at most 31 byte values: bytes are numbered (0: no code), and a
     /// table of every pair of numbers holds both codes, one after the
-    /// other. `K` pairs go in between flushes; `None` (nothing written)
-    /// when more than 31 bytes have codes.
+    /// other. The numbers of a block's pairs are found first, all at once
+    /// with `WIDE` (AVX2), then coded `K` pairs between flushes. `None`
+    /// (nothing written) when more than 31 bytes have codes.
     #[inline(always)]
-    fn put_pairs<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> Option<bool> {
+    fn put_pairs<const K: usize, const WIDE: bool>(
+        &mut self,
+        data: &[u8],
+        table: &[u32; 256],
+    ) -> Option<bool> {
         let mut number = [0u8; 256];
         let mut entries = [0u32; 32];
         let mut symbols = 1;
@@ -312,22 +340,63 @@ impl Bits {
                 symbols += 1;
             }
         }
-        // Entries of number 0 keep bit 31 clear: the pair has no code.
+        // A pair's entry: both codes above the sum of their lengths' byte.
+        // Pairs with a number 0 are never coded: the numbering fails first.
         let mut pairs = [0u32; 32 * 32];
         for (i, &a) in entries.iter().enumerate().take(symbols).skip(1) {
             let a_len = (a >> 16) & 0xff;
             for (j, &b) in entries.iter().enumerate().take(symbols).skip(1) {
                 let b_len = (b >> 16) & 0xff;
                 let code = (a & 0xffff) | (b & 0xffff) << a_len;
-                pairs[i << 5 | j] = code | (a_len + b_len) << 16 | 1 << 31;
+                pairs[i | j << 5] = code << 8 | (a_len + b_len);
             }
         }
-        let coded = self.put_units::<K, 2>(data, table, |pair| {
-            let i = usize::from(number[usize::from(pair[0])]);
-            let j = usize::from(number[usize::from(pair[1])]);
-            pairs[i << 5 | j]
-        });
-        Some(coded)
+        #[cfg(target_arch = "x86_64")]
+        let nibbles = if WIDE { Nibbles::new(&number) } else { None };
+        let mut index = [0u16; PAIRS_A_BLOCK];
+        let mut blocks = data.chunks_exact(2 * PAIRS_A_BLOCK);
+        for block in &mut blocks {
+            let block: &[u8; 2 * PAIRS_A_BLOCK] = block.try_into().expect("block size");
+            #[cfg(target_arch = "x86_64")]
+            let numbered = match &nibbles {
+                // SAFETY: `WIDE` is only passed by callers that found AVX2.
+                Some(nibbles) => unsafe { nibbles.number_pairs(block, &mut index) },
+                None => number_pairs(&number, block, &mut index),
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let numbered = number_pairs(&number, block, &mut index);
+            if !numbered {
+                return Some(false);
+            }
+            self.put_indexed::<K>(&index, &pairs);
+        }
+        Some(self.put_bytes::<7>(blocks.remainder(), table))
+    }
+
+    /// The pairs' codes of `pairs` for each index, `K` between flushes.
+    #[inline(always)]
+    fn put_indexed<const K: usize>(&mut self, index: &[u16; PAIRS_A_BLOCK], pairs: &[u32; 1024]) {
+        const { assert!(PAIRS_A_BLOCK.is_multiple_of(K)) };
+        let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
+        let out = &mut self.out[..];
+        for group in index.chunks_exact(K) {
+            // The group's codes joined first, apart from the writer's
+            // state: only one shift, one or and one add a group then wait
+            // on the group before.
+            let (mut codes, mut len) = (0u64, 0u32);
+            for &i in group {
+                let e = pairs[usize::from(i) & 1023];
+                codes |= u64::from(e >> 8) << len;
+                len += e & 0xff;
+            }
+            acc |= codes << n;
+            n += len;
+            out[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+            at += (n / 8) as usize;
+            acc >>= n & !7;
+            n %= 8;
+        }
+        (self.acc, self.n, self.at) = (acc, n, at);
     }
 
     /// Pads the last byte with zero bits and returns the bytes.
@@ -336,6 +405,109 @@ impl Bits {
         self.flush();
         self.out.truncate(self.at);
         self.out
+    }
+}
+
+/// Pairs of bytes numbered at a time by [`Bits::put_pairs`]: a multiple of
+/// its three and four pairs between flushes, and of 16 (an AVX2 register's
+/// bytes hold 16 pairs).
+const PAIRS_A_BLOCK: usize = 48;
+
+/// The index of each pair of `block` into a pair table (first number in
+/// the low five bits, second above); false when a byte has number 0.
+#[inline(always)]
+fn number_pairs(
+    number: &[u8; 256],
+    block: &[u8; 2 * PAIRS_A_BLOCK],
+    index: &mut [u16; PAIRS_A_BLOCK],
+) -> bool {
+    let mut coded = true;
+    for (slot, pair) in index.iter_mut().zip(block.chunks_exact(2)) {
+        let (i, j) = (number[usize::from(pair[0])], number[usize::from(pair[1])]);
+        coded &= i != 0 && j != 0;
+        *slot = u16::from(i) | u16::from(j) << 5;
+    }
+    coded
+}
+
+/// [`number_pairs`] 32 bytes an instruction: a byte's number is looked up
+/// by its low four bits in the table of its high four (`pshufb`), for at
+/// most four distinct high halves among the coded bytes (a range answer's
+/// digits, letters and line ends have three).
+#[cfg(target_arch = "x86_64")]
+struct Nibbles {
+    /// High halves; an unused one is 0xff, which no byte's high half is.
+    high: [u8; 4],
+    /// The numbers of the 16 bytes with each high half.
+    tables: [[u8; 16]; 4],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Nibbles {
+    /// The tables for `number`; `None` when the coded bytes have more
+    /// than four high halves.
+    fn new(number: &[u8; 256]) -> Option<Nibbles> {
+        let mut nibbles = Nibbles {
+            high: [0xff; 4],
+            tables: [[0; 16]; 4],
+        };
+        let mut used = 0;
+        for (high, row) in number.chunks_exact(16).enumerate() {
+            if row.iter().any(|&n| n != 0) {
+                if used == 4 {
+                    return None;
+                }
+                nibbles.high[used] = high as u8;
+                nibbles.tables[used].copy_from_slice(row);
+                used += 1;
+            }
+        }
+        Some(nibbles)
+    }
+
+    /// [`number_pairs`] with AVX2.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn number_pairs(
+        &self,
+        block: &[u8; 2 * PAIRS_A_BLOCK],
+        index: &mut [u16; PAIRS_A_BLOCK],
+    ) -> bool {
+        use std::arch::x86_64::*;
+        let low4 = _mm256_set1_epi8(0x0f);
+        let zero = _mm256_setzero_si256();
+        let load16 = |bytes: &[u8; 16]| {
+            // SAFETY: 16 bytes are read from a 16-byte array.
+            _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) })
+        };
+        let tables = self.tables.map(|t| load16(&t));
+        let high = self.high.map(|h| _mm256_set1_epi8(h as i8));
+        let mut missing = zero;
+        for (bytes, out) in block.chunks_exact(32).zip(index.chunks_exact_mut(16)) {
+            // SAFETY: `bytes` is 32 bytes long.
+            let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
+            let lo = _mm256_and_si256(v, low4);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low4);
+            let mut numbers = zero;
+            for (table, high) in tables.iter().zip(&high) {
+                let hit = _mm256_cmpeq_epi8(hi, *high);
+                let found = _mm256_shuffle_epi8(*table, lo);
+                numbers = _mm256_or_si256(numbers, _mm256_and_si256(hit, found));
+            }
+            missing = _mm256_or_si256(missing, _mm256_cmpeq_epi8(numbers, zero));
+            // Each 16-bit lane is a pair, first byte low: keep the first
+            // number, move the second down from bit 8 to bit 5.
+            let first = _mm256_and_si256(numbers, _mm256_set1_epi16(0x00ff));
+            let second =
+                _mm256_srli_epi16::<3>(_mm256_andnot_si256(_mm256_set1_epi16(0x00ff), numbers));
+            let pairs = _mm256_or_si256(first, second);
+            // SAFETY: `out` is 16 u16s, 32 bytes.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), pairs) };
+        }
+        _mm256_testz_si256(missing, missing) == 1
     }
 }
 
@@ -437,6 +609,71 @@ mod tests {
         bits.put(0b10, 2);
         bits.put(0x1ff, 9);
         assert_eq!(bits.finish(), [0b1111_1101, 0b1111]);
+    }
+
+    /// The bits [`Bits::put_coded`]'s loop `WIDE` (where the CPU has AVX2;
+    /// else the plain loop again) or not, and one code at a time, write
+    /// for `data` with a code fitted to `fitted`; and whether each found
+    /// every byte coded.
+    fn coded_three_ways(data: &[u8], fitted: &[u8]) -> [(Vec<u8>, bool); 3] {
+        #[cfg(target_arch = "x86_64")]
+        let wide = std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(not(target_arch = "x86_64"))]
+        let wide = true;
+        let mut freqs = histogram(fitted).to_vec();
+        freqs.push(1);
+        let mut lengths = vec![0u8; freqs.len()];
+        code_lengths(&freqs, 15, &mut lengths);
+        let table = byte_table(&lengths, &canonical_codes(&lengths));
+        let longest = u32::from(lengths[..256].iter().copied().max().unwrap_or(0));
+        let run = |how: usize| {
+            let mut bits = Bits::with_capacity(data.len() as u64 * 15 + 64);
+            bits.put(0b101, 3); // not byte-aligned from the start
+            let coded = match how {
+                // SAFETY of `WIDE`: AVX2 is present, checked above.
+                0 if wide => bits.put_coded_here::<true>(data, &table, longest),
+                0 | 1 => bits.put_coded_here::<false>(data, &table, longest),
+                _ => bits.put_bytes::<3>(data, &table),
+            };
+            (bits.finish(), coded)
+        };
+        [run(0), run(1), run(2)]
+    }
+
+    #[test]
+    fn pairs_numbered_at_once_code_as_bytes_one_at_a_time() {
+        let mut state = 5u64;
+        let mut pick = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        // A range answer's bytes (three high halves), a fourth and a fifth
+        // high half (the last makes the AVX2 numbering step aside), and
+        // lengths around the 96-byte blocks.
+        let hex = b"0123456789ABCDEF:\r\n";
+        let four = b"0123456789ABCDEF:\r\nabc";
+        let five = b"0123456789ABCDEF:\r\nabc\xe9";
+        for alphabet in [&hex[..], &four[..], &five[..]] {
+            for len in [4096, 4096 + 95, 4096 + 96, 9001] {
+                let data: Vec<u8> = (0..len).map(|_| alphabet[pick(alphabet.len())]).collect();
+                let [wide, narrow, single] = coded_three_ways(&data, &data);
+                assert!(single.1, "every byte has a code");
+                assert_eq!(wide, single, "AVX2 loop, {len} bytes");
+                assert_eq!(narrow, single, "plain loop, {len} bytes");
+            }
+        }
+        // A byte the code was not fitted to, in a block and in the tail
+        // after the last block: every loop says so.
+        let data: Vec<u8> = (0..5000).map(|_| hex[pick(16)]).collect();
+        for at in [17, 4000, 4999] {
+            let mut odd = data.clone();
+            odd[at] = b'z';
+            for (_, coded) in coded_three_ways(&odd, &data) {
+                assert!(!coded, "byte {at} has no code");
+            }
+        }
     }
 
     proptest::proptest! {
