@@ -297,11 +297,21 @@ impl Bits {
     ) -> bool {
         // Two bytes a lookup when codes are short, the alphabet small (a
         // range answer has about 20 byte values) and the data long enough
-        // to repay the pair table.
+        // to repay the pair table; with AVX2 and codes of at most 7 bits,
+        // 32 bytes at a time.
         if data.len() >= 4096 {
+            #[cfg(target_arch = "x86_64")]
+            if WIDE
+                && max_len <= 7
+                && let Some(nibbles) = Nibbles::new(table)
+            {
+                // SAFETY: `WIDE` is only passed by callers that found AVX2
+                // and BMI2.
+                return unsafe { self.put_wide(data, table, &nibbles) };
+            }
             let pairs = match max_len {
-                0..=7 => self.put_pairs::<4, WIDE>(data, table),
-                8 => self.put_pairs::<3, WIDE>(data, table),
+                0..=7 => self.put_pairs::<4>(data, table),
+                8 => self.put_pairs::<3>(data, table),
                 _ => None,
             };
             if let Some(coded) = pairs {
@@ -318,15 +328,11 @@ impl Bits {
     /// [`Bits::put_bytes`] two bytes a lookup, for codes of at most 8 bits
     /// over at most 31 byte values: bytes are numbered (0: no code), and a
     /// table of every pair of numbers holds both codes, one after the
-    /// other. The numbers of a block's pairs are found first, all at once
-    /// with `WIDE` (AVX2), then coded `K` pairs between flushes. `None`
-    /// (nothing written) when more than 31 bytes have codes.
+    /// other. The numbers of a block's pairs are found first, then coded
+    /// `K` pairs between flushes. `None` (nothing written) when more than
+    /// 31 bytes have codes.
     #[inline(always)]
-    fn put_pairs<const K: usize, const WIDE: bool>(
-        &mut self,
-        data: &[u8],
-        table: &[u32; 256],
-    ) -> Option<bool> {
+    fn put_pairs<const K: usize>(&mut self, data: &[u8], table: &[u32; 256]) -> Option<bool> {
         let mut number = [0u8; 256];
         let mut entries = [0u32; 32];
         let mut symbols = 1;
@@ -351,21 +357,11 @@ impl Bits {
                 pairs[i | j << 5] = code << 8 | (a_len + b_len);
             }
         }
-        #[cfg(target_arch = "x86_64")]
-        let nibbles = if WIDE { Nibbles::new(&number) } else { None };
         let mut index = [0u16; PAIRS_A_BLOCK];
         let mut blocks = data.chunks_exact(2 * PAIRS_A_BLOCK);
         for block in &mut blocks {
             let block: &[u8; 2 * PAIRS_A_BLOCK] = block.try_into().expect("block size");
-            #[cfg(target_arch = "x86_64")]
-            let numbered = match &nibbles {
-                // SAFETY: `WIDE` is only passed by callers that found AVX2.
-                Some(nibbles) => unsafe { nibbles.number_pairs(block, &mut index) },
-                None => number_pairs(&number, block, &mut index),
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let numbered = number_pairs(&number, block, &mut index);
-            if !numbered {
+            if !number_pairs(&number, block, &mut index) {
                 return Some(false);
             }
             self.put_indexed::<K>(&index, &pairs);
@@ -409,8 +405,7 @@ impl Bits {
 }
 
 /// Pairs of bytes numbered at a time by [`Bits::put_pairs`]: a multiple of
-/// its three and four pairs between flushes, and of 16 (an AVX2 register's
-/// bytes hold 16 pairs).
+/// its three and four pairs between flushes.
 const PAIRS_A_BLOCK: usize = 48;
 
 /// The index of each pair of `block` into a pair table (first number in
@@ -430,84 +425,135 @@ fn number_pairs(
     coded
 }
 
-/// [`number_pairs`] 32 bytes an instruction: a byte's number is looked up
-/// by its low four bits in the table of its high four (`pshufb`), for at
-/// most four distinct high halves among the coded bytes (a range answer's
-/// digits, letters and line ends have three).
+/// The coded bytes' high halves (at most four), for [`Bits::put_wide`]:
+/// a byte's code and length are looked up by its low four bits in the
+/// tables of its high four (`pshufb`). A range answer's digits, letters and
+/// line ends have three.
 #[cfg(target_arch = "x86_64")]
 struct Nibbles {
     /// High halves; an unused one is 0xff, which no byte's high half is.
     high: [u8; 4],
-    /// The numbers of the 16 bytes with each high half.
-    tables: [[u8; 16]; 4],
+    /// The codes (bit-reversed, at most 7 bits) of the 16 bytes with each
+    /// high half, and their lengths (0: no code).
+    codes: [[u8; 16]; 4],
+    lengths: [[u8; 16]; 4],
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Nibbles {
-    /// The tables for `number`; `None` when the coded bytes have more
-    /// than four high halves.
-    fn new(number: &[u8; 256]) -> Option<Nibbles> {
+    /// The tables of `table`'s codes (of at most 7 bits); `None` when the
+    /// coded bytes have more than four high halves.
+    fn new(table: &[u32; 256]) -> Option<Nibbles> {
         let mut nibbles = Nibbles {
             high: [0xff; 4],
-            tables: [[0; 16]; 4],
+            codes: [[0; 16]; 4],
+            lengths: [[0; 16]; 4],
         };
         let mut used = 0;
-        for (high, row) in number.chunks_exact(16).enumerate() {
-            if row.iter().any(|&n| n != 0) {
-                if used == 4 {
-                    return None;
-                }
-                nibbles.high[used] = high as u8;
-                nibbles.tables[used].copy_from_slice(row);
-                used += 1;
+        for (high, row) in table.chunks_exact(16).enumerate() {
+            if row.iter().all(|&e| e >> 31 == 0) {
+                continue;
             }
+            if used == 4 {
+                return None;
+            }
+            nibbles.high[used] = high as u8;
+            for (low, &e) in row.iter().enumerate() {
+                debug_assert!(e >> 31 == 0 || (e >> 16) & 0xff <= 7);
+                nibbles.codes[used][low] = (e & 0x7f) as u8;
+                nibbles.lengths[used][low] = ((e >> 16) & 0xff) as u8 * (e >> 31) as u8;
+            }
+            used += 1;
         }
         Some(nibbles)
     }
+}
 
-    /// [`number_pairs`] with AVX2.
+impl Bits {
+    /// [`Bits::put_bytes`] for codes of at most 7 bits over bytes of at
+    /// most four high halves, 32 bytes at a time: each byte's code and
+    /// length looked up by `pshufb`, then adjacent codes joined in the
+    /// register (bytes to pairs by a multiply, pairs to fours and fours to
+    /// eights by variable shifts), so that the writer takes one code of up
+    /// to 56 bits for every four bytes. `false` when a byte has no code.
     ///
     /// # Safety
     ///
-    /// The CPU must have AVX2.
-    #[target_feature(enable = "avx2")]
-    unsafe fn number_pairs(
-        &self,
-        block: &[u8; 2 * PAIRS_A_BLOCK],
-        index: &mut [u16; PAIRS_A_BLOCK],
-    ) -> bool {
+    /// The CPU must have AVX2 and BMI2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi2")]
+    unsafe fn put_wide(&mut self, data: &[u8], table: &[u32; 256], nibbles: &Nibbles) -> bool {
         use std::arch::x86_64::*;
-        let low4 = _mm256_set1_epi8(0x0f);
-        let zero = _mm256_setzero_si256();
         let load16 = |bytes: &[u8; 16]| {
             // SAFETY: 16 bytes are read from a 16-byte array.
             _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) })
         };
-        let tables = self.tables.map(|t| load16(&t));
-        let high = self.high.map(|h| _mm256_set1_epi8(h as i8));
+        let codes = nibbles.codes.map(|t| load16(&t));
+        let lengths = nibbles.lengths.map(|t| load16(&t));
+        let high = nibbles.high.map(|h| _mm256_set1_epi8(h as i8));
+        // 1 << l for a length l of at most 7.
+        let powers = load16(&[1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let low4 = _mm256_set1_epi8(0x0f);
+        let low8 = _mm256_set1_epi16(0x00ff);
+        let low16 = _mm256_set1_epi32(0xffff);
+        let low32 = _mm256_set1_epi64x(0xffff_ffff);
+        let zero = _mm256_setzero_si256();
         let mut missing = zero;
-        for (bytes, out) in block.chunks_exact(32).zip(index.chunks_exact_mut(16)) {
-            // SAFETY: `bytes` is 32 bytes long.
-            let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
+        let (mut acc, mut n, mut at) = (self.acc, self.n, self.at);
+        let out = &mut self.out[..];
+        let mut blocks = data.chunks_exact(32);
+        for block in &mut blocks {
+            // SAFETY: `block` is 32 bytes long.
+            let v = unsafe { _mm256_loadu_si256(block.as_ptr().cast()) };
             let lo = _mm256_and_si256(v, low4);
             let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low4);
-            let mut numbers = zero;
-            for (table, high) in tables.iter().zip(&high) {
-                let hit = _mm256_cmpeq_epi8(hi, *high);
-                let found = _mm256_shuffle_epi8(*table, lo);
-                numbers = _mm256_or_si256(numbers, _mm256_and_si256(hit, found));
+            let (mut code, mut len) = (zero, zero);
+            for g in 0..4 {
+                let hit = _mm256_cmpeq_epi8(hi, high[g]);
+                let c = _mm256_shuffle_epi8(codes[g], lo);
+                let l = _mm256_shuffle_epi8(lengths[g], lo);
+                code = _mm256_or_si256(code, _mm256_and_si256(hit, c));
+                len = _mm256_or_si256(len, _mm256_and_si256(hit, l));
             }
-            missing = _mm256_or_si256(missing, _mm256_cmpeq_epi8(numbers, zero));
-            // Each 16-bit lane is a pair, first byte low: keep the first
-            // number, move the second down from bit 8 to bit 5.
-            let first = _mm256_and_si256(numbers, _mm256_set1_epi16(0x00ff));
-            let second =
-                _mm256_srli_epi16::<3>(_mm256_andnot_si256(_mm256_set1_epi16(0x00ff), numbers));
-            let pairs = _mm256_or_si256(first, second);
-            // SAFETY: `out` is 16 u16s, 32 bytes.
-            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), pairs) };
+            missing = _mm256_or_si256(missing, _mm256_cmpeq_epi8(len, zero));
+            // Pairs (16-bit lanes, first byte low): the second code times
+            // 2^(first length), added to the first.
+            let first_power = _mm256_and_si256(_mm256_shuffle_epi8(powers, len), low8);
+            let code = _mm256_or_si256(
+                _mm256_and_si256(code, low8),
+                _mm256_mullo_epi16(_mm256_srli_epi16::<8>(code), first_power),
+            );
+            let len = _mm256_add_epi16(_mm256_and_si256(len, low8), _mm256_srli_epi16::<8>(len));
+            // Fours (32-bit lanes), then eights (64-bit lanes).
+            let code = _mm256_or_si256(
+                _mm256_and_si256(code, low16),
+                _mm256_sllv_epi32(_mm256_srli_epi32::<16>(code), _mm256_and_si256(len, low16)),
+            );
+            let len = _mm256_add_epi32(_mm256_and_si256(len, low16), _mm256_srli_epi32::<16>(len));
+            let code = _mm256_or_si256(
+                _mm256_and_si256(code, low32),
+                _mm256_sllv_epi64(_mm256_srli_epi64::<32>(code), _mm256_and_si256(len, low32)),
+            );
+            let len = _mm256_add_epi64(_mm256_and_si256(len, low32), _mm256_srli_epi64::<32>(len));
+            let (mut codes, mut lens) = ([0u64; 4], [0u64; 4]);
+            // SAFETY: each array is 32 bytes.
+            unsafe {
+                _mm256_storeu_si256(codes.as_mut_ptr().cast(), code);
+                _mm256_storeu_si256(lens.as_mut_ptr().cast(), len);
+            }
+            // Four codes of at most 56 bits each, one after the other.
+            for (c, l) in codes.into_iter().zip(lens) {
+                acc |= c << n;
+                n += l as u32;
+                out[at..at + 8].copy_from_slice(&acc.to_le_bytes());
+                at += (n / 8) as usize;
+                acc >>= n & !7;
+                n %= 8;
+            }
         }
-        _mm256_testz_si256(missing, missing) == 1
+        (self.acc, self.n, self.at) = (acc, n, at);
+        let rest = self.put_bytes::<7>(blocks.remainder(), table);
+        rest && _mm256_testz_si256(missing, missing) == 1
     }
 }
 
@@ -611,8 +657,8 @@ mod tests {
         assert_eq!(bits.finish(), [0b1111_1101, 0b1111]);
     }
 
-    /// The bits [`Bits::put_coded`]'s loop `WIDE` (where the CPU has AVX2;
-    /// else the plain loop again) or not, and one code at a time, write
+    /// The bits [`Bits::put_coded`]'s loops `WIDE` (where the CPU has AVX2;
+    /// else the plain ones again) or not, and one code at a time, write
     /// for `data` with a code fitted to `fitted`; and whether each found
     /// every byte coded.
     fn coded_three_ways(data: &[u8], fitted: &[u8]) -> [(Vec<u8>, bool); 3] {
@@ -641,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    fn pairs_numbered_at_once_code_as_bytes_one_at_a_time() {
+    fn the_wide_and_pair_coders_write_what_one_code_at_a_time_does() {
         let mut state = 5u64;
         let mut pick = |n: usize| {
             state = state
@@ -650,8 +696,8 @@ mod tests {
             (state >> 33) as usize % n
         };
         // A range answer's bytes (three high halves), a fourth and a fifth
-        // high half (the last makes the AVX2 numbering step aside), and
-        // lengths around the 96-byte blocks.
+        // high half (the last makes the AVX2 coder step aside for the
+        // pairs), and lengths around the 32- and 96-byte blocks.
         let hex = b"0123456789ABCDEF:\r\n";
         let four = b"0123456789ABCDEF:\r\nabc";
         let five = b"0123456789ABCDEF:\r\nabc\xe9";
@@ -660,8 +706,8 @@ mod tests {
                 let data: Vec<u8> = (0..len).map(|_| alphabet[pick(alphabet.len())]).collect();
                 let [wide, narrow, single] = coded_three_ways(&data, &data);
                 assert!(single.1, "every byte has a code");
-                assert_eq!(wide, single, "AVX2 loop, {len} bytes");
-                assert_eq!(narrow, single, "plain loop, {len} bytes");
+                assert_eq!(wide, single, "AVX2 coder, {len} bytes");
+                assert_eq!(narrow, single, "pair coder, {len} bytes");
             }
         }
         // A byte the code was not fitted to, in a block and in the tail
