@@ -279,7 +279,8 @@ impl Bits {
         self.put_coded_here::<false>(data, table, max_len)
     }
 
-    /// [`Bits::put_coded_bmi2`] numbering the bytes of pairs with AVX2.
+    /// [`Bits::put_coded_bmi2`] with AVX2 too: short codes go 32 bytes at
+    /// a time ([`Bits::put_wide`]).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi2")]
     fn put_coded_avx2(&mut self, data: &[u8], table: &[u32; 256], max_len: u32) -> bool {
@@ -287,7 +288,7 @@ impl Bits {
     }
 
     /// [`Bits::put_coded`]'s choice of loop; `WIDE` only when the CPU has
-    /// AVX2.
+    /// AVX2 and BMI2.
     #[inline(always)]
     fn put_coded_here<const WIDE: bool>(
         &mut self,
