@@ -116,6 +116,11 @@ fn apply(db: &std::path::Path) -> ExitCode {
     let stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let bar = crate::progress::items("operations");
+    // Consecutive puts, loaded together (in the order of their pages, the
+    // finished ones written ahead of the commit) before any other
+    // operation and at most PUTS at a time (16 MiB).
+    const PUTS: usize = 1 << 20;
+    let mut puts: Vec<(u64, u64)> = Vec::new();
     for (i, line) in stdin.lines().enumerate() {
         let number = i + 1;
         let line = match line {
@@ -137,9 +142,13 @@ fn apply(db: &std::path::Path) -> ExitCode {
                 ));
             }
         };
+        if !matches!(op, Op::Put(..)) || puts.len() == PUTS {
+            table.load(&puts);
+            puts.clear();
+        }
         let written = match op {
             Op::Put(k, v) => {
-                table.insert(k, v);
+                puts.push((k, v));
                 Ok(())
             }
             Op::Del(k) => {
@@ -166,6 +175,7 @@ fn apply(db: &std::path::Path) -> ExitCode {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    table.load(&puts);
     if let Err(e) = out.flush() {
         return fail(format_args!("exhash apply: cannot write output: {e}"));
     }

@@ -45,6 +45,46 @@ fn apply_puts_gets_deletes_and_persists() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Long runs of puts (loaded together) between gets, deletes and commits
+/// answer as one put at a time would.
+#[test]
+fn runs_of_puts_are_seen_by_what_follows_them() {
+    let dir = tempdir("runs");
+    let db = dir.join("t.exh");
+    let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut input = String::new();
+    let mut want = String::new();
+    for i in 0..70_000u64 {
+        input += &format!("put {} {i}\n", key(i));
+    }
+    input += &format!(
+        "get {}\nget {}\ndel {}\nget {}\n",
+        key(5),
+        key(69_999),
+        key(5),
+        key(5)
+    );
+    want += "5\n69999\n-\n";
+    for i in 60_000..80_000u64 {
+        input += &format!("put {} {}\n", key(i), i + 1);
+    }
+    input += "commit\n";
+    for i in [1, 59_999, 60_000, 79_999] {
+        input += &format!("get {}\n", key(i));
+    }
+    want += "1\n59999\n60001\n80000\n";
+    let out = apply(&db, &input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), want);
+    let out = apply(
+        &db,
+        &format!("get {}\nget {}\nget {}\n", key(5), key(6), key(79_999)),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "-\n6\n80000\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn malformed_line_names_the_line_and_keeps_the_last_commit() {
     let dir = tempdir("malformed");

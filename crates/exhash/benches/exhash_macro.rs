@@ -7,7 +7,7 @@
 //! (add `-- --quick` for one run per figure instead of five, `-- --headline`
 //! for the 1M random pairs table alone, `-- --stalls` for the longest
 //! single puts at 8M pairs alone, `-- --bulk` for the file backend's bulk
-//! load alone, nine runs).
+//! load alone: nine runs at 1M pairs, three at 8M).
 
 use std::time::Instant;
 
@@ -15,7 +15,7 @@ use seekless_exhash::bench::{
     Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, stalls, swiss_table_bytes,
     time_exhash, time_map,
 };
-use seekless_exhash::{ExHash, MemoryStore};
+use seekless_exhash::{ExHash, MemoryStore, PageStore};
 
 #[path = "../../../benches/measure.rs"]
 mod measure;
@@ -142,46 +142,62 @@ fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
     }
 }
 
+/// One bulk load of `pairs` into a fresh table at `path` (memory when
+/// `None`), one pair at a time or by `ExHash::load`, then committed: the
+/// whole time and the commit's.
+fn bulk_once(pairs: &[(u64, u64)], path: Option<&std::path::Path>, by_load: bool) -> (f64, f64) {
+    fn fill<S: PageStore>(t: &mut ExHash<S>, pairs: &[(u64, u64)], by_load: bool) {
+        if by_load {
+            t.load(pairs);
+        } else {
+            for &(k, v) in pairs {
+                t.insert(k, v);
+            }
+        }
+    }
+    let start = Instant::now();
+    let Some(path) = path else {
+        fill(&mut ExHash::new(), pairs, by_load);
+        return (start.elapsed().as_secs_f64(), 0.0);
+    };
+    let mut t = ExHash::open_or_create(path).unwrap();
+    fill(&mut t, pairs, by_load);
+    let before_commit = Instant::now();
+    t.commit().unwrap();
+    let commit = before_commit.elapsed().as_secs_f64();
+    (start.elapsed().as_secs_f64(), commit)
+}
+
+/// The file backend against the memory one, loading the same pairs one
+/// insert at a time and by `ExHash::load`, in turn, each committed once.
 fn file_bulk_load(n: usize, runs: usize) {
     let pairs = pairs(n, Pattern::Random);
     let dir = std::env::temp_dir().join(format!("exhash-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (mut mem, mut file, mut commit) = (Vec::new(), Vec::new(), Vec::new());
+    let ways = [("insert, one pair at a time", false), ("`load`", true)];
+    // [way][memory, file, commit]
+    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; ways.len()];
     let mut size = 0;
     for run in 0..runs {
-        let start = Instant::now();
-        let mut t = ExHash::new();
-        for &(k, v) in &pairs {
-            t.insert(k, v);
+        for (w, &(_, by_load)) in ways.iter().enumerate() {
+            times[w][0].push(bulk_once(&pairs, None, by_load).0);
+            let path = dir.join(format!("bulk-{run}-{w}.exh"));
+            let (file, commit) = bulk_once(&pairs, Some(&path), by_load);
+            times[w][1].push(file);
+            times[w][2].push(commit);
+            size = std::fs::metadata(&path).unwrap().len();
+            std::fs::remove_file(&path).unwrap();
         }
-        mem.push(start.elapsed().as_secs_f64());
-        drop(t);
-
-        let path = dir.join(format!("bulk-{run}.exh"));
-        let start = Instant::now();
-        let mut t = ExHash::open_or_create(&path).unwrap();
-        for &(k, v) in &pairs {
-            t.insert(k, v);
-        }
-        let before_commit = Instant::now();
-        t.commit().unwrap();
-        commit.push(before_commit.elapsed().as_secs_f64());
-        file.push(start.elapsed().as_secs_f64());
-        drop(t);
-        size = std::fs::metadata(&path).unwrap().len();
-        std::fs::remove_file(&path).unwrap();
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    let (m, f, c) = (median(mem), median(file), median(commit));
     println!("\nbulk load of {n} random pairs, one commit, median of {runs} runs");
-    println!("| backend | seconds | ratio |");
-    println!("|---|---:|---:|");
-    println!("| memory | {m:.3} | 1.00 |");
-    println!(
-        "| file (incl. commit {c:.3} s, file {:.1} MB) | {f:.3} | {:.2} |",
-        size as f64 / 1e6,
-        f / m
-    );
+    println!("| way | memory s | file s (commit s) | file ÷ memory |");
+    println!("|---|---:|---:|---:|");
+    for ((name, _), t) in ways.iter().zip(times) {
+        let [m, f, c] = t.map(median);
+        println!("| {name} | {m:.3} | {f:.3} ({c:.3}) | {:.2} |", f / m);
+    }
+    println!("file: {:.1} MB", size as f64 / 1e6);
 }
 
 fn main() {
@@ -200,6 +216,7 @@ fn main() {
     if std::env::args().any(|a| a == "--bulk") {
         // Only the file backend's bulk load, more runs: for A/B runs.
         file_bulk_load(1_000_000, 9);
+        file_bulk_load(8_000_000, 3);
         return;
     }
     headline(1_000_000, Pattern::Random, runs);
@@ -223,4 +240,7 @@ fn main() {
     growth_stalls(Pattern::Random, stall_n, 3);
     growth_stalls(Pattern::Sequential, stall_n, 3);
     file_bulk_load(1_000_000, runs);
+    if !quick {
+        file_bulk_load(8_000_000, 3);
+    }
 }

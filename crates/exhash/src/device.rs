@@ -31,6 +31,15 @@ pub trait Device {
     fn sync(&mut self) -> io::Result<()>;
     /// Current length in bytes.
     fn size(&mut self) -> io::Result<u64>;
+    /// A second handle on the same device for another thread, if it has
+    /// one (a file: a duplicate of its descriptor). A store writes and
+    /// syncs pages on it ahead of a commit, while it goes on with the
+    /// table, so that the commit has less left to do. An error it reports
+    /// there must be acted on there: it may not be reported again to this
+    /// handle. None by default.
+    fn behind(&self) -> Option<Box<dyn Device + Send>> {
+        None
+    }
 }
 
 impl Device for std::fs::File {
@@ -103,6 +112,12 @@ impl Device for std::fs::File {
 
     fn size(&mut self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
+    }
+
+    /// A duplicate descriptor. It shares the open file description, so a
+    /// write-back error it reports is not reported again to this one.
+    fn behind(&self) -> Option<Box<dyn Device + Send>> {
+        Some(Box::new(self.try_clone().ok()?))
     }
 }
 

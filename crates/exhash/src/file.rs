@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use crate::behind::Writer;
 use crate::device::Device;
 use crate::error::{Error, ErrorKind};
 use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
@@ -30,6 +31,16 @@ pub struct FileStore<D: Device = File> {
     slots: Vec<u64>,
     crcs: Vec<u32>,
     dirty: Vec<bool>,
+    /// Slot and checksum of each page written ahead of the next commit by
+    /// [`PageStore::settled`] (slot 0: none). Such a page is not dirty
+    /// unless it changed again after, when its early copy is let go.
+    staged: Vec<(u64, u32)>,
+    /// The thread writing early copies (`behind.rs`), once there are any
+    /// and the device has a second handle.
+    behind: Option<Writer>,
+    /// A write or sync of early copies failed: none of them can be
+    /// counted on.
+    behind_failed: bool,
     /// Slots no committed state refers to.
     free: BTreeSet<u64>,
     /// Slots the last commit refers to but the next one will not.
@@ -48,6 +59,9 @@ impl<D: Device> FileStore<D> {
             slots: Vec::new(),
             crcs: Vec::new(),
             dirty: Vec::new(),
+            staged: Vec::new(),
+            behind: None,
+            behind_failed: false,
             free: BTreeSet::new(),
             pending_free: Vec::new(),
             next_slot: 1,
@@ -77,6 +91,36 @@ impl<D: Device> FileStore<D> {
             self.slots.resize(n, 0);
             self.crcs.resize(n, 0);
             self.dirty.resize(n, false);
+            self.staged.resize(n, (0, 0));
+        }
+    }
+
+    /// Take in what became of early copies: all of them, waiting for the
+    /// thread, when `wait`; else those it has finished.
+    fn hear_behind(&mut self, wait: bool) {
+        while let Some(outcome) = self.behind.as_mut().and_then(|w| w.next(wait)) {
+            self.behind_failed |= !outcome.synced;
+            for (k, (&i, &slot)) in outcome.ids.iter().zip(&outcome.slots).enumerate() {
+                if self.staged[i].0 != slot {
+                    continue; // changed and let go since
+                }
+                match &outcome.crcs {
+                    Some(crcs) => self.staged[i].1 = crcs[k],
+                    None => {
+                        self.unstage(i);
+                        self.dirty[i] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Let go of page `id`'s early copy, if it has one: no committed state
+    /// refers to its slot, so the slot is free at once.
+    fn unstage(&mut self, id: usize) {
+        let (slot, _) = std::mem::take(&mut self.staged[id]);
+        if slot != 0 {
+            self.free.insert(slot);
         }
     }
 
@@ -107,20 +151,7 @@ impl<D: Device> FileStore<D> {
                         .ok()
                 })
                 .flatten();
-            let (mut pages, mut slots) = (&pages[..], slots);
-            while let Some(&first) = slots.first() {
-                let len = slots
-                    .iter()
-                    .take(WRITE_RUN)
-                    .zip(first..)
-                    .take_while(|&(&slot, expected)| slot == expected)
-                    .count();
-                let (offset, bytes) = (first * SLOT_SIZE, len as u64 * SLOT_SIZE);
-                dev.write_vectored_at(offset, &pages[..len])
-                    .map_err(io("writing a page"))?;
-                dev.start_writeback(offset, bytes);
-                (pages, slots) = (&pages[len..], &slots[len..]);
-            }
+            write_runs(dev, &pages, slots).map_err(io("writing a page"))?;
             Ok(match helper {
                 Some(helper) => helper
                     .join()
@@ -191,12 +222,84 @@ impl<D: Device> PageStore for FileStore<D> {
         }
         self.slots[i] = 0;
         self.dirty[i] = false;
+        self.unstage(i);
         self.mem.release(id);
+    }
+
+    /// Write the dirty pages among `ids` now, to slots no committed state
+    /// refers to: on the device's second handle from a thread of their own
+    /// (`behind.rs`), or else here. The next commit then only names them,
+    /// unless they change again before it, when it writes them anew; so it
+    /// does when a write fails.
+    fn settled(&mut self, ids: &[PageId]) {
+        let ids: Vec<usize> = ids
+            .iter()
+            .map(|&id| id as usize)
+            .filter(|&i| self.dirty[i])
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        for &i in &ids {
+            self.unstage(i);
+        }
+        let slots: Vec<u64> = ids.iter().map(|_| self.take_run(1)).collect();
+        if self.behind.is_none() {
+            self.behind = self.dev.behind().and_then(Writer::start);
+        }
+        if let Some(writer) = &mut self.behind {
+            // Their checksums come with the batch's outcome.
+            for (&i, &slot) in ids.iter().zip(&slots) {
+                self.staged[i] = (slot, 0);
+                self.dirty[i] = false;
+            }
+            let mem = &self.mem;
+            let pages: Vec<&[u8]> = ids.iter().map(|&i| &mem.page(i as PageId).0[..]).collect();
+            if let Err((ids, _)) = writer.send(ids, slots, &pages) {
+                for i in ids {
+                    self.unstage(i);
+                    self.dirty[i] = true;
+                }
+            }
+            return self.hear_behind(false);
+        }
+        match self.write_pages(&ids, &slots) {
+            Ok(crcs) => {
+                for ((i, slot), crc) in ids.into_iter().zip(slots).zip(crcs) {
+                    self.staged[i] = (slot, crc);
+                    self.dirty[i] = false;
+                }
+            }
+            Err(_) => self.free.extend(slots),
+        }
     }
 
     fn live_pages(&self) -> usize {
         self.mem.live_pages()
     }
+}
+
+/// Write `pages[i]` to slot `slots[i]`: pages whose slots follow one
+/// another in one vectored write of up to [`WRITE_RUN`] pages, each handed
+/// to writeback as soon as it is written.
+pub(crate) fn write_runs<D: Device + ?Sized>(
+    dev: &mut D,
+    mut pages: &[&[u8]],
+    mut slots: &[u64],
+) -> std::io::Result<()> {
+    while let Some(&first) = slots.first() {
+        let len = slots
+            .iter()
+            .take(WRITE_RUN)
+            .zip(first..)
+            .take_while(|&(&slot, expected)| slot == expected)
+            .count();
+        let (offset, bytes) = (first * SLOT_SIZE, len as u64 * SLOT_SIZE);
+        dev.write_vectored_at(offset, &pages[..len])?;
+        dev.start_writeback(offset, bytes);
+        (pages, slots) = (&pages[len..], &slots[len..]);
+    }
+    Ok(())
 }
 
 fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
@@ -347,8 +450,24 @@ impl<D: Device> ExHash<FileStore<D>> {
     /// Make the current state durable. When this returns Ok, a crash at any
     /// later moment reopens to exactly this state.
     pub fn commit(&mut self) -> Result<(), Error> {
+        self.store.hear_behind(true);
+        let store = &mut self.store;
+        // Early copies that changed since are written again; so are all
+        // of them when a sync of them failed, as its error is not
+        // reported again to this commit's own sync.
+        let failed = std::mem::take(&mut store.behind_failed);
+        let live = |i: &usize| self.meta[*i].depth != 0;
+        for i in (0..self.meta.len()).filter(live) {
+            if failed && store.staged[i].0 != 0 {
+                store.dirty[i] = true;
+            }
+            if store.dirty[i] {
+                store.unstage(i);
+            }
+        }
         let ids: Vec<usize> = (0..self.meta.len())
-            .filter(|&i| self.meta[i].depth != 0 && self.store.dirty[i])
+            .filter(live)
+            .filter(|&i| self.store.dirty[i])
             .collect();
         let saved = (self.store.free.clone(), self.store.next_slot);
         let result = self.write_commit(&ids);
@@ -363,11 +482,15 @@ impl<D: Device> ExHash<FileStore<D>> {
     fn write_commit(&mut self, ids: &[usize]) -> Result<(), Error> {
         let slots: Vec<u64> = ids.iter().map(|_| self.store.take_run(1)).collect();
         let crcs = self.store.write_pages(ids, &slots)?;
+        let staged = (0..self.meta.len())
+            .filter(|&i| self.meta[i].depth != 0 && self.store.staged[i].0 != 0)
+            .map(|i| (i, self.store.staged[i].0, self.store.staged[i].1));
         let assigned: Vec<(usize, u64, u32)> = ids
             .iter()
             .zip(slots)
             .zip(crcs)
             .map(|((&id, slot), crc)| (id, slot, crc))
+            .chain(staged)
             .collect();
         let old: Vec<(usize, u64, u32)> = assigned
             .iter()
@@ -386,6 +509,7 @@ impl<D: Device> ExHash<FileStore<D>> {
                         self.store.pending_free.push(slot);
                     }
                     self.store.dirty[id] = false;
+                    self.store.staged[id] = (0, 0);
                 }
                 let pending = std::mem::take(&mut self.store.pending_free);
                 self.store.free.extend(pending);
@@ -520,6 +644,7 @@ impl<D: Device> ExHash<FileStore<D>> {
         store.slots = vec![0; n];
         store.crcs = vec![0; n];
         store.dirty = vec![false; n];
+        store.staged = vec![(0, 0); n];
         store.seq = header.seq;
         store.next_slot = slots_in_file;
         let mut used = BTreeSet::new();
@@ -660,6 +785,7 @@ fn upgrade<D: Device>(
     store.slots.clear();
     store.crcs.clear();
     store.dirty.clear();
+    store.staged.clear();
     let mut table = ExHash::with_store(store);
     for (k, v) in pairs.into_iter().chain(spill) {
         table.insert(k, v);

@@ -7,9 +7,11 @@
 //!   tag bytes compared at once, slots of a short key field and a value; an
 //!   entry lives in its home group or one of the next [`REACH`]` - 1`.
 //! - [`ExHash`] (`table.rs`): get, insert, remove; `directory.rs`: splits,
-//!   merges, directory doubling and halving; `layout.rs`: depths, page
-//!   metadata, directory slots; `room.rs`: room for the directory's and
-//!   the page table's next growth, faulted in ahead.
+//!   merges, directory doubling and halving; `load.rs`: bulk loads in
+//!   page order, whose finished pages a file store writes early;
+//!   `layout.rs`: depths, page metadata, directory slots; `room.rs`: room
+//!   for the directory's and the page table's next growth, faulted in
+//!   ahead.
 //! - `piece.rs`, `legacy.rs`: reading the pages of format versions 1 and 2,
 //!   whose files are laid out afresh when opened.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`],
@@ -40,6 +42,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod behind;
 /// The side-by-side measurement behind `seekless exhash bench` and the
 /// benchmarks (feature `bench`).
 #[cfg(feature = "bench")]
@@ -54,6 +57,7 @@ mod group;
 mod iter;
 mod layout;
 mod legacy;
+mod load;
 /// The key mixer (invertible), public with `test-util` so tests can build
 /// keys that land where they want.
 #[cfg(feature = "test-util")]

@@ -46,6 +46,13 @@ pub trait PageStore {
     fn release(&mut self, id: PageId);
     /// Number of live pages.
     fn live_pages(&self) -> usize;
+    /// A hint from [`ExHash::load`](crate::ExHash::load): pages `ids` will
+    /// not change again in this load. A file store writes them now, while
+    /// the load goes on, so that the next commit has less to write; a
+    /// page that changes after all is written again by the commit.
+    fn settled(&mut self, ids: &[PageId]) {
+        let _ = ids;
+    }
 }
 
 /// Pages held in memory only, in 2 MiB chunks that never move once

@@ -576,3 +576,38 @@ fn a_spill_key_also_stored_in_a_page_is_refused() {
         "{err}"
     );
 }
+
+/// A bulk load writes the pages it has finished before the commit: a
+/// crash after any of those writes reopens to the last commit, and after
+/// any write of the commit, to the last commit or the new one.
+#[test]
+fn a_crash_during_a_load_reopens_the_last_commit() {
+    let sim = Rc::new(RefCell::new(Sim::default()));
+    let mut table = ExHash::create_on(SimDevice(sim.clone())).unwrap();
+    let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for i in 0..1000 {
+        table.insert(key(i), i);
+    }
+    table.commit().unwrap();
+    let committed = contents(&table);
+    // Enough pairs for the load to hand the store finished pages (128 at
+    // a time).
+    let pairs: Vec<(u64, u64)> = (500..60_000).map(|i| (key(i), i + 1)).collect();
+    sim.borrow_mut().acceptable = Some([committed.clone(), committed.clone()]);
+    table.load(&pairs);
+    let during_load = sim.borrow().checked;
+    assert!(during_load >= 128, "{during_load} writes during the load");
+    let next = contents(&table);
+    sim.borrow_mut().acceptable = Some([committed, next.clone()]);
+    table.commit().unwrap();
+    sim.borrow_mut().acceptable = None;
+    let sim_ref = sim.borrow();
+    assert!(
+        sim_ref.failures.is_empty(),
+        "{:#?}",
+        &sim_ref.failures[..sim_ref.failures.len().min(10)]
+    );
+    let reopened = ExHash::open_on(sim_ref.durable.clone()).unwrap();
+    assert_eq!(contents(&reopened), next);
+    assert_eq!(next.len(), 60_000);
+}
