@@ -86,6 +86,9 @@ impl<S: PageStore> ExHash<S> {
             start = end;
             self.pass(bucket << (33 - bits), &mut frontier);
         }
+        // Every page is finished now: the last ones go out with those
+        // still being written, rather than after them in the commit.
+        self.store.settled(&frontier.finished);
     }
 
     /// Note the pages that lie wholly below position high part `end`, which

@@ -125,37 +125,46 @@ enum Fault {
     Syncs,
 }
 
-/// A file image shared by a device and the second handles it gives out,
-/// which fail as told.
+/// A file image, and what second handles wrote to it since one of them
+/// last synced.
+#[derive(Debug, Default)]
+struct Image {
+    bytes: Vec<u8>,
+    unsynced: Vec<(u64, usize)>,
+}
+
+/// A device over an image shared with the second handles it gives out
+/// (and those they give out), which fail as told.
 #[derive(Debug)]
 struct Shared {
-    image: Arc<Mutex<Vec<u8>>>,
+    image: Arc<Mutex<Image>>,
     fault: Fault,
     second: bool,
-    /// What this handle wrote since its last sync.
-    unsynced: Vec<(u64, usize)>,
 }
 
 impl Device for Shared {
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.image.lock().unwrap().read_at(offset, buf)
+        self.image.lock().unwrap().bytes.read_at(offset, buf)
     }
 
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         if self.second && self.fault == Fault::Writes {
             return Err(io::Error::other("injected write failure"));
         }
-        self.unsynced.push((offset, buf.len()));
-        self.image.lock().unwrap().write_at(offset, buf)
+        let mut image = self.image.lock().unwrap();
+        if self.second {
+            image.unsynced.push((offset, buf.len()));
+        }
+        image.bytes.write_at(offset, buf)
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        let unsynced = std::mem::take(&mut self.unsynced);
+        let mut image = self.image.lock().unwrap();
+        let unsynced = std::mem::take(&mut image.unsynced);
         if self.second && self.fault == Fault::Syncs {
             // As if write-back failed: what was written since is lost.
-            let mut image = self.image.lock().unwrap();
             for (offset, len) in unsynced {
-                image[offset as usize..offset as usize + len].fill(0);
+                image.bytes[offset as usize..offset as usize + len].fill(0);
             }
             return Err(io::Error::other("injected sync failure"));
         }
@@ -163,7 +172,7 @@ impl Device for Shared {
     }
 
     fn size(&mut self) -> io::Result<u64> {
-        Ok(self.image.lock().unwrap().len() as u64)
+        Ok(self.image.lock().unwrap().bytes.len() as u64)
     }
 
     fn behind(&self) -> Option<Box<dyn Device + Send>> {
@@ -171,7 +180,6 @@ impl Device for Shared {
             image: self.image.clone(),
             fault: self.fault,
             second: true,
-            unsynced: Vec::new(),
         }))
     }
 }
@@ -181,19 +189,19 @@ fn pages_whose_early_write_or_sync_failed_are_written_by_the_commit() {
     let n = big();
     let pairs: Vec<(u64, u64)> = (0..n).map(|i| (key(i), i)).collect();
     for fault in [Fault::None, Fault::Writes, Fault::Syncs] {
-        let image = Arc::new(Mutex::new(Vec::new()));
+        let image = Arc::new(Mutex::new(Image::default()));
         let dev = Shared {
             image: image.clone(),
             fault,
             second: false,
-            unsynced: Vec::new(),
         };
         let mut table = ExHash::create_on(dev).unwrap();
         table.load(&pairs);
         table.commit().unwrap();
         let pages = table.stats().pages as u64;
-        let size = image.lock().unwrap().len() as u64;
-        let reopened = ExHash::open_on(image.lock().unwrap().clone()).unwrap();
+        let bytes = image.lock().unwrap().bytes.clone();
+        let size = bytes.len() as u64;
+        let reopened = ExHash::open_on(bytes).unwrap();
         assert_eq!(contents(&reopened), model_of(&pairs), "{fault:?}");
         reopened.check_invariants().unwrap();
         // Written once (else again, by the commit, into the slots let go).
