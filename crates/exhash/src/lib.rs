@@ -36,6 +36,9 @@
 //! # fn main() -> Result<(), seekless_exhash::Error> {
 //! let mut table = seekless_exhash::ExHash::open_or_create("t.exh".as_ref())?;
 //! table.insert(1, 2);
+//! // Many pairs at once: page by page, finished pages written meanwhile.
+//! let pairs: Vec<(u64, u64)> = (0..1_000_000).map(|k| (k * 7919, k)).collect();
+//! table.load(&pairs);
 //! table.commit()?; // durable from here on, whatever happens next
 //! # Ok(())
 //! # }
