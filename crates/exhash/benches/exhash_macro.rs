@@ -3,6 +3,9 @@
 //! the same pairs, plus the bytes-per-entry curve from 0.5M to 8M pairs and
 //! the file backend's bulk load.
 //!
+//! "exhash batched" puts by `insert_many` and gets by `get_many`; "exhash
+//! `load`" puts by `load` (in the order of the pages) and gets the same.
+//!
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
 //! (add `-- --quick` for one run per figure instead of five, `-- --headline`
 //! for the 1M random pairs table alone, `-- --stalls` for the longest
@@ -12,8 +15,8 @@
 use std::time::Instant;
 
 use seekless_exhash::bench::{
-    Pattern, measure_exhash, measure_exhash_batched, measure_std, pairs, stalls, swiss_table_bytes,
-    time_exhash, time_map,
+    Pattern, measure_exhash, measure_exhash_batched, measure_exhash_load, measure_std, pairs,
+    stalls, swiss_table_bytes, time_exhash, time_map,
 };
 use seekless_exhash::{ExHash, MemoryStore, PageStore};
 
@@ -62,9 +65,10 @@ fn side_by_side(
 
 fn headline(n: usize, pattern: Pattern, runs: usize) {
     let pairs = pairs(n, pattern);
-    let who: [(&str, Measure); 4] = [
+    let who: [(&str, Measure); 5] = [
         ("exhash", measure_exhash),
         ("exhash batched", measure_exhash_batched),
+        ("exhash `load`", measure_exhash_load),
         ("std HashMap", measure_std),
         ("hashbrown", measure_hashbrown),
     ];
@@ -76,7 +80,7 @@ fn headline(n: usize, pattern: Pattern, runs: usize) {
         println!("| {name} | {p:.1} | {g:.1} | {b:.2} |");
     }
     let (p, g, b) = r[0];
-    for ((name, _), (pp, gg, bb)) in who.iter().zip(&r).skip(2) {
+    for ((name, _), (pp, gg, bb)) in who.iter().zip(&r).skip(3) {
         println!(
             "| exhash / {name} | {:.2} | {:.2} | {:.2} |",
             p / pp,

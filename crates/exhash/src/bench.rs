@@ -146,6 +146,24 @@ pub fn measure_exhash_batched(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     (put, get, table.memory_bytes() as f64 / n)
 }
 
+/// [`measure_exhash_batched`] with the pairs put in by [`ExHash::load`]
+/// (in the order of their pages) instead of `insert_many`.
+pub fn measure_exhash_load(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    let n = pairs.len().max(1) as f64;
+    let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+    let start = Instant::now();
+    let mut table = ExHash::new();
+    table.load(black_box(pairs));
+    let put = start.elapsed().as_nanos() as f64 / n;
+    let mut out = Vec::with_capacity(keys.len());
+    let start = Instant::now();
+    table.get_many(black_box(&keys), &mut out);
+    black_box(&out);
+    let get = start.elapsed().as_nanos() as f64 / n;
+    assert!(out.iter().all(Option::is_some), "every key was loaded");
+    (put, get, table.memory_bytes() as f64 / n)
+}
+
 /// The same for `std::collections::HashMap` with its default hasher.
 pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     let (put, get, map) = time_map(
