@@ -131,36 +131,32 @@ pub fn measure_exhash(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
 /// The same through the batch calls [`ExHash::insert_many`] and
 /// [`ExHash::get_many`], which prefetch a few keys ahead.
 pub fn measure_exhash_batched(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
-    let n = pairs.len().max(1) as f64;
-    let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
-    let start = Instant::now();
-    let mut table = ExHash::new();
-    table.insert_many(pairs);
-    let put = start.elapsed().as_nanos() as f64 / n;
-    let mut out = Vec::with_capacity(keys.len());
-    let start = Instant::now();
-    table.get_many(black_box(&keys), &mut out);
-    black_box(&out);
-    let get = start.elapsed().as_nanos() as f64 / n;
-    assert!(out.iter().all(Option::is_some), "every key was inserted");
-    (put, get, table.memory_bytes() as f64 / n)
+    measure_batch_gets(pairs, ExHash::insert_many)
 }
 
 /// [`measure_exhash_batched`] with the pairs put in by [`ExHash::load`]
 /// (in the order of their pages) instead of `insert_many`.
 pub fn measure_exhash_load(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
+    measure_batch_gets(pairs, ExHash::load)
+}
+
+/// Pairs put in by `put` all at once, then looked up by `get_many`.
+fn measure_batch_gets(
+    pairs: &[(u64, u64)],
+    put: fn(&mut ExHash, &[(u64, u64)]),
+) -> (f64, f64, f64) {
     let n = pairs.len().max(1) as f64;
     let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
     let start = Instant::now();
     let mut table = ExHash::new();
-    table.load(black_box(pairs));
+    put(&mut table, black_box(pairs));
     let put = start.elapsed().as_nanos() as f64 / n;
     let mut out = Vec::with_capacity(keys.len());
     let start = Instant::now();
     table.get_many(black_box(&keys), &mut out);
     black_box(&out);
     let get = start.elapsed().as_nanos() as f64 / n;
-    assert!(out.iter().all(Option::is_some), "every key was loaded");
+    assert!(out.iter().all(Option::is_some), "every key was put");
     (put, get, table.memory_bytes() as f64 / n)
 }
 

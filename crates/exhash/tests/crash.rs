@@ -9,6 +9,9 @@ use std::rc::Rc;
 
 use seekless_exhash::{Device, ErrorKind, ExHash, FileStore};
 
+mod common;
+use common::scratch;
+
 type State = Vec<(u64, u64)>;
 
 #[derive(Debug, Default)]
@@ -257,15 +260,6 @@ fn crc32c(data: &[u8]) -> u32 {
         }
     }
     !crc
-}
-
-/// A fresh directory for a test's table file, and the file's path in it.
-fn scratch(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("exhash-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.exh");
-    let _ = std::fs::remove_file(&path);
-    (dir, path)
 }
 
 #[test]

@@ -10,6 +10,9 @@ use std::sync::{Arc, Mutex};
 use seekless_exhash::bench::{Pattern, pairs};
 use seekless_exhash::{Device, ExHash, PAGE_SIZE, PageStore};
 
+mod common;
+use common::scratch;
+
 fn key(i: u64) -> u64 {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i >> 7)
 }
@@ -62,15 +65,6 @@ fn a_load_holds_what_inserts_would() {
     all.extend(&second);
     assert_eq!(contents(&table), model_of(&all));
     table.check_invariants().unwrap();
-}
-
-/// A fresh directory for a test's table file, and the file's path in it.
-fn scratch(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("exhash-load-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.exh");
-    let _ = std::fs::remove_file(&path);
-    (dir, path)
 }
 
 #[test]
