@@ -749,15 +749,18 @@ impl Answer<'_> {
         mut decoded: bool,
     ) -> Result<Bytes> {
         let mut render = || -> Result<Bytes> {
-            self.decode(pairs, &mut decoded)?;
             let mut body = Vec::new();
             if padding {
+                self.decode(pairs, &mut decoded)?;
                 let seed =
                     (self.api.shared.seed).fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
                 let padded = pad_range(pairs, self.kind, self.prefix, seed);
                 write_range_body(self.kind, &padded, &mut body);
-            } else {
+            } else if decoded {
                 write_range_body(self.kind, pairs, &mut body);
+            } else {
+                // Lines written as the range is decoded, no pairs between.
+                self.served.index.write_range(self.prefix, &mut body)?;
             }
             Ok(Bytes::from(body))
         };

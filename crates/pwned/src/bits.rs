@@ -132,39 +132,89 @@ pub(crate) fn count_ones(buf: &[u8], start: usize, end: usize) -> usize {
     ones
 }
 
+/// Bytes of [`Words`]: a page's stream (at most 4096 bytes) and 16 zero
+/// bytes after it, so that a read at any position below 2^15 bits takes
+/// the bytes it starts in without a check of the end.
+const BYTES: usize = 4096 + 16;
+
+/// A bit stream of at most 4096 bytes copied into a buffer with zeros
+/// after it, for decoding it whole: each read is one or two loads and a
+/// shift, where reading the bytes in place checks the end of the slice
+/// each time (and reads 16 bytes to cover a shift).
+pub(crate) struct Words {
+    b: [u8; BYTES],
+}
+
+impl Words {
+    /// `bytes` (at most 4096 of them) as words.
+    pub(crate) fn new(bytes: &[u8]) -> Words {
+        let mut b = [0u8; BYTES];
+        let n = bytes.len().min(BYTES - 16);
+        b[..n].copy_from_slice(&bytes[..n]);
+        Words { b }
+    }
+
+    /// The 8 bytes at byte `i` (the mask keeps it in range; callers' byte
+    /// positions are below 4096 already).
+    #[inline(always)]
+    fn load(&self, i: usize) -> u64 {
+        let i = i % (BYTES - 16);
+        u64::from_le_bytes(self.b[i..i + 8].try_into().expect("8 bytes"))
+    }
+
+    /// The 64 bits at bit position `pos` (below 2^15; zeros past the
+    /// stream's end).
+    #[inline(always)]
+    pub(crate) fn word(&self, pos: usize) -> u64 {
+        let shift = (pos % 8) as u32;
+        // The ninth byte's part shifted in two steps, so a shift of 0
+        // adds nothing (a shift by 64 would be out of range).
+        (self.load(pos / 8) >> shift) | ((self.load(pos / 8 + 8) << 1) << (63 - shift))
+    }
+
+    /// The `len` bits (0..=57) at bit position `pos`: one load.
+    #[inline(always)]
+    pub(crate) fn read57(&self, pos: usize, len: u32) -> u64 {
+        debug_assert!(len <= 57);
+        (self.load(pos / 8) >> (pos % 8)) & ((1u64 << len) - 1)
+    }
+
+    /// The positions of the one bits of `start..end` (`end` below 2^15).
+    pub(crate) fn ones(&self, start: usize, end: usize) -> Ones<'_> {
+        let i = start / 64;
+        Ones {
+            words: self,
+            i,
+            end,
+            word: self.load(8 * i) & (u64::MAX << (start % 64)),
+        }
+    }
+}
+
 /// The positions of the one bits of `start..end`, in order, a word at a
 /// time. The ones of the last word's bits past `end` may come too: a
 /// caller takes only as many ones as it knows are there ([`count_ones`]).
 pub(crate) struct Ones<'a> {
-    buf: &'a [u8],
-    /// Position of bit 0 of `word`.
-    base: usize,
+    words: &'a Words,
+    /// Index of `word`.
+    i: usize,
     end: usize,
-    /// The ones not yet taken of the 64 bits at `base`.
+    /// The ones not yet taken of word `i`.
     word: u64,
 }
 
-impl<'a> Ones<'a> {
-    pub(crate) fn new(buf: &'a [u8], start: usize, end: usize) -> Ones<'a> {
-        Ones {
-            buf,
-            base: start,
-            end,
-            word: word(buf, start),
-        }
-    }
-
+impl Ones<'_> {
     /// The next one's position, `None` when no word before `end` has one.
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<usize> {
         while self.word == 0 {
-            self.base += 64;
-            if self.base >= self.end {
+            self.i += 1;
+            if self.i * 64 >= self.end {
                 return None;
             }
-            self.word = word(self.buf, self.base);
+            self.word = self.words.load(8 * self.i);
         }
-        let at = self.base + self.word.trailing_zeros() as usize;
+        let at = self.i * 64 + self.word.trailing_zeros() as usize;
         self.word &= self.word - 1;
         Some(at)
     }
@@ -287,12 +337,16 @@ mod tests {
                 .filter(|&i| buf[i / 8] >> (i % 8) & 1 == 1)
                 .collect();
             assert_eq!(count_ones(&buf, start, end), ones.len());
-            let mut cursor = Ones::new(&buf, start, end);
+            let words = Words::new(&buf);
+            let mut cursor = words.ones(start, end);
             let got: Vec<usize> = (0..ones.len()).map_while(|_| cursor.next()).collect();
             assert_eq!(got, ones, "bits {start}..{end}");
             // Past the last word before `end`, no more ones.
             if let Some(more) = cursor.next() {
-                assert!(more >= end && more < (end + 63).max(start + 64));
+                assert!(
+                    more >= end && more < end.next_multiple_of(64).max(start + 64),
+                    "{more}"
+                );
             }
         }
     }

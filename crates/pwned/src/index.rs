@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
 use crate::hash::{Key, Kind};
-use crate::page::Page;
+use crate::page::{Page, Visit};
 use crate::source::Source;
 
 /// The bytes of an index: a memory map of its file, or a buffer.
@@ -460,9 +460,27 @@ impl Index {
         done
     }
 
+    /// The range API's answer for the range `prefix` (below 2^20, the 5 hex
+    /// digits of `GET /range/{prefix}`), appended to `out`: the same bytes
+    /// as [`write_range_body`](crate::write_range_body) of its pairs, each
+    /// pair written as a line as it is decoded, none held in between. On
+    /// error `out` is left as it was.
+    pub fn write_range(&self, prefix: u32, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        // A range of the whole corpus holds ~1,000 hashes (~40 KB of
+        // lines); more grow the buffer as they come.
+        out.reserve(1100 * (self.kind().hex_len() + 8));
+        let lines = crate::range::Lines::new(self.kind(), out);
+        let done = self.visit_range(u64::from(prefix), 20, lines);
+        if done.is_err() {
+            out.truncate(start);
+        }
+        done
+    }
+
     /// Calls `f` with every (hash, count) whose top `bits` bits are
     /// `prefix`, in hash order, decoding only the pages that hold them.
-    fn visit_range(&self, prefix: u64, bits: u32, mut f: impl FnMut(Key, u64)) -> Result<()> {
+    fn visit_range(&self, prefix: u64, bits: u32, mut f: impl Visit) -> Result<()> {
         let layout = self.layout();
         if layout.is_compact() {
             return Err(ErrorKind::Compact {
@@ -502,12 +520,14 @@ impl Index {
         }
         while i < self.firsts.len() && self.firsts[i] <= last {
             // Hashes of other buckets are checked, not passed on.
+            let within = InRange {
+                prefix,
+                shift,
+                bits_mask,
+                f: &mut f,
+            };
             self.page(i)?
-                .visit_within(layout, self.firsts[i], first..=last, |key, count| {
-                    if (key.hi >> shift) & bits_mask == prefix {
-                        f(key, count);
-                    }
-                })
+                .visit_within(layout, self.firsts[i], first..=last, within)
                 .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))?;
             i += 1;
         }
@@ -611,6 +631,24 @@ fn build_guide(firsts: &[u64], h: u32) -> (Vec<u32>, u32) {
         guide.push(page as u32);
     }
     (guide, shift)
+}
+
+/// The hashes of a range (`prefix`, its top bits) passed on to `f`; the
+/// others of a bucket wider than the range are dropped.
+struct InRange<'f, F> {
+    prefix: u64,
+    shift: u32,
+    bits_mask: u64,
+    f: &'f mut F,
+}
+
+impl<F: Visit> Visit for InRange<'_, F> {
+    #[inline(always)]
+    fn pair(&mut self, key: Key, count: u64) {
+        if (key.hi >> self.shift) & self.bits_mask == self.prefix {
+            self.f.pair(key, count);
+        }
+    }
 }
 
 /// Iterator over an index's (hash, count) pairs in hash order.

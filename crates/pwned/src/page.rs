@@ -315,6 +315,53 @@ fn read_wide(stream: &[u8], pos: usize, len: u32) -> u64 {
     }
 }
 
+/// What a page's decoder hands each (hash, count) to, in hash order. Any
+/// closure is one; a type whose `pair` is `#[inline(always)]` is inlined
+/// into the decoder's loop, where a closure called from each of the
+/// loop's variants may be left a call.
+pub(crate) trait Visit {
+    fn pair(&mut self, key: Key, count: u64);
+}
+
+impl<F: FnMut(Key, u64)> Visit for F {
+    #[inline(always)]
+    fn pair(&mut self, key: Key, count: u64) {
+        self(key, count)
+    }
+}
+
+/// How a page's decoder makes a hash of its bucket and remainder chunks
+/// (a type rather than a closure, so that it is inlined into the loop).
+trait Assemble<const C: usize> {
+    fn key(&self, bucket: u64, chunks: [u64; C]) -> Key;
+}
+
+/// Any layout: [`assemble`].
+struct General<'p, const C: usize> {
+    kind: Kind,
+    lens: [u32; C],
+    pads: &'p [u32],
+}
+
+impl<const C: usize> Assemble<C> for General<'_, C> {
+    #[inline(always)]
+    fn key(&self, bucket: u64, chunks: [u64; C]) -> Key {
+        assemble(self.kind, bucket, chunks, self.lens, self.pads)
+    }
+}
+
+/// Whole SHA-1 hashes in chunks of 56, 56 and `last` bits: [`sha1`].
+struct WholeSha1 {
+    last: u32,
+}
+
+impl Assemble<3> for WholeSha1 {
+    #[inline(always)]
+    fn key(&self, bucket: u64, chunks: [u64; 3]) -> Key {
+        sha1(bucket, chunks, self.last)
+    }
+}
+
 /// A read-only view of one page.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Page<'a> {
@@ -431,7 +478,7 @@ impl<'a> Page<'a> {
         layout: Layout,
         first: u64,
         window: std::ops::RangeInclusive<u64>,
-        f: impl FnMut(Key, u64),
+        f: impl Visit,
     ) -> Option<()> {
         // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
         let mut lens = [0u32; 4];
@@ -453,30 +500,36 @@ impl<'a> Page<'a> {
         // One loop a chunk count, so that each is unrolled.
         let (w, kind) = (window, layout.kind);
         match n {
-            1 => self.visit_chunks(layout, first, w, [lens[0]], f, |b, c| {
-                assemble(kind, b, c, [lens[0]], pads)
-            }),
-            2 => self.visit_chunks(layout, first, w, [lens[0], lens[1]], f, |b, c| {
-                assemble(kind, b, c, [lens[0], lens[1]], pads)
-            }),
+            1 => {
+                let lens = [lens[0]];
+                let general = General { kind, lens, pads };
+                self.visit_chunks(layout, first, w, lens, f, general)
+            }
+            2 => {
+                let lens = [lens[0], lens[1]];
+                let general = General { kind, lens, pads };
+                self.visit_chunks(layout, first, w, lens, f, general)
+            }
             // Whole SHA-1 hashes of any index under 2^40 hashes.
             3 if kind == Kind::Sha1
                 && pads.is_empty()
                 && lens[..2] == [CHUNK, CHUNK]
                 && (8..=48).contains(&lens[2]) =>
             {
-                let lens = [lens[0], lens[1], lens[2]];
-                self.visit_chunks(layout, first, w, lens, f, |b, c| sha1(b, c, lens[2]))
+                // The first two lengths as constants: no test of them, and
+                // their masks immediate (the loop runs short of registers).
+                let lens = [CHUNK, CHUNK, lens[2]];
+                self.visit_chunks(layout, first, w, lens, f, WholeSha1 { last: lens[2] })
             }
             3 => {
                 let lens = [lens[0], lens[1], lens[2]];
-                self.visit_chunks(layout, first, w, lens, f, |b, c| {
-                    assemble(kind, b, c, lens, pads)
-                })
+                let general = General { kind, lens, pads };
+                self.visit_chunks(layout, first, w, lens, f, general)
             }
-            _ => self.visit_chunks(layout, first, w, lens, f, |b, c| {
-                assemble(kind, b, c, lens, pads)
-            }),
+            _ => {
+                let general = General { kind, lens, pads };
+                self.visit_chunks(layout, first, w, lens, f, general)
+            }
         }
     }
 
@@ -494,8 +547,8 @@ impl<'a> Page<'a> {
         first: u64,
         window: std::ops::RangeInclusive<u64>,
         lens: [u32; C],
-        mut f: impl FnMut(Key, u64),
-        assemble: impl Fn(u64, [u64; C]) -> Key,
+        mut f: impl Visit,
+        assemble: impl Assemble<C>,
     ) -> Option<()> {
         let stream = self.stream;
         // Each section ends with its last hash's one, and holds one a
@@ -513,10 +566,34 @@ impl<'a> Page<'a> {
             return None;
         }
         let l = layout.l() as usize;
-        let mut buckets = bits::Ones::new(stream, self.upper, self.low);
-        let mut lengths = bits::Ones::new(stream, 0, self.upper);
-        let (mut after, mut mantissa, mut low) = (0, self.mantissa, self.low);
-        for j in 0..self.keys {
+        // The hashes before the window are passed over, not decoded: the
+        // first of bucket `start` or later follows the (start - first)-th
+        // zero of the buckets, and its count length the j-th one of the
+        // count lengths, j being the ones before it (a range's first page
+        // holds the end of the range before it, half a page on average).
+        let (mut skip, mut bucket_at, mut length_at) = (0, self.upper, 0);
+        if *window.start() > first {
+            let rel = *window.start() - first;
+            let Some(at) = bits::after_nth_zero(stream, self.upper, self.low, rel) else {
+                return Some(());
+            };
+            skip = at - self.upper - rel as usize;
+            if skip >= self.keys {
+                return Some(());
+            }
+            if skip > 0 {
+                length_at = bits::after_nth_one(stream, 0, self.upper, skip as u64)?;
+            }
+            bucket_at = at;
+        }
+        // Every position read below is under PAGE_BITS (checked above).
+        let words = bits::Words::new(stream);
+        let mut buckets = words.ones(bucket_at, self.low);
+        let mut lengths = words.ones(length_at, self.upper);
+        // The mantissas before are as long as the count lengths' zeros.
+        let mut mantissa = self.mantissa + (length_at - skip);
+        let (mut after, mut low) = (length_at, self.low + skip * l);
+        for j in skip..self.keys {
             let bucket = first + (buckets.next()? - self.upper - j) as u64;
             let at = lengths.next()?;
             let e = at - after;
@@ -529,16 +606,21 @@ impl<'a> Page<'a> {
             }
             if bucket >= *window.start() {
                 let below = (1u64 << e) - 1;
-                let count = (1u64 << e) | (bits::word(stream, mantissa) & below);
+                let bits = if e <= 57 {
+                    words.read57(mantissa, e as u32)
+                } else {
+                    words.word(mantissa) & below
+                };
+                let count = (1u64 << e) | bits;
                 let mut chunks = [0u64; C];
                 let mut at = low;
                 for (chunk, len) in chunks.iter_mut().zip(lens) {
                     if len > 0 {
-                        *chunk = bits::word(stream, at) & (u64::MAX >> (64 - len));
+                        *chunk = words.read57(at, len);
                         at += len as usize;
                     }
                 }
-                f(assemble(bucket, chunks), count);
+                f.pair(assemble.key(bucket, chunks), count);
             }
             mantissa += e;
             low += l;

@@ -5,6 +5,7 @@
 use crate::error::{ErrorKind, Result};
 use crate::hash::{Key, Kind, prefix_ascii};
 use crate::input::count_then_next;
+use crate::page::Visit;
 use crate::source::RANGES;
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
@@ -189,43 +190,18 @@ pub const PAD_MIN: usize = 800;
 pub const PAD_SPREAD: usize = 200;
 
 /// The 16 uppercase hex digits of `x`, most significant first, as two
-/// words whose little-endian bytes are the digits in order.
+/// words whose little-endian bytes are the digits in order (where there
+/// is no SSE2 for [`put_digits`]).
+#[cfg(any(test, not(target_arch = "x86_64")))]
 #[inline]
 fn hex16(x: u64) -> [u64; 2] {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86-64 itself: every x86-64 processor has it.
-    return unsafe { hex16_sse2(x) };
-    #[cfg(not(target_arch = "x86_64"))]
-    return [hex8((x >> 32) as u32), hex8(x as u32)];
-}
-
-/// [`hex16`] with SSE2, one byte a lane.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-fn hex16_sse2(x: u64) -> [u64; 2] {
-    use std::arch::x86_64::{
-        _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_cvtsi64_si128, _mm_cvtsi128_si64,
-        _mm_set1_epi8, _mm_srli_epi16, _mm_unpackhi_epi64, _mm_unpacklo_epi8,
-    };
-    let bytes = _mm_cvtsi64_si128(x.swap_bytes() as i64);
-    let low = _mm_set1_epi8(0x0F);
-    let high_nibbles = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
-    let low_nibbles = _mm_and_si128(bytes, low);
-    // Each byte's high nibble first, its low nibble after it.
-    let n = _mm_unpacklo_epi8(high_nibbles, low_nibbles);
-    // '0' + n, and 7 more for 'A'..='F'.
-    let letters = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8(7));
-    let ascii = _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8(b'0' as i8)), letters);
-    [
-        _mm_cvtsi128_si64(ascii) as u64,
-        _mm_cvtsi128_si64(_mm_unpackhi_epi64(ascii, ascii)) as u64,
-    ]
+    [hex8((x >> 32) as u32), hex8(x as u32)]
 }
 
 /// The 8 uppercase hex digits of `x`, most significant first, as the
 /// little-endian bytes of the result: every nibble at once, in one 64-bit
 /// register (SWAR).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[cfg(any(test, not(target_arch = "x86_64")))]
 #[inline]
 fn hex8(x: u32) -> u64 {
     const LOW: u64 = 0x000F_000F_000F_000F;
@@ -269,10 +245,10 @@ fn decimal_len(n: u64) -> usize {
 /// Writes whole words, so up to [`LONGEST_LINE`] + 8 bytes may be
 /// touched; the bytes past the line are left for what comes after it.
 ///
-/// The digits go straight to `out`, word by word: building a line in a
-/// buffer and copying it read each line back over the smaller stores that
-/// had just made it, which the processor cannot forward (perf put half
-/// of the rendering's samples on that read).
+/// The digits go straight to `out`: building a line in a buffer and
+/// copying it read each line back over the smaller stores that had just
+/// made it, which the processor cannot forward (perf put half of the
+/// rendering's samples on that read).
 #[inline(always)]
 fn put_line<const SKIP: usize>(
     kind: Kind,
@@ -280,35 +256,20 @@ fn put_line<const SKIP: usize>(
     count: u64,
     out: &mut [std::mem::MaybeUninit<u8>],
 ) -> usize {
-    let [a, b] = hex16(key.hi);
-    let [c, d] = hex16(key.mid);
-    // NTLM's hash ends with d: zeros after it, where the colon goes.
-    let e = match kind {
-        Kind::Sha1 => hex16(u64::from(key.lo) << 32)[0],
-        Kind::Ntlm => 0,
-    };
-    // The hash's digits as one little-endian run over words a..e, read
-    // from digit SKIP on: word i of the line is the top of a digit word
-    // joined to the bottom of the next.
-    let digits = [a, b, c, d, e, 0];
-    let shift = 8 * SKIP as u32;
-    let word = |i: usize| (digits[i] >> shift) | (digits[i + 1] << (64 - shift));
-    let hex_len = kind.hex_len();
-    let colon = hex_len - SKIP;
-    for i in 0..5 {
-        let mut w = word(i);
-        if i == 0 && SKIP == PREFIX_DIGITS - 2 {
-            // The prefix's last two digits make room for the CRLF.
-            w = (w & !0xFFFF) | u64::from(u16::from_le_bytes(*b"\r\n"));
-        }
-        // The colon's byte in the word holding it (every digit word has
-        // zeros past the hash's end, so OR puts it in place).
-        if colon / 8 == i {
-            w |= u64::from(b':') << (8 * (colon % 8));
-        }
-        copy_into(&mut out[8 * i..8 * i + 8], &w.to_le_bytes());
-    }
+    const { assert!(SKIP == PREFIX_DIGITS || SKIP == PREFIX_DIGITS - 2) };
+    // Forty bytes from the hash's digit SKIP on (CRLF first when SKIP is
+    // 3); past the hash's end (NTLM's 32 digits) they are overwritten by
+    // the colon and the count below, or lie past the line.
+    put_digits::<SKIP>(key, out);
+    let colon = kind.hex_len() - SKIP;
+    out[colon].write(b':');
     let digits = colon + 1;
+    if count < SMALL.len() as u64 {
+        // Most counts: their digits from a table, one store.
+        let entry = SMALL[count as usize];
+        copy_into(&mut out[digits..digits + 4], &entry.to_le_bytes());
+        return digits + (entry >> 24) as usize;
+    }
     if count < 100_000_000 {
         // The usual count: its digits in one word, one store.
         let (word, len) = decimal8(count as u32);
@@ -323,6 +284,116 @@ fn put_line<const SKIP: usize>(
     }
     end
 }
+
+/// Writes `out[..40]`: the 40 hex digits of `key` from digit `SKIP` on,
+/// then whatever follows, with the first two bytes CRLF when `SKIP` is 3
+/// (the prefix's last two digits make room for it). With SSE2 (every
+/// x86-64): the 20 bytes' nibbles in three registers, each line three
+/// stores.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn put_digits<const SKIP: usize>(key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi8, _mm_and_si128, _mm_cmpgt_epi8, _mm_cvtsi32_si128, _mm_cvtsi64_si128,
+        _mm_or_si128, _mm_set1_epi8, _mm_slli_si128, _mm_srli_epi16, _mm_srli_si128,
+        _mm_storel_epi64, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+        _mm_unpacklo_epi64,
+    };
+    let out = &mut out[..40];
+    // SAFETY: SSE2 is part of x86-64 itself; the three stores write bytes
+    // 0..16, 16..32 and 32..40 of `out`, which is 40 bytes long.
+    unsafe {
+        let low = _mm_set1_epi8(0x0F);
+        // Bytes to their nibbles, high one first, as uppercase hex digits:
+        // '0' + n, and 7 more for 'A'..='F'.
+        let ascii = |n: __m128i| {
+            let letters = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8(7));
+            _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8(b'0' as i8)), letters)
+        };
+        let bytes = _mm_unpacklo_epi64(
+            _mm_cvtsi64_si128(key.hi.swap_bytes() as i64),
+            _mm_cvtsi64_si128(key.mid.swap_bytes() as i64),
+        );
+        let high = _mm_and_si128(_mm_srli_epi16::<4>(bytes), low);
+        let a = ascii(_mm_unpacklo_epi8(high, _mm_and_si128(bytes, low)));
+        let b = ascii(_mm_unpackhi_epi8(high, _mm_and_si128(bytes, low)));
+        let last = _mm_cvtsi32_si128(key.lo.swap_bytes() as i32);
+        let c = ascii(_mm_unpacklo_epi8(
+            _mm_and_si128(_mm_srli_epi16::<4>(last), low),
+            _mm_and_si128(last, low),
+        ));
+        // Digits SKIP.. of a, b, c run on: each store joins the top of one
+        // register to the bottom of the next.
+        let (first, second, third) = if SKIP == PREFIX_DIGITS {
+            (
+                _mm_or_si128(_mm_srli_si128::<5>(a), _mm_slli_si128::<11>(b)),
+                _mm_or_si128(_mm_srli_si128::<5>(b), _mm_slli_si128::<11>(c)),
+                _mm_srli_si128::<5>(c),
+            )
+        } else {
+            // Digits 3 and 4 are zeroed and become CRLF.
+            let crlf = _mm_cvtsi32_si128(i32::from(u16::from_le_bytes(*b"\r\n")));
+            let a = _mm_slli_si128::<2>(_mm_srli_si128::<5>(a));
+            (
+                _mm_or_si128(_mm_or_si128(a, crlf), _mm_slli_si128::<13>(b)),
+                _mm_or_si128(_mm_srli_si128::<3>(b), _mm_slli_si128::<13>(c)),
+                _mm_srli_si128::<3>(c),
+            )
+        };
+        let at = out.as_mut_ptr().cast::<__m128i>();
+        _mm_storeu_si128(at, first);
+        _mm_storeu_si128(at.byte_add(16), second);
+        _mm_storel_epi64(at.byte_add(32), third);
+    }
+}
+
+/// [`put_digits`] where there is no SSE2.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn put_digits<const SKIP: usize>(key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
+    put_digits_in_words::<SKIP>(key, out)
+}
+
+/// [`put_digits`] in words: the hash's digits as one little-endian run
+/// over words, read from digit `SKIP` on, word i of the line the top of a
+/// digit word joined to the bottom of the next.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+#[inline(always)]
+fn put_digits_in_words<const SKIP: usize>(key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
+    let [a, b] = hex16(key.hi);
+    let [c, d] = hex16(key.mid);
+    let e = hex8(key.lo);
+    let digits = [a, b, c, d, e, 0];
+    let shift = 8 * SKIP as u32;
+    for i in 0..5 {
+        let mut w = (digits[i] >> shift) | (digits[i + 1] << (64 - shift));
+        if i == 0 && SKIP == PREFIX_DIGITS - 2 {
+            w = (w & !0xFFFF) | u64::from(u16::from_le_bytes(*b"\r\n"));
+        }
+        copy_into(&mut out[8 * i..8 * i + 8], &w.to_le_bytes());
+    }
+}
+
+/// The decimal digits of each number below 1,000 in the low three bytes
+/// (most significant first), their number in the top one: 4 KiB, and most
+/// counts of the corpus are below 1,000, where [`decimal8`] takes ~30
+/// instructions.
+static SMALL: [u32; 1000] = {
+    let mut table = [0u32; 1000];
+    let mut n = 0;
+    while n < 1000 {
+        let (d2, d1, d0) = ((n / 100) as u32, (n / 10 % 10) as u32, (n % 10) as u32);
+        table[n] = if n >= 100 {
+            (b'0' as u32 + d2) | (b'0' as u32 + d1) << 8 | (b'0' as u32 + d0) << 16 | 3 << 24
+        } else if n >= 10 {
+            (b'0' as u32 + d1) | (b'0' as u32 + d0) << 8 | 2 << 24
+        } else {
+            (b'0' as u32 + d0) | 1 << 24
+        };
+        n += 1;
+    }
+    table
+};
 
 /// The decimal digits of `n` (below 10^8) as the little-endian bytes of a
 /// word, most significant first, and how many there are: all eight
@@ -354,26 +425,63 @@ fn decimal8(n: u32) -> (u64, usize) {
 /// pair (the hex after the 5-digit prefix, uppercase, decimal count),
 /// joined by CRLF, no trailing newline; nothing for no pairs.
 pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    let Some((&(key, count), rest)) = items.split_first() else {
-        return;
-    };
-    // Room for every line at its longest and for the whole words the last
-    // one writes past its end: lines are written in place into the spare
-    // capacity (not zeroed first: that took as long as a tenth of the
-    // rendering), the length set at the end to what was written.
-    const ROOM: usize = LONGEST_LINE + 8;
-    let start = out.len();
-    let room = items.len() * LONGEST_LINE + ROOM;
-    out.reserve(room);
-    let spare = &mut out.spare_capacity_mut()[..room];
-    let mut at = put_line::<PREFIX_DIGITS>(kind, key, count, &mut spare[..ROOM]);
-    for &(key, count) in rest {
-        const FROM: usize = PREFIX_DIGITS - 2;
-        at += put_line::<FROM>(kind, key, count, &mut spare[at..at + ROOM]);
+    out.reserve(items.len() * LONGEST_LINE + Lines::ROOM);
+    let mut lines = Lines::new(kind, out);
+    for &(key, count) in items {
+        lines.push(key, count);
     }
-    // SAFETY: the first `at` bytes of the spare capacity were written
-    // above (each line's bytes up to its end, in order).
-    unsafe { out.set_len(start + at) };
+}
+
+/// A range answer's body being written line by line into a buffer (see
+/// [`write_range_body`]), straight from wherever the pairs come from: an
+/// index decodes into it without holding the pairs anywhere.
+pub(crate) struct Lines<'a> {
+    kind: Kind,
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Lines<'a> {
+    /// Room a line may touch: its longest, and the whole words the last
+    /// one writes past its end.
+    const ROOM: usize = LONGEST_LINE + 8;
+
+    pub(crate) fn new(kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a> {
+        Lines {
+            kind,
+            out,
+            first: true,
+        }
+    }
+
+    /// Appends the line of `key` and `count` (see [`Visit`]).
+    #[inline(always)]
+    pub(crate) fn push(&mut self, key: Key, count: u64) {
+        self.pair(key, count);
+    }
+}
+
+impl Visit for Lines<'_> {
+    /// Appends the line of `key` and `count`. Lines are written in place
+    /// into the spare capacity (not zeroed first: that took as long as a
+    /// tenth of the rendering), the length set to what was written.
+    #[inline(always)]
+    fn pair(&mut self, key: Key, count: u64) {
+        if self.out.capacity() - self.out.len() < Self::ROOM {
+            // Doubling, so a body costs a few reservations in all.
+            self.out.reserve(self.out.len().max(64 * LONGEST_LINE));
+        }
+        let spare = &mut self.out.spare_capacity_mut()[..Self::ROOM];
+        let written = if self.first {
+            self.first = false;
+            put_line::<PREFIX_DIGITS>(self.kind, key, count, spare)
+        } else {
+            put_line::<{ PREFIX_DIGITS - 2 }>(self.kind, key, count, spare)
+        };
+        // SAFETY: `put_line` wrote the first `written` bytes of the spare
+        // capacity (the line's bytes up to its end, in order).
+        unsafe { self.out.set_len(self.out.len() + written) };
+    }
 }
 
 /// Copies `src` into `dst` (of the same length; one fixed-size copy when
@@ -582,6 +690,74 @@ mod tests {
                 write_range_body(kind, &items, &mut out);
                 assert_eq!(out, format!("before{}", want.join("\r\n")).as_bytes());
             }
+        }
+    }
+
+    #[test]
+    fn digits_in_registers_and_in_words_agree() {
+        use std::mem::MaybeUninit;
+        let mut state = 13u64;
+        let keys = [
+            Key {
+                hi: 0,
+                mid: 0,
+                lo: 0,
+            },
+            Key {
+                hi: u64::MAX,
+                mid: u64::MAX,
+                lo: u32::MAX,
+            },
+        ]
+        .into_iter()
+        .chain((0..5000).map(|_| Key {
+            hi: splitmix(&mut state),
+            mid: splitmix(&mut state),
+            lo: splitmix(&mut state) as u32,
+        }));
+        let bytes = |out: &[MaybeUninit<u8>]| -> Vec<u8> {
+            // SAFETY: both writers write all 40 bytes.
+            out.iter().map(|b| unsafe { b.assume_init() }).collect()
+        };
+        for key in keys {
+            let (mut a, mut b) = ([MaybeUninit::new(0); 40], [MaybeUninit::new(0); 40]);
+            put_digits::<PREFIX_DIGITS>(key, &mut a);
+            put_digits_in_words::<PREFIX_DIGITS>(key, &mut b);
+            let hex: String = key.to_bytes().iter().map(|b| format!("{b:02X}")).collect();
+            assert_eq!(bytes(&a)[..35], hex.as_bytes()[5..]);
+            assert_eq!(bytes(&a)[..35], bytes(&b)[..35]);
+            put_digits::<{ PREFIX_DIGITS - 2 }>(key, &mut a);
+            put_digits_in_words::<{ PREFIX_DIGITS - 2 }>(key, &mut b);
+            assert_eq!(bytes(&a)[..37], [b"\r\n", &hex.as_bytes()[5..]].concat());
+            assert_eq!(bytes(&a)[..37], bytes(&b)[..37]);
+        }
+    }
+
+    #[test]
+    fn every_count_to_a_thousand_and_each_width_renders() {
+        let key = Key {
+            hi: 0x0123_4567_89AB_CDEF,
+            mid: 0xFEDC_BA98_7654_3210,
+            lo: 0x9A0F_F0A9,
+        };
+        let wide = (1..20).flat_map(|e| {
+            let p = 10u64.pow(e);
+            [p - 1, p, p + 1]
+        });
+        for kind in [Kind::Sha1, Kind::Ntlm] {
+            let key = Key {
+                lo: if kind == Kind::Sha1 { key.lo } else { 0 },
+                ..key
+            };
+            let counts: Vec<u64> = (0..1100).chain(wide.clone()).chain([u64::MAX]).collect();
+            let items: Vec<(Key, u64)> = counts.iter().map(|&c| (key, c)).collect();
+            let hex: String = key.to_bytes().iter().map(|b| format!("{b:02X}")).collect();
+            let suffix = &hex[5..kind.hex_len()];
+            let want: Vec<String> = counts.iter().map(|c| format!("{suffix}:{c}")).collect();
+            assert_eq!(
+                String::from_utf8(range_body(kind, &items)).unwrap(),
+                want.join("\r\n")
+            );
         }
     }
 

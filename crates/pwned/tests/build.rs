@@ -449,6 +449,55 @@ fn empty_and_tiny_corpora() {
     }
 }
 
+/// `Index::write_range` writes, for every range, the bytes of its pairs'
+/// body: small indexes (buckets wider than a range), ones whose ranges
+/// span pages, both kinds, counts of every width.
+#[test]
+fn ranges_written_as_decoded_match_their_pairs_bodies() {
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        for (n, seed) in [(1, 3), (300, 5), (40_000, 7)] {
+            let mut entries = random_entries(kind, n, seed);
+            // Hashes crowded into a few ranges: ranges over several pages.
+            let mut rng = Rng(seed);
+            for i in 0..n / 4 {
+                let mut key = rng.key(kind);
+                key.hi = (key.hi & !(0xFFFFF << 44)) | ((i as u64 % 3) << 44);
+                entries.push((key, [1, 999, 1000, 123_456_789][i % 4]));
+            }
+            let index = Index::from_bytes(index_bytes(kind, &entries, seed)).unwrap();
+            let expect = expected(&entries);
+            let prefixes: std::collections::BTreeSet<u32> =
+                expect.keys().map(|k| (k.hi >> 44) as u32).collect();
+            let mut pairs = Vec::new();
+            let some = prefixes.into_iter().step_by(1 + n / 1000);
+            for prefix in some.chain([0, 1, 2, 0xFFFFF, 0x5BAA6]) {
+                pairs.clear();
+                index.range_into(u64::from(prefix), 20, &mut pairs).unwrap();
+                let mut want = b"before".to_vec();
+                seekless_pwned::write_range_body(kind, &pairs, &mut want);
+                let mut got = b"before".to_vec();
+                index.write_range(prefix, &mut got).unwrap();
+                assert!(got == want, "{kind} n={n} range {prefix:05X}");
+            }
+        }
+    }
+    // A damaged page: an error, and the buffer as it was.
+    let entries = random_entries(Kind::Sha1, 5_000, 29);
+    let mut bytes = index_bytes(Kind::Sha1, &entries, 3);
+    bytes[4096 + 1000] ^= 0x10;
+    let index = Index::from_bytes(bytes).unwrap();
+    let mut errors = 0;
+    for prefix in 0..1 << 12 {
+        let mut out = b"kept".to_vec();
+        if let Err(e) = index.write_range(prefix << 8, &mut out) {
+            assert!(matches!(e.kind(), ErrorKind::Corrupt { .. }), "{e}");
+            assert_eq!(out, b"kept");
+            errors += 1;
+        }
+    }
+    assert!(errors > 0, "the damaged page went unnoticed");
+}
+
 #[test]
 fn damaged_files_give_errors_never_wrong_answers() {
     let entries = random_entries(Kind::Sha1, 5_000, 23);
