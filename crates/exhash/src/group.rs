@@ -227,6 +227,36 @@ pub(crate) fn prefetch_slot<T: Shape>(page: &Page, k: &Key) {
     crate::prefetch::read(&page.0[at..at + T::SLOT]);
 }
 
+/// What the home group of a key says of it.
+pub(crate) enum Home {
+    /// Its slot.
+    Found(usize),
+    /// Not in the page: the home group has a free slot, so by the probe
+    /// invariant no later group holds it.
+    Absent,
+    /// The home group is full without it: the later groups may hold it.
+    Beyond,
+}
+
+/// A lookup of `k` in its home group only, where most lookups end: the
+/// same answer as [`find`] there, without the loop over later groups.
+#[inline(always)]
+pub(crate) fn find_at_home<T: Shape>(page: &Page, k: &Key) -> Home {
+    let (mut hit, free) = scan(page, k.home, k.tag);
+    while hit != 0 {
+        let s = k.home * GROUP + hit.trailing_zeros() as usize;
+        if field::<T>(page, s) == k.field {
+            return Home::Found(s);
+        }
+        hit &= hit - 1;
+    }
+    if free != 0 {
+        Home::Absent
+    } else {
+        Home::Beyond
+    }
+}
+
 /// The slot holding `k`, if any.
 #[inline(always)]
 pub(crate) fn find<T: Shape>(page: &Page, k: &Key) -> Option<usize> {

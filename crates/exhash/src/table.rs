@@ -464,7 +464,11 @@ fn get_in<T: Shape>(page: &Page, z: u64) -> Option<u64> {
     // random pairs 81 -> 47 ns against hashbrown's 26 -> 25, medians of
     // five interleaved runs; the same in an insert made puts slower).
     group::prefetch_group_slots::<T>(page, k.home);
-    group::find::<T>(page, &k).map(|s| group::value::<T>(page, s))
+    match group::find_at_home::<T>(page, &k) {
+        group::Home::Found(s) => Some(group::value::<T>(page, s)),
+        group::Home::Absent => None,
+        group::Home::Beyond => group::find::<T>(page, &k).map(|s| group::value::<T>(page, s)),
+    }
 }
 
 #[cfg(test)]
