@@ -13,7 +13,7 @@
 //! The budget is one mapping reserved whole and handed out a segment at a
 //! time, in the order the holders ask, never unmapped before the build
 //! ends: the memory touched is the segments handed out, faulted in a huge
-//! page at a time when the input is known to fit. (A segment of its own
+//! page at a time when the input is known to fit in a few hundred MiB. (A segment of its own
 //! from the allocator was faulted 4 KiB at a time and unmapped when its
 //! partition was packed: a third of a 10M-hash build's CPU went to the
 //! kernel.)
@@ -47,6 +47,16 @@ const MAX_SEGMENT: usize = 1 << 16;
 /// hold back little memory.
 const FIT_SEGMENT: usize = 1 << 11;
 
+/// The most bytes of records held in huge pages. Huge pages save most of
+/// the faults when the kernel has them at hand, as it has after earlier
+/// work freed that much (a 10M-hash build: 0.81x the wall time); a larger
+/// input asks for memory the machine has not touched, and a virtual
+/// machine's host backs a huge page slower than its 512 small ones
+/// (1.3 GB of records at 55M: 1.6 s of kernel time against 0.8, and
+/// 1.18x the wall time; first touches of 1.3 GB measured alone: 0.06-2.05
+/// s in huge pages, 0.44-0.73 s in small ones).
+const HUGE_AT_MOST: u64 = 512 << 20;
+
 /// Bytes of the shortest line a record comes from (an NTLM suffix in a
 /// per-range file, a colon, a digit, CRLF): a file's size over it bounds
 /// the records the file can hold.
@@ -73,8 +83,8 @@ impl Budget {
     /// segments a buffer (the more, the less a buffer holds back when it
     /// spills), each set aside its first.
     ///
-    /// Input known to fit is held in small segments, in huge pages. Where
-    /// it may not fit, spills are coming: on a virtual machine that hands
+    /// Input known to fit is held in small segments, in huge pages up to
+    /// [`HUGE_AT_MOST`]. Where it may not fit, spills are coming: on a virtual machine that hands
     /// freed memory back to its host, as the spill files' page cache
     /// churns, a huge page then costs more to take than its 512 small ones
     /// (1.1x the wall time of a 55M-hash build spilling 1.9 GB).
@@ -107,7 +117,7 @@ impl Budget {
             }
         };
         #[cfg(target_os = "linux")]
-        if fits {
+        if most.is_some_and(|most| fits && most <= HUGE_AT_MOST) {
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         Ok(Budget {
