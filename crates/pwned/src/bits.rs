@@ -132,26 +132,35 @@ pub(crate) fn count_ones(buf: &[u8], start: usize, end: usize) -> usize {
     ones
 }
 
-/// Bytes of [`Words`]: a page's stream (at most 4096 bytes) and 16 zero
-/// bytes after it, so that a read at any position below 2^15 bits takes
-/// the bytes it starts in without a check of the end.
-const BYTES: usize = 4096 + 16;
+/// Bytes a [`Words`] reads from: a page's stream (at most 4096 bytes) and
+/// 16 more, so that a read at any position below 2^15 bits takes the bytes
+/// it starts in without running past the end.
+pub(crate) const BYTES: usize = 4096 + 16;
 
-/// A bit stream of at most 4096 bytes copied into a buffer with zeros
-/// after it, for decoding it whole: each read is one or two loads and a
-/// shift, where reading the bytes in place checks the end of the slice
-/// each time (and reads 16 bytes to cover a shift).
-pub(crate) struct Words {
-    b: [u8; BYTES],
+/// A page's bit stream for decoding it whole: each read is one or two
+/// loads and a shift, where reading the stream alone checks its end each
+/// time (and reads 16 bytes to cover a shift). The bytes are the page's
+/// own, with what follows it in the index file (every page of a file is
+/// followed by 16 bytes or more), or else a copy with zeros after it; bits
+/// past the stream are whatever those bytes hold, and callers mask them
+/// off.
+pub(crate) struct Words<'a> {
+    /// At least [`BYTES`] long.
+    b: &'a [u8],
 }
 
-impl Words {
-    /// `bytes` (at most 4096 of them) as words.
-    pub(crate) fn new(bytes: &[u8]) -> Words {
-        let mut b = [0u8; BYTES];
+impl<'a> Words<'a> {
+    /// The stream `bytes` with what follows it, when there are [`BYTES`].
+    pub(crate) fn in_place(bytes: &'a [u8]) -> Option<Words<'a>> {
+        (bytes.len() >= BYTES).then_some(Words { b: bytes })
+    }
+
+    /// `bytes` (at most 4096 of them) copied into `buf`, zeros after them.
+    pub(crate) fn copied(bytes: &[u8], buf: &'a mut [u8; BYTES]) -> Words<'a> {
         let n = bytes.len().min(BYTES - 16);
-        b[..n].copy_from_slice(&bytes[..n]);
-        Words { b }
+        buf[..n].copy_from_slice(&bytes[..n]);
+        buf[n..].fill(0);
+        Words { b: buf }
     }
 
     /// The 8 bytes at byte `i` (the mask keeps it in range; callers' byte
@@ -180,7 +189,7 @@ impl Words {
     }
 
     /// The positions of the one bits of `start..end` (`end` below 2^15).
-    pub(crate) fn ones(&self, start: usize, end: usize) -> Ones<'_> {
+    pub(crate) fn ones(&self, start: usize, end: usize) -> Ones<'_, 'a> {
         let i = start / 64;
         Ones {
             words: self,
@@ -194,8 +203,8 @@ impl Words {
 /// The positions of the one bits of `start..end`, in order, a word at a
 /// time. The ones of the last word's bits past `end` may come too: a
 /// caller takes only as many ones as it knows are there ([`count_ones`]).
-pub(crate) struct Ones<'a> {
-    words: &'a Words,
+pub(crate) struct Ones<'w, 'a> {
+    words: &'w Words<'a>,
     /// Index of `word`.
     i: usize,
     end: usize,
@@ -203,7 +212,7 @@ pub(crate) struct Ones<'a> {
     word: u64,
 }
 
-impl Ones<'_> {
+impl Ones<'_, '_> {
     /// The next one's position, `None` when no word before `end` has one.
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<usize> {
@@ -337,7 +346,8 @@ mod tests {
                 .filter(|&i| buf[i / 8] >> (i % 8) & 1 == 1)
                 .collect();
             assert_eq!(count_ones(&buf, start, end), ones.len());
-            let words = Words::new(&buf);
+            let mut copy = [0; BYTES];
+            let words = Words::copied(&buf, &mut copy);
             let mut cursor = words.ones(start, end);
             let got: Vec<usize> = (0..ones.len()).map_while(|_| cursor.next()).collect();
             assert_eq!(got, ones, "bits {start}..{end}");

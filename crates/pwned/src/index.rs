@@ -342,7 +342,7 @@ impl Index {
             }
             word.fetch_or(mask, Ordering::Relaxed);
         }
-        Page::new(bytes, self.layout())
+        Page::with_what_follows(&self.data.bytes()[PAGE * (1 + i)..], self.layout())
             .ok_or_else(|| Error::corrupt(format!("page {i} header is inconsistent")))
     }
 

@@ -366,6 +366,9 @@ impl Assemble<3> for WholeSha1 {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Page<'a> {
     stream: &'a [u8],
+    /// The stream and what follows it in the index, when known (else
+    /// empty).
+    beyond: &'a [u8],
     keys: usize,
     /// Start of the buckets; the count lengths come before them.
     upper: usize,
@@ -392,11 +395,21 @@ impl<'a> Page<'a> {
         }
         Some(Page {
             stream: &bytes[PAGE_HEADER..],
+            beyond: &[],
             keys,
             upper,
             low,
             mantissa,
         })
+    }
+
+    /// [`Page::new`] for the page at the start of `bytes`, which go on
+    /// past it (to the end of the index): a page decoded whole reads its
+    /// stream in place when [`bits::BYTES`] of them follow its header.
+    pub(crate) fn with_what_follows(bytes: &'a [u8], layout: Layout) -> Option<Page<'a>> {
+        let mut page = Page::new(bytes.get(..PAGE)?, layout)?;
+        page.beyond = &bytes[PAGE_HEADER..];
+        Some(page)
     }
 
     /// The count of `key` (whose bucket is `first + rel`), if present.
@@ -587,7 +600,14 @@ impl<'a> Page<'a> {
             bucket_at = at;
         }
         // Every position read below is under PAGE_BITS (checked above).
-        let words = bits::Words::new(stream);
+        let mut copy: [u8; bits::BYTES];
+        let words = match bits::Words::in_place(self.beyond) {
+            Some(words) => words,
+            None => {
+                copy = [0; bits::BYTES];
+                bits::Words::copied(stream, &mut copy)
+            }
+        };
         let mut buckets = words.ones(bucket_at, self.low);
         let mut lengths = words.ones(length_at, self.upper);
         // The mantissas before are as long as the count lengths' zeros.
@@ -826,6 +846,40 @@ mod tests {
                 .copied()
                 .collect();
             assert_eq!(got, want, "window {window:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_read_in_place_ignores_what_follows_it() {
+        let (layout, enc, _) = pages_of(3000);
+        let pages = enc.pages.len() / PAGE;
+        for p in [0, pages - 1] {
+            let bytes = &enc.pages[p * PAGE..(p + 1) * PAGE];
+            let first = enc.dir[p].first & !CONTINUED;
+            let mut copied = Vec::new();
+            Page::new(bytes, layout)
+                .unwrap()
+                .decode(layout, first, &mut copied)
+                .unwrap();
+            // Ones after the page: its last bits read in place are masked.
+            for filler in [0x00, 0xFF, 0xA5] {
+                let mut followed = bytes.to_vec();
+                followed.resize(PAGE + crate::bits::BYTES, filler);
+                let page = Page::with_what_follows(&followed, layout).unwrap();
+                let mut in_place = Vec::new();
+                page.decode(layout, first, &mut in_place).unwrap();
+                assert_eq!(in_place, copied, "page {p}, filler {filler:#x}");
+                let mut window = Vec::new();
+                let lo = layout.bucket(copied[copied.len() / 2].0);
+                page.decode_within(layout, first, lo..=u64::MAX, &mut window)
+                    .unwrap();
+                let want: Vec<_> = copied
+                    .iter()
+                    .filter(|(k, _)| layout.bucket(*k) >= lo)
+                    .copied()
+                    .collect();
+                assert_eq!(window, want, "page {p}");
+            }
         }
     }
 
