@@ -16,16 +16,35 @@ use std::os::unix::fs::FileExt;
 /// Bytes a direct write takes at once.
 const BLOCK: usize = 4 << 20;
 /// Alignment direct I/O asks of offsets, lengths and memory.
-const ALIGN: usize = 4096;
+pub(crate) const ALIGN: usize = 4096;
+
+/// Bytes at an address aligned for direct I/O, grown as asked (what they
+/// held is not kept when they grow).
+#[derive(Debug, Default)]
+pub(crate) struct Aligned {
+    memory: Vec<u8>,
+    start: usize,
+}
+
+impl Aligned {
+    /// The first `len` bytes, aligned: zeros when just grown, else what
+    /// was last written there.
+    pub(crate) fn first_mut(&mut self, len: usize) -> &mut [u8] {
+        if self.memory.len() < len + ALIGN {
+            self.memory = vec![0u8; len + ALIGN];
+            self.start = self.memory.as_ptr().align_offset(ALIGN);
+        }
+        &mut self.memory[self.start..self.start + len]
+    }
+}
 
 /// A buffered writer of a file that sends whole, aligned blocks past the
 /// page cache; `Seek` writes out what is buffered first.
 #[derive(Debug)]
 pub(crate) struct DirectWriter<'a> {
     file: &'a File,
-    /// `BLOCK + ALIGN` bytes, of which `BLOCK` from `start` are aligned.
-    memory: Vec<u8>,
-    start: usize,
+    /// `BLOCK` bytes, aligned.
+    memory: Aligned,
     /// Bytes buffered.
     len: usize,
     /// File offset of the buffer's first byte.
@@ -36,12 +55,11 @@ pub(crate) struct DirectWriter<'a> {
 
 impl<'a> DirectWriter<'a> {
     pub(crate) fn new(file: &'a File) -> DirectWriter<'a> {
-        let memory = vec![0u8; BLOCK + ALIGN];
-        let start = memory.as_ptr().align_offset(ALIGN);
+        let mut memory = Aligned::default();
+        memory.first_mut(BLOCK);
         DirectWriter {
             file,
             memory,
-            start,
             len: 0,
             pos: 0,
             direct: cfg!(target_os = "linux"),
@@ -51,7 +69,7 @@ impl<'a> DirectWriter<'a> {
     /// Writes the full buffer: direct when its offset allows, else (or when
     /// direct I/O is refused) through the page cache.
     fn write_block(&mut self) -> io::Result<()> {
-        let block = &self.memory[self.start..self.start + BLOCK];
+        let block = self.memory.first_mut(BLOCK);
         if self.direct && self.pos.is_multiple_of(ALIGN as u64) {
             match write_direct(self.file, block, self.pos) {
                 Ok(()) => {
@@ -60,10 +78,11 @@ impl<'a> DirectWriter<'a> {
                     return Ok(());
                 }
                 // Not supported here (EINVAL): never again for this file.
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.direct = false,
+                Err(e) if refused(&e) => self.direct = false,
                 Err(e) => return Err(e),
             }
         }
+        let block = self.memory.first_mut(BLOCK);
         self.file.write_all_at(block, self.pos)?;
         self.pos += BLOCK as u64;
         self.len = 0;
@@ -72,7 +91,7 @@ impl<'a> DirectWriter<'a> {
 
     /// Writes what is buffered through the page cache.
     fn write_rest(&mut self) -> io::Result<()> {
-        let rest = &self.memory[self.start..self.start + self.len];
+        let rest = &self.memory.first_mut(self.len)[..];
         self.file.write_all_at(rest, self.pos)?;
         self.pos += self.len as u64;
         self.len = 0;
@@ -80,10 +99,16 @@ impl<'a> DirectWriter<'a> {
     }
 }
 
-/// Writes `block` at `offset` with `O_DIRECT` set on the file for the call
-/// only (so that reads through a clone of the handle are never direct).
+/// Whether `e` says the file system refuses direct I/O (or this memory,
+/// offset or length for it): the usual way is then taken instead.
+pub(crate) fn refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EINVAL)
+}
+
+/// Runs `io` on `file` with `O_DIRECT` set for its duration only (so that
+/// reads and writes through other handles of the file stay buffered).
 #[cfg(target_os = "linux")]
-fn write_direct(file: &File, block: &[u8], offset: u64) -> io::Result<()> {
+fn directly<T>(file: &File, io: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
     let set = |flags: libc::c_int| {
@@ -99,21 +124,60 @@ fn write_direct(file: &File, block: &[u8], offset: u64) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     set(flags | libc::O_DIRECT)?;
-    let written = file.write_all_at(block, offset);
+    let done = io();
     set(flags & !libc::O_DIRECT)?;
-    written
+    done
 }
 
 #[cfg(not(target_os = "linux"))]
-fn write_direct(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+fn directly<T>(_: &File, _: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
     Err(io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Writes `block` at `offset` past the page cache; all three aligned.
+pub(crate) fn write_direct(file: &File, block: &[u8], offset: u64) -> io::Result<()> {
+    directly(file, || file.write_all_at(block, offset))
+}
+
+/// Reads into `buf` from `offset` past the page cache, until `buf` is full
+/// or the file ends; all three aligned. Returns the bytes read.
+pub(crate) fn read_direct(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    directly(file, || read_full_at(file, buf, offset))
+}
+
+/// Reads into `buf` from `offset` until `buf` is full or the file ends.
+/// Returns the bytes read.
+pub(crate) fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Rounds `n` up to the alignment direct I/O asks for.
+pub(crate) fn align_up(n: usize) -> usize {
+    n.next_multiple_of(ALIGN)
+}
+
+/// Whether `bytes` at file offset `offset` can go to or come from the disk
+/// directly.
+pub(crate) fn aligned(bytes: &[u8], offset: u64) -> bool {
+    (bytes.as_ptr() as usize).is_multiple_of(ALIGN)
+        && bytes.len().is_multiple_of(ALIGN)
+        && offset.is_multiple_of(ALIGN as u64)
 }
 
 impl Write for DirectWriter<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let n = data.len().min(BLOCK - self.len);
-        let at = self.start + self.len;
-        self.memory[at..at + n].copy_from_slice(&data[..n]);
+        let at = self.len;
+        self.memory.first_mut(BLOCK)[at..at + n].copy_from_slice(&data[..n]);
         self.len += n;
         if self.len == BLOCK {
             self.write_block()?;

@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use memmap2::Mmap;
 
-use crate::direct::DirectWriter;
+use crate::direct::{Aligned, DirectWriter};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Layout, PAGE};
 use crate::hash::{Kind, prefix_ascii};
@@ -412,7 +412,8 @@ struct Packed {
 /// Memory a packing thread reuses from one partition to the next.
 #[derive(Default)]
 struct Scratch {
-    spilled: Vec<Record>,
+    /// A partition's spilled records, read back.
+    spilled: Aligned,
     sorted: Vec<Record>,
     /// The first pass of a large partition's sort.
     spare: Vec<Record>,
@@ -435,13 +436,8 @@ fn pack(
     let mut duplicates = 0;
     for &p in group {
         let held = std::mem::take(&mut *buffers[p].lock().expect("buffers lock"));
-        scratch.spilled.clear();
-        spill.read(p, &mut scratch.spilled)?;
-        let sources: Vec<&[Record]> = held
-            .iter()
-            .map(|s| &s[..])
-            .chain([scratch.spilled.as_slice()])
-            .collect();
+        let spilled = spill.read(p, &mut scratch.spilled)?;
+        let sources: Vec<&[Record]> = held.iter().map(|s| &s[..]).chain([spilled]).collect();
         sort::sort_into(
             &sources,
             PART_BITS,

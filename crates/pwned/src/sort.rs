@@ -35,12 +35,18 @@ pub(crate) fn as_bytes(records: &[Record]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(records.as_ptr().cast(), std::mem::size_of_val(records)) }
 }
 
-/// [`as_bytes`], to write into: any bytes make valid records.
-pub(crate) fn as_bytes_mut(records: &mut [Record]) -> &mut [u8] {
-    let len = std::mem::size_of_val(records);
-    // SAFETY: as in `as_bytes`; and every byte pattern is a valid record
-    // (integers only), so writing any bytes leaves valid records.
-    unsafe { std::slice::from_raw_parts_mut(records.as_mut_ptr().cast(), len) }
+/// `bytes` as the records they encode in memory ([`as_bytes`]'s
+/// inverse): a whole number of records, at an address aligned for them.
+pub(crate) fn records_mut(bytes: &mut [u8]) -> &mut [Record] {
+    assert!(
+        bytes.len().is_multiple_of(RECORD_BYTES)
+            && (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<Record>()),
+        "records are read into whole, aligned records' memory"
+    );
+    // SAFETY: the bytes are a whole number of records at an address
+    // aligned for them (asserted), and every byte pattern is a valid
+    // record (four integers, no padding); the borrow is `bytes`'.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len() / RECORD_BYTES) }
 }
 
 impl Record {
@@ -70,7 +76,7 @@ impl Record {
     }
 
     /// The record whose encoding ([`Record::write`]) was read into its
-    /// memory as it is ([`as_bytes_mut`]): itself on a little-endian
+    /// memory as it is ([`records_mut`]): itself on a little-endian
     /// machine.
     pub(crate) fn decoded(self) -> Record {
         Record {
