@@ -22,7 +22,7 @@ use crate::format::{Layout, PAGE_BITS};
 use crate::hash::Key;
 use crate::index::Index;
 use crate::page::{DirEntry, Encoder, Merged};
-use crate::partition::{Budget, Partitions, Segment, Spill};
+use crate::partition::{Partitions, Segment};
 use crate::sort::{Record, Sink};
 use crate::writer::{SortedWriter, Written};
 
@@ -144,8 +144,7 @@ impl<'o, 's, 'b, W: Write + Seek> Stream<'o, 's, 'b, W> {
         out: &'o mut W,
         layout: &'s dyn Fn(&Run) -> Result<Layout>,
         streaming: &'s AtomicBool,
-        budget: &'b Budget,
-        spill: &'b Spill,
+        partitions: Partitions<'b>,
         read_back: &'s dyn Fn(&mut W) -> Result<Index>,
     ) -> Stream<'o, 's, 'b, W> {
         Stream {
@@ -155,7 +154,7 @@ impl<'o, 's, 'b, W: Write + Seek> Stream<'o, 's, 'b, W> {
             last: None,
             early: BTreeMap::new(),
             next: 0,
-            partitions: Partitions::new(budget, spill),
+            partitions,
             merged: 0,
             split: 0,
             read_back,
@@ -299,7 +298,7 @@ impl<'o, 's, 'b, W: Write + Seek> Stream<'o, 's, 'b, W> {
             }
             State::Partitioned(out) => Streamed::Partitioned {
                 out,
-                buffers: self.partitions.into_segments(),
+                buffers: self.partitions.into_segments()?,
                 duplicates: self.merged as i64 - self.split as i64,
             },
             State::Waiting(_) | State::Moving => unreachable!("a writer was started"),
@@ -314,6 +313,7 @@ mod tests {
 
     use super::*;
     use crate::hash::Kind;
+    use crate::partition::{Budget, Spill};
 
     /// Sorted records, with runs of equal hashes and of hashes that share
     /// their top 40 bits.
@@ -406,7 +406,8 @@ mod tests {
         let read_back = |w: &mut Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
         let mut out = Cursor::new(Vec::new());
         let budget = Budget::new(1 << 30, 1, 0).unwrap();
-        let mut stream = Stream::new(&mut out, &choose, &streaming, &budget, &spill, &read_back);
+        let partitions = Partitions::new(&budget, &spill);
+        let mut stream = Stream::new(&mut out, &choose, &streaming, partitions, &read_back);
         for run in runs {
             stream.take(run).unwrap();
         }

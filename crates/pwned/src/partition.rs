@@ -29,8 +29,8 @@ use std::collections::VecDeque;
 use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use memmap2::{MmapOptions, MmapRaw};
 
@@ -82,6 +82,9 @@ pub(crate) struct Budget {
     /// Segments left to hand out beyond each buffer's first, which is
     /// set aside for it.
     left: AtomicUsize,
+    /// Segments set aside for spilling: one a holder, which goes on into
+    /// it while its oldest segment is on its way to disk.
+    spares: AtomicUsize,
     /// The next segment of `memory` to hand out.
     next: AtomicUsize,
     /// Room for every segment the budget can hand out; untouched until
@@ -93,7 +96,8 @@ impl Budget {
     /// `memory` bytes for the records of `holders` sets of partition
     /// buffers, `input` bytes of text coming (0: not known): about eight
     /// segments a buffer (the more, the less a buffer holds back when it
-    /// spills), each set aside its first.
+    /// spills), each set aside its first, and a spare a holder for when
+    /// it spills.
     ///
     /// Input known to fit is held in small segments, in huge pages up to
     /// [`HUGE_AT_MOST`]. Where it may not fit, spills are coming: on a virtual machine that hands
@@ -113,11 +117,12 @@ impl Budget {
             segment -= segment % DIRECT_RECORDS;
         }
         let bytes = (segment * RECORD_BYTES) as u64;
-        // Input known to fit needs room for its records and the segments
-        // begun, no more.
+        // Input known to fit needs room for its records, the segments
+        // begun and the spares, no more.
+        let spares = holders as u64;
         let mut segments = memory / bytes;
         if let Some(most) = most.filter(|_| fits) {
-            segments = segments.min(most.div_ceil(bytes) + buffers);
+            segments = segments.min(most.div_ceil(bytes) + buffers + spares);
         }
         segments = segments.max(buffers);
         // Reserved, not committed: pages are only taken as segments fill.
@@ -137,9 +142,11 @@ impl Budget {
         if most.is_some_and(|most| fits && most <= HUGE_AT_MOST) {
             let _ = map.advise(memmap2::Advice::HugePage);
         }
+        let spares = spares.min(segments - buffers);
         Ok(Budget {
             segment,
-            left: AtomicUsize::new((segments - buffers) as usize),
+            left: AtomicUsize::new((segments - buffers - spares) as usize),
+            spares: AtomicUsize::new(spares as usize),
             next: AtomicUsize::new(0),
             memory: map,
         })
@@ -148,6 +155,14 @@ impl Budget {
     /// Takes a segment beyond a buffer's first, if any is left.
     fn take(&self) -> Option<Segment<'_>> {
         self.left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .ok()
+            .map(|_| self.hand_out())
+    }
+
+    /// Takes a spare segment, if any is left.
+    fn take_spare(&self) -> Option<Segment<'_>> {
+        self.spares
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
             .ok()
             .map(|_| self.hand_out())
@@ -213,7 +228,33 @@ pub(crate) struct Partitions<'a> {
     pub spill: &'a Spill,
     /// Spilled records' bytes, a piece at a time (memory reused).
     encoded: Vec<u8>,
+    /// Where spills go when they are written on a thread of their own
+    /// (else they are written here, as they are taken).
+    writer: Option<Writer<'a>>,
 }
+
+/// A holder's way to the spill writer ([`Spill::serve`]), and back.
+#[derive(Debug)]
+struct Writer<'a> {
+    jobs: mpsc::Sender<SpillJob<'a>>,
+    done: mpsc::Sender<Written<'a>>,
+    written: mpsc::Receiver<Written<'a>>,
+    /// Segments sent and not yet back.
+    in_flight: usize,
+}
+
+/// A segment of partition `p` to spill, and where to send it back once
+/// written.
+#[derive(Debug)]
+pub(crate) struct SpillJob<'a> {
+    p: usize,
+    segment: Segment<'a>,
+    done: mpsc::Sender<Written<'a>>,
+}
+
+/// A spilled segment's memory, back from the writer, and how the write
+/// went.
+type Written<'a> = (Result<()>, Segment<'a>);
 
 impl<'a> Partitions<'a> {
     pub(crate) fn new(budget: &'a Budget, spill: &'a Spill) -> Partitions<'a> {
@@ -223,12 +264,38 @@ impl<'a> Partitions<'a> {
             budget,
             spill,
             encoded: Vec::new(),
+            writer: None,
         }
     }
 
-    /// The records held, by partition, in segments.
-    pub(crate) fn into_segments(self) -> Vec<Vec<Segment<'a>>> {
-        self.full
+    /// [`Partitions::new`], spilling through `jobs` to a thread running
+    /// [`Spill::serve`]: the holder goes on parsing into a spare segment
+    /// while its oldest is written (direct writes wait for the disk).
+    pub(crate) fn with_writer(
+        budget: &'a Budget,
+        spill: &'a Spill,
+        jobs: mpsc::Sender<SpillJob<'a>>,
+    ) -> Partitions<'a> {
+        let (done, written) = mpsc::channel();
+        Partitions {
+            writer: Some(Writer {
+                jobs,
+                done,
+                written,
+                in_flight: 0,
+            }),
+            ..Partitions::new(budget, spill)
+        }
+    }
+
+    /// The records held, by partition, in segments, once every spill is
+    /// written.
+    pub(crate) fn into_segments(mut self) -> Result<Vec<Vec<Segment<'a>>>> {
+        while self.writer.as_ref().is_some_and(|w| w.in_flight > 0) {
+            self.written_back()?;
+        }
+        Ok(self
+            .full
             .into_iter()
             .zip(self.current)
             .map(|(full, current)| {
@@ -238,7 +305,57 @@ impl<'a> Partitions<'a> {
                 }
                 segments
             })
-            .collect()
+            .collect())
+    }
+
+    /// The memory of the oldest spill in flight, once written (emptied).
+    fn written_back(&mut self) -> Result<Segment<'a>> {
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("spills in flight have a writer");
+        let (written, mut segment) = writer
+            .written
+            .recv()
+            .map_err(|_| Error::io(None, std::io::Error::other("the spill writer stopped")))?;
+        writer.in_flight -= 1;
+        written?;
+        segment.len = 0;
+        Ok(segment)
+    }
+
+    /// Spills partition `p`'s oldest full segment; returns memory to go on
+    /// with: that segment's once written here, else the one the previous
+    /// spill freed (or a spare) while this one is written on.
+    fn spill_oldest(&mut self, p: usize) -> Result<Segment<'a>> {
+        let mut oldest = self.full[p].pop_front().expect("a full segment to spill");
+        let Some(writer) = &self.writer else {
+            self.spill.write(p, &oldest, &mut self.encoded)?;
+            oldest.len = 0;
+            return Ok(oldest);
+        };
+        let free = if writer.in_flight > 0 {
+            Some(self.written_back()?)
+        } else {
+            self.budget.take_spare()
+        };
+        let writer = self.writer.as_mut().expect("matched above");
+        let job = SpillJob {
+            p,
+            segment: oldest,
+            done: writer.done.clone(),
+        };
+        if writer.jobs.send(job).is_err() {
+            return Err(Error::io(
+                None,
+                std::io::Error::other("the spill writer stopped"),
+            ));
+        }
+        writer.in_flight += 1;
+        match free {
+            Some(segment) => Ok(segment),
+            None => self.written_back(),
+        }
     }
 
     /// Makes room in partition `p`'s current segment, which is full (or
@@ -257,10 +374,7 @@ impl<'a> Partitions<'a> {
             self.current[p] = segment;
             return Ok(());
         }
-        let mut oldest = self.full[p].pop_front().expect("pushed above");
-        self.spill.write(p, &oldest, &mut self.encoded)?;
-        oldest.len = 0;
-        self.current[p] = oldest;
+        self.current[p] = self.spill_oldest(p)?;
         Ok(())
     }
 }
@@ -357,6 +471,18 @@ impl Spill {
         Ok(())
     }
 
+    /// Writes the segments sent through `jobs` (by holders made
+    /// [`Partitions::with_writer`]) in the order sent, and sends each back
+    /// with how its write went; returns once every sender is gone. Runs
+    /// on a thread of its own.
+    pub(crate) fn serve(&self, jobs: mpsc::Receiver<SpillJob<'_>>) {
+        let mut encoded = Vec::new();
+        for job in jobs {
+            let written = self.write(job.p, &job.segment, &mut encoded);
+            let _ = job.done.send((written, job.segment));
+        }
+    }
+
     /// Partition `p`'s spilled records (none if it has none), read into
     /// `memory` (reused; past the page cache where the file system allows
     /// it); its file goes away with its handle.
@@ -413,36 +539,97 @@ mod tests {
 
     #[test]
     fn the_budget_holds_the_newest_records_and_spills_the_rest() {
-        let dir = std::env::temp_dir().join(format!("seekless-held-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let spill = Spill::new(&dir);
-        // Two holders, 64-record segments, 1,000 segments: 488 beyond the
-        // first each buffer has.
-        let memory = 1000 * 64 * RECORD_BYTES as u64;
-        let budget = Budget::new(memory, 2, 0).unwrap();
-        assert_eq!(budget.segment, 64);
-        assert_eq!(budget.left.load(Ordering::Relaxed), 1000 - 2 * PARTS);
-        let mut next = crate::testing::rng(0xb0d9);
-        let (mut a, mut b) = (
-            Partitions::new(&budget, &spill),
-            Partitions::new(&budget, &spill),
-        );
-        // Partition 3 gets a record in four, in order (its count says
-        // when); the rest go anywhere.
-        let mut sent = Vec::new();
-        for i in 0..200_000u32 {
-            let hi = if i % 4 == 0 {
-                3 << 56 | next() >> 8
+        for threaded in [false, true] {
+            let dir = std::env::temp_dir()
+                .join(format!("seekless-held-{}-{threaded}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let spill = Spill::new(&dir);
+            // Two holders, 64-record segments, 1,000 segments: 486 beyond
+            // the first each buffer has and the two spares.
+            let memory = 1000 * 64 * RECORD_BYTES as u64;
+            let budget = Budget::new(memory, 2, 0).unwrap();
+            assert_eq!(budget.segment, 64);
+            assert_eq!(budget.left.load(Ordering::Relaxed), 1000 - 2 * PARTS - 2);
+            assert_eq!(budget.spares.load(Ordering::Relaxed), 2);
+            let held = if threaded {
+                // Spills written on a thread of their own, as a build does.
+                std::thread::scope(|s| {
+                    let (jobs, served) = mpsc::channel();
+                    s.spawn(|| spill.serve(served));
+                    let a = Partitions::with_writer(&budget, &spill, jobs.clone());
+                    let b = Partitions::with_writer(&budget, &spill, jobs);
+                    fill_and_hold(a, b)
+                })
             } else {
-                next()
+                fill_and_hold(
+                    Partitions::new(&budget, &spill),
+                    Partitions::new(&budget, &spill),
+                )
             };
-            let record = Record {
-                hi,
-                mid: next(),
-                lo: i,
-                count: i,
-            };
-            sent.push(record);
+            // Every segment is within the budget, and all but the last one
+            // of each holder's buffer is full; a spare each is taken only
+            // when spills go to the writer.
+            let segments: usize = held.iter().map(Vec::len).sum();
+            assert!(segments <= 1000, "{segments} segments");
+            let records: usize = held.iter().flatten().map(|s| s.len()).sum();
+            assert!(records > (1000 - 2 * PARTS - 2) * 64, "{records} held");
+            assert_eq!(budget.left.load(Ordering::Relaxed), 0);
+            let spares = if threaded { 0 } else { 2 };
+            assert_eq!(budget.spares.load(Ordering::Relaxed), spares);
+            // Held and spilled, every record is there once.
+            let mut back: Vec<Record> = Vec::new();
+            let mut memory = Aligned::default();
+            for (p, segments) in held.iter().enumerate() {
+                let start = back.len();
+                back.extend_from_slice(spill.read(p, &mut memory).unwrap());
+                let spilled = back.len() - start;
+                for segment in segments {
+                    back.extend_from_slice(segment);
+                }
+                // Partition 3 spilled its oldest records: each record the
+                // first holder kept is newer than each one it spilled.
+                if p == 3 {
+                    let (out, kept) = back[start..].split_at(spilled);
+                    let first = |r: &&Record| r.lo.is_multiple_of(2);
+                    let newest_out = out.iter().filter(first).map(|r| r.lo).max().unwrap();
+                    let oldest_kept = kept.iter().filter(first).map(|r| r.lo).min().unwrap();
+                    assert!(
+                        newest_out < oldest_kept,
+                        "{newest_out} spilled, {oldest_kept} kept"
+                    );
+                }
+            }
+            back.sort_by_key(|r| r.lo);
+            assert_eq!(back, sent_records());
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// The records [`fill_and_hold`] sends: partition 3 gets a record in
+    /// four, in order (its count says when); the rest go anywhere.
+    fn sent_records() -> Vec<Record> {
+        let mut next = crate::testing::rng(0xb0d9);
+        (0..200_000u32)
+            .map(|i| {
+                let hi = if i % 4 == 0 {
+                    3 << 56 | next() >> 8
+                } else {
+                    next()
+                };
+                Record {
+                    hi,
+                    mid: next(),
+                    lo: i,
+                    count: i,
+                }
+            })
+            .collect()
+    }
+
+    /// Puts [`sent_records`] into `a` and `b` in turn; what they hold, by
+    /// partition.
+    fn fill_and_hold<'a>(mut a: Partitions<'a>, mut b: Partitions<'a>) -> Vec<Vec<Segment<'a>>> {
+        for (i, record) in sent_records().into_iter().enumerate() {
             if i % 2 == 0 {
                 a.put(record)
             } else {
@@ -450,48 +637,15 @@ mod tests {
             }
             .unwrap();
         }
-        let held: Vec<Vec<Segment>> = a
-            .into_segments()
+        a.into_segments()
+            .unwrap()
             .into_iter()
-            .zip(b.into_segments())
+            .zip(b.into_segments().unwrap())
             .map(|(mut a, b)| {
                 a.extend(b);
                 a
             })
-            .collect();
-        // Every segment is within the budget, and all but the last one of
-        // each holder's buffer is full.
-        let segments: usize = held.iter().map(Vec::len).sum();
-        assert!(segments <= 1000, "{segments} segments");
-        let records: usize = held.iter().flatten().map(|s| s.len()).sum();
-        assert!(records > (1000 - 2 * PARTS) * 64, "{records} held");
-        assert_eq!(budget.left.load(Ordering::Relaxed), 0);
-        // Held and spilled, every record is there once.
-        let mut back: Vec<Record> = Vec::new();
-        let mut memory = Aligned::default();
-        for (p, segments) in held.iter().enumerate() {
-            let start = back.len();
-            back.extend_from_slice(spill.read(p, &mut memory).unwrap());
-            let spilled = back.len() - start;
-            for segment in segments {
-                back.extend_from_slice(segment);
-            }
-            // Partition 3 spilled its oldest records: each record the
-            // first holder kept is newer than each one it spilled.
-            if p == 3 {
-                let (out, kept) = back[start..].split_at(spilled);
-                let first = |r: &&Record| r.lo.is_multiple_of(2);
-                let newest_out = out.iter().filter(first).map(|r| r.lo).max().unwrap();
-                let oldest_kept = kept.iter().filter(first).map(|r| r.lo).min().unwrap();
-                assert!(
-                    newest_out < oldest_kept,
-                    "{newest_out} spilled, {oldest_kept} kept"
-                );
-            }
-        }
-        back.sort_by_key(|r| r.lo);
-        assert_eq!(back, sent);
-        let _ = std::fs::remove_dir_all(&dir);
+            .collect()
     }
 
     #[test]
@@ -516,7 +670,7 @@ mod tests {
         let bytes = FIT_SEGMENT * RECORD_BYTES;
         assert_eq!(
             budget.memory.len(),
-            (80_000_000usize.div_ceil(bytes) + 512) * bytes
+            (80_000_000usize.div_ceil(bytes) + 512 + 2) * bytes
         );
         // A budget beyond the address space is what it has room for.
         let vast = Budget::new(1 << 62, 2, 0).unwrap();

@@ -672,15 +672,20 @@ fn collect<'o, 'b, W: Write + Seek>(
     let (runs_pool_tx, runs_pool_rx) = mpsc::channel::<Run>();
     let chunk_rx = Mutex::new(chunk_rx);
     let runs_pool_rx = Mutex::new(runs_pool_rx);
-    let mut per_thread: Vec<Vec<Vec<Segment>>> = Vec::new();
+    let mut per_thread: Vec<Result<Vec<Vec<Segment>>>> = Vec::new();
+    // Spills are written on a thread of their own, so that a parser goes
+    // on while its oldest segment goes to disk.
+    let (spill_tx, spill_rx) = mpsc::channel();
     let streamed = std::thread::scope(|s| {
         let shared = &shared;
+        s.spawn(move || spill.serve(spill_rx));
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 let (chunk_rx, pool_tx, prefixes) = (&chunk_rx, pool_tx.clone(), &prefixes);
                 let (run_tx, runs_pool_rx) = (run_tx.clone(), &runs_pool_rx);
+                let spill_tx = spill_tx.clone();
                 s.spawn(move || {
-                    let mut partitions = Partitions::new(budget, spill);
+                    let mut partitions = Partitions::with_writer(budget, spill, spill_tx);
                     loop {
                         let chunk = chunk_rx.lock().expect("chunk lock").recv();
                         let Ok(chunk) = chunk else { break };
@@ -721,7 +726,8 @@ fn collect<'o, 'b, W: Write + Seek>(
         let reader = s.spawn(move || {
             read_all(parts, shared, &chunk_tx, &pool_rx, progress);
         });
-        let streamed = stream(shared, run_rx, &runs_pool_tx, out, read_back, budget, spill);
+        let partitions = Partitions::with_writer(budget, spill, spill_tx);
+        let streamed = stream(shared, run_rx, &runs_pool_tx, out, read_back, partitions);
         if streamed.is_err() {
             shared.stop.store(true, Ordering::Relaxed);
         }
@@ -762,14 +768,14 @@ fn collect<'o, 'b, W: Write + Seek>(
             buffers,
             duplicates: merged,
         } => {
-            per_thread.push(buffers);
+            per_thread.push(Ok(buffers));
             duplicates = merged;
             Output::Partitioned(out)
         }
     };
     let mut buffers: Vec<Vec<Segment>> = (0..PARTS).map(|_| Vec::new()).collect();
     for holder in per_thread {
-        for (p, segments) in holder.into_iter().enumerate() {
+        for (p, segments) in holder?.into_iter().enumerate() {
             buffers[p].extend(segments);
         }
     }
@@ -798,11 +804,10 @@ fn stream<'o, 'b, W: Write + Seek>(
     reuse: &mpsc::Sender<Run>,
     out: &'o mut W,
     read_back: &dyn Fn(&mut W) -> Result<Index>,
-    budget: &'b Budget,
-    spill: &'b Spill,
+    partitions: Partitions<'b>,
 ) -> Result<Streamed<'o, 'b, W>> {
     let layout = |run: &Run| shared.layout(run);
-    let mut stream = Stream::new(out, &layout, &shared.streaming, budget, spill, read_back);
+    let mut stream = Stream::new(out, &layout, &shared.streaming, partitions, read_back);
     for run in runs {
         for done in stream.take(run)? {
             let _ = reuse.send(done);
