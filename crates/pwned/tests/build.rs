@@ -195,6 +195,40 @@ fn spilling_to_disk_builds_the_same_index() {
 }
 
 #[test]
+fn a_spill_that_cannot_be_written_is_an_error() {
+    // Spills go to a thread of their own: its failure must come back as
+    // the build's error, with nothing left behind and no hang.
+    let kind = Kind::Sha1;
+    let entries = random_entries(kind, 50_000, 3);
+    let text = corpus(kind, &entries, 5);
+    let dir = tempdir("spill-fails");
+    let missing = dir.join("no-such-dir");
+    let out = dir.join("pwned.idx");
+    let source = dir.join("corpus.txt");
+    std::fs::write(&source, &text).unwrap();
+    let opts = BuildOptions {
+        threads: 2,
+        memory: 256 << 10,
+        tmp_dir: Some(missing.clone()),
+        skip_invalid: false,
+        key_bits: None,
+    };
+    let err = build(
+        vec![Input::Path(source)],
+        &out,
+        &opts,
+        &seekless_pwned::NoProgress,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(&*missing.to_string_lossy()),
+        "{err}"
+    );
+    assert!(!out.exists(), "an index was left after a failed build");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn per_range_directory_matches_the_single_file() {
     let kind = Kind::Sha1;
     let mut rng = Rng(17);
