@@ -190,6 +190,47 @@ impl Budget {
     }
 }
 
+impl Drop for Budget {
+    fn drop(&mut self) {
+        let touched = self.next.load(Ordering::Relaxed) * self.segment * RECORD_BYTES;
+        give_back(&self.memory, touched.min(self.memory.len()));
+    }
+}
+
+/// Gives the pages of the first `len` bytes of `memory`, an anonymous
+/// mapping about to go, back to the system (they read as zeros after), in
+/// as many parts as there are processors, each on a thread of its own:
+/// the kernel frees a page at a time (1.3 GB of records at 55M: ~0.1 s
+/// on one core, the other idle, at the very end of the build), and
+/// `MADV_DONTNEED` lets threads free side by side, where unmapping would
+/// not.
+fn give_back(memory: &MmapRaw, len: usize) {
+    // Below this, a thread costs more than it saves.
+    const SHARED_FROM: usize = 64 << 20;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !cfg!(target_os = "linux") || len < SHARED_FROM || threads < 2 {
+        return;
+    }
+    let part = len.div_ceil(threads).next_multiple_of(PAGE_BYTES);
+    std::thread::scope(|s| {
+        for start in (0..len).step_by(part) {
+            let len = part.min(len - start);
+            s.spawn(move || {
+                // SAFETY: the mapping is anonymous and private and no
+                // reference into it is left (its budget is being
+                // dropped, and every segment borrows the budget): its
+                // pages go back to the system and would read as zeros.
+                let _ = unsafe {
+                    memory.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len)
+                };
+            });
+        }
+    });
+}
+
+/// Bytes of a page of memory (the unit a range given back is aligned to).
+const PAGE_BYTES: usize = 4096;
+
 /// Records held in a segment of the budget's memory.
 #[derive(Debug, Default)]
 pub(crate) struct Segment<'a> {
@@ -646,6 +687,34 @@ mod tests {
                 a
             })
             .collect()
+    }
+
+    #[test]
+    fn memory_given_back_reads_as_zeros() {
+        // Large enough to be given back on threads.
+        let len = 80 << 20;
+        let map = MmapRaw::from(MmapOptions::new().len(len).map_anon().unwrap());
+        // SAFETY: the mapping is `len` bytes, only this test uses it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(map.as_mut_ptr(), len) };
+        bytes.fill(0xAB);
+        give_back(&map, len - 5000);
+        // SAFETY: as above.
+        let bytes = unsafe { std::slice::from_raw_parts(map.as_ptr(), len) };
+        let given = len - 5000;
+        // Whole pages are given back, the last one begun too: what
+        // follows it keeps its bytes.
+        let kept = given.next_multiple_of(PAGE_BYTES).min(len);
+        let multi = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        if cfg!(target_os = "linux") && multi {
+            assert!(
+                bytes[..given - PAGE_BYTES]
+                    .iter()
+                    .step_by(997)
+                    .all(|&b| b == 0)
+            );
+            assert_eq!(bytes[0], 0);
+        }
+        assert!(bytes[kept..].iter().all(|&b| b == 0xAB));
     }
 
     #[test]
