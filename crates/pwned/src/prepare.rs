@@ -288,7 +288,10 @@ fn build_into<W: Write + Seek>(
     let buffers: Vec<Mutex<Vec<Segment>>> = buffers.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(threads);
+    // A packer reads its partitions' spills from the disk and waits for
+    // them: one more packer than threads keeps the cores busy meanwhile.
+    let packers = threads + usize::from(spill.bytes.load(Ordering::Relaxed) > 0);
+    let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(packers);
     // Pages' memory goes back to the packers once written: at a billion
     // hashes, 17 GB of pages would otherwise each be faulted in afresh.
     let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
@@ -297,7 +300,7 @@ fn build_into<W: Write + Seek>(
     let mut pages_written = 0u64;
     let mut first_error = None;
     std::thread::scope(|s| {
-        for _ in 0..threads {
+        for _ in 0..packers {
             let tx = tx.clone();
             let (groups, buffers, next, failed, spill, pool_rx) =
                 (&groups, &buffers, &next, &failed, &spill, &pool_rx);
