@@ -40,6 +40,29 @@ fn options(threads: usize) -> BuildOptions {
     }
 }
 
+/// Two threads and a 256 KiB budget, spilling into `tmp`.
+fn spilling(tmp: std::path::PathBuf) -> BuildOptions {
+    BuildOptions {
+        memory: 256 << 10,
+        tmp_dir: Some(tmp),
+        ..options(2)
+    }
+}
+
+/// Builds the index file `out` from the file `source`.
+fn build_file(
+    source: &std::path::Path,
+    out: &std::path::Path,
+    opts: &BuildOptions,
+) -> seekless_pwned::Result<Summary> {
+    build(
+        vec![Input::Path(source.to_path_buf())],
+        out,
+        opts,
+        &seekless_pwned::NoProgress,
+    )
+}
+
 /// Writes lines for `entries` in the given order, with a mix of line
 /// endings and case, and `:COUNT` left out for a count of 1 now and then.
 fn corpus(kind: Kind, entries: &[(Key, u32)], seed: u64) -> Vec<u8> {
@@ -164,11 +187,14 @@ fn sha1_and_ntlm_round_trip_on_every_thread_count() {
     }
 }
 
+/// 50,000 random SHA-1 lines: far more than a 256 KiB budget holds.
+fn spilling_corpus() -> Vec<u8> {
+    corpus(Kind::Sha1, &random_entries(Kind::Sha1, 50_000, 3), 5)
+}
+
 #[test]
 fn spilling_to_disk_builds_the_same_index() {
-    let kind = Kind::Sha1;
-    let entries = random_entries(kind, 50_000, 3);
-    let text = corpus(kind, &entries, 5);
+    let text = spilling_corpus();
     let input = || Input::Bytes {
         name: "corpus".into(),
         data: text.clone(),
@@ -176,14 +202,7 @@ fn spilling_to_disk_builds_the_same_index() {
     let (in_memory, summary) = build_to_vec(vec![input()], &options(2)).unwrap();
     assert_eq!(summary.spilled, 0);
     let tmp = tempdir("spill");
-    let spilling = BuildOptions {
-        threads: 2,
-        memory: 256 << 10,
-        tmp_dir: Some(tmp.clone()),
-        skip_invalid: false,
-        key_bits: None,
-    };
-    let (spilled, summary) = build_to_vec(vec![input()], &spilling).unwrap();
+    let (spilled, summary) = build_to_vec(vec![input()], &spilling(tmp.clone())).unwrap();
     assert!(summary.spilled > 0, "a 256 KiB budget must spill");
     assert!(spilled == in_memory, "spilling changed the index");
     assert_eq!(
@@ -198,28 +217,12 @@ fn spilling_to_disk_builds_the_same_index() {
 fn a_spill_that_cannot_be_written_is_an_error() {
     // Spills go to a thread of their own: its failure must come back as
     // the build's error, with nothing left behind and no hang.
-    let kind = Kind::Sha1;
-    let entries = random_entries(kind, 50_000, 3);
-    let text = corpus(kind, &entries, 5);
     let dir = tempdir("spill-fails");
     let missing = dir.join("no-such-dir");
     let out = dir.join("pwned.idx");
     let source = dir.join("corpus.txt");
-    std::fs::write(&source, &text).unwrap();
-    let opts = BuildOptions {
-        threads: 2,
-        memory: 256 << 10,
-        tmp_dir: Some(missing.clone()),
-        skip_invalid: false,
-        key_bits: None,
-    };
-    let err = build(
-        vec![Input::Path(source)],
-        &out,
-        &opts,
-        &seekless_pwned::NoProgress,
-    )
-    .unwrap_err();
+    std::fs::write(&source, spilling_corpus()).unwrap();
+    let err = build_file(&source, &out, &spilling(missing.clone())).unwrap_err();
     assert!(
         err.to_string().contains(&*missing.to_string_lossy()),
         "{err}"
@@ -615,13 +618,7 @@ fn build_writes_atomically_and_cleans_up() {
         memory: 1,
         ..options(2)
     };
-    let err = build(
-        vec![Input::Path(bad.clone())],
-        &out,
-        &opts,
-        &seekless_pwned::NoProgress,
-    )
-    .unwrap_err();
+    let err = build_file(&bad, &out, &opts).unwrap_err();
     assert!(
         err.to_string()
             .ends_with("bad.txt:2: expected 40 hex digits before ':', found 4 characters"),
@@ -636,13 +633,7 @@ fn build_writes_atomically_and_cleans_up() {
         v
     };
     assert_eq!(names(&dir), ["bad.txt", "good.txt"]);
-    let summary = build(
-        vec![Input::Path(good)],
-        &out,
-        &opts,
-        &seekless_pwned::NoProgress,
-    )
-    .unwrap();
+    let summary = build_file(&good, &out, &opts).unwrap();
     assert_eq!(summary.hashes, 1);
     assert_eq!(names(&dir), ["bad.txt", "good.txt", "pwned.idx"]);
     assert_eq!(
