@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::format::{Layout, PAGE_BITS};
 use crate::hash::Key;
 use crate::index::Index;
-use crate::page::{DirEntry, Encoder, Merged};
+use crate::page::{DirEntry, Encoder, Merged, PageBuf, page_bytes};
 use crate::partition::{Partitions, Segment};
 use crate::sort::{Record, Sink};
 use crate::writer::{SortedWriter, Written};
@@ -42,7 +42,7 @@ pub(crate) struct Run {
     pub sorted: bool,
     /// What the parser packed into `pages`, when it did.
     packed: Option<Merged>,
-    pages: Vec<u8>,
+    pages: Vec<PageBuf>,
     dir: Vec<DirEntry>,
 }
 
@@ -189,7 +189,7 @@ impl<'o, 's, 'b, W: Write + Seek> Stream<'o, 's, 'b, W> {
                 match run.packed {
                     Some(merged) => {
                         let kept = last.key().truncated(writer.key_bits());
-                        writer.append(&run.pages, &run.dir, merged, kept)?;
+                        writer.append(page_bytes(&run.pages), &run.dir, merged, kept)?;
                     }
                     None => {
                         for record in &run.records {

@@ -28,6 +28,36 @@ fn funnel(hi: u64, lo: u64, shift: u32) -> u64 {
 /// Most chunks a remainder has (at most 160 bits, in chunks of [`CHUNK`]).
 const MAX_CHUNKS: usize = 3;
 
+/// One page's bytes, at an address aligned as direct I/O asks (its size):
+/// packed pages go to the index file from the memory they were packed in.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(4096))]
+pub(crate) struct PageBuf(pub [u8; PAGE]);
+
+const _: () = assert!(std::mem::size_of::<PageBuf>() == PAGE);
+
+/// The bytes of `pages`, back to back.
+pub(crate) fn page_bytes(pages: &[PageBuf]) -> &[u8] {
+    // SAFETY: a `PageBuf` is `PAGE` initialised bytes and no padding (its
+    // size, asserted above, equals its alignment), so `pages` is
+    // `PAGE * len` bytes in a row; the borrow is `pages`'.
+    unsafe { std::slice::from_raw_parts(pages.as_ptr().cast(), std::mem::size_of_val(pages)) }
+}
+
+/// A zeroed page added at the end of `pages`.
+fn new_page(pages: &mut Vec<PageBuf>) -> &mut [u8; PAGE] {
+    pages.reserve(1);
+    let at = pages.len();
+    // SAFETY: `reserve` made room for one more page, whose bytes are
+    // zeroed where they lie (no zeroed 4 KiB made elsewhere and copied in)
+    // before the length counts them; zeros are a valid `PageBuf`.
+    unsafe {
+        pages.as_mut_ptr().add(at).write_bytes(0, 1);
+        pages.set_len(at + 1);
+    }
+    &mut pages[at].0
+}
+
 /// A page's directory entry: first bucket (with the continued flag) and checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DirEntry {
@@ -66,8 +96,8 @@ pub(crate) struct Encoder {
     /// Remainder bits.
     l: usize,
     stream: bits::Writer,
-    /// Pages written so far, back to back.
-    pub pages: Vec<u8>,
+    /// Pages written so far.
+    pub pages: Vec<PageBuf>,
     /// One entry per page in `pages`.
     pub dir: Vec<DirEntry>,
 }
@@ -292,9 +322,7 @@ impl Encoder {
         }
         debug_assert_eq!((g, b, r, m), (upper, low, mantissa, self.bits));
         self.stream.set_len(m);
-        let start = self.pages.len();
-        self.pages.resize(start + PAGE, 0);
-        let page = &mut self.pages[start..];
+        let page = new_page(&mut self.pages);
         page[0..2].copy_from_slice(&(n as u16).to_le_bytes());
         page[2..4].copy_from_slice(&(upper as u16).to_le_bytes());
         page[4..6].copy_from_slice(&(low as u16).to_le_bytes());
@@ -766,7 +794,7 @@ mod tests {
             enc.flush();
             let mut decoded = Vec::new();
             for (p, entry) in enc.dir.iter().enumerate() {
-                let bytes = &enc.pages[p * PAGE..(p + 1) * PAGE];
+                let bytes = &page_bytes(&enc.pages)[p * PAGE..(p + 1) * PAGE];
                 assert_eq!(crc32c::crc32c(bytes), entry.crc);
                 let page = Page::new(bytes, layout).unwrap();
                 page.decode(layout, entry.first & !CONTINUED, &mut decoded)
@@ -782,7 +810,8 @@ mod tests {
             for (i, &k) in keys.iter().enumerate() {
                 let b = layout.bucket(k);
                 let p = enc.dir.partition_point(|e| e.first & !CONTINUED <= b) - 1;
-                let page = Page::new(&enc.pages[p * PAGE..(p + 1) * PAGE], layout).unwrap();
+                let page =
+                    Page::new(&page_bytes(&enc.pages)[p * PAGE..(p + 1) * PAGE], layout).unwrap();
                 assert_eq!(
                     page.count(layout, b - (enc.dir[p].first & !CONTINUED), k),
                     Some(counts(i))
@@ -818,7 +847,7 @@ mod tests {
     #[test]
     fn a_window_gives_exactly_the_pairs_of_its_buckets() {
         let (layout, enc, pairs) = pages_of(3000);
-        let bytes = &enc.pages[..PAGE];
+        let bytes = &page_bytes(&enc.pages)[..PAGE];
         let first = enc.dir[0].first & !CONTINUED;
         let page = Page::new(bytes, layout).unwrap();
         let mut all = Vec::new();
@@ -852,9 +881,9 @@ mod tests {
     #[test]
     fn a_page_read_in_place_ignores_what_follows_it() {
         let (layout, enc, _) = pages_of(3000);
-        let pages = enc.pages.len() / PAGE;
+        let pages = enc.pages.len();
         for p in [0, pages - 1] {
-            let bytes = &enc.pages[p * PAGE..(p + 1) * PAGE];
+            let bytes = &page_bytes(&enc.pages)[p * PAGE..(p + 1) * PAGE];
             let first = enc.dir[p].first & !CONTINUED;
             let mut copied = Vec::new();
             Page::new(bytes, layout)
@@ -887,7 +916,7 @@ mod tests {
     fn damaged_pages_decode_to_none_or_to_pairs_never_a_panic() {
         let (layout, enc, pairs) = pages_of(3000);
         let first = enc.dir[0].first & !CONTINUED;
-        let good = &enc.pages[..PAGE];
+        let good = &page_bytes(&enc.pages)[..PAGE];
         let page = Page::new(good, layout).unwrap();
         // The sections' ends: a count length's or a bucket's last one
         // cleared leaves a section a hash short.
@@ -937,7 +966,8 @@ mod tests {
         assert!(enc.dir[1..].iter().all(|e| e.first & CONTINUED != 0));
         let mut decoded = Vec::new();
         for (p, entry) in enc.dir.iter().enumerate() {
-            let page = Page::new(&enc.pages[p * PAGE..(p + 1) * PAGE], layout).unwrap();
+            let page =
+                Page::new(&page_bytes(&enc.pages)[p * PAGE..(p + 1) * PAGE], layout).unwrap();
             page.decode(layout, entry.first & !CONTINUED, &mut decoded)
                 .unwrap();
         }

@@ -32,7 +32,7 @@ use crate::index::Index;
 use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
-use crate::page::{DirEntry, Encoder};
+use crate::page::{DirEntry, Encoder, PageBuf, page_bytes};
 use crate::partition::{Budget, PART_BITS, PARTS, Partitions, Segment, Spill};
 use crate::sort::{self, Record, Sink};
 use crate::writer::{Written, check_key_bits, write_trailer};
@@ -294,7 +294,7 @@ fn build_into<W: Write + Seek>(
     let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(packers);
     // Pages' memory goes back to the packers once written: at a billion
     // hashes, 17 GB of pages would otherwise each be faulted in afresh.
-    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
+    let (pool_tx, pool_rx) = mpsc::channel::<Vec<PageBuf>>();
     let pool_rx = Mutex::new(pool_rx);
     let mut dir: Vec<DirEntry> = Vec::new();
     let mut pages_written = 0u64;
@@ -334,7 +334,8 @@ fn build_into<W: Write + Seek>(
             while let Some(packed) = pending.remove(&want) {
                 want += 1;
                 match packed.and_then(|p| {
-                    out.write_all(&p.pages).map_err(|e| Error::io(None, e))?;
+                    out.write_all(page_bytes(&p.pages))
+                        .map_err(|e| Error::io(None, e))?;
                     Ok(p)
                 }) {
                     Ok(mut p) => {
@@ -406,7 +407,7 @@ fn group_partitions(sizes: &[u64], aligned: bool) -> Vec<Vec<usize>> {
 
 /// Pages packed from one group of partitions.
 struct Packed {
-    pages: Vec<u8>,
+    pages: Vec<PageBuf>,
     dir: Vec<DirEntry>,
     hashes: u64,
     duplicates: u64,
@@ -431,7 +432,7 @@ fn pack(
     buffers: &[Mutex<Vec<Segment>>],
     spill: &Spill,
     scratch: &mut Scratch,
-    pages: Vec<u8>,
+    pages: Vec<PageBuf>,
 ) -> Result<Packed> {
     let mut encoder = Encoder::new(layout);
     encoder.pages = pages;

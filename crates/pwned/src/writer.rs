@@ -10,7 +10,7 @@ use crate::format::{
     BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE, VERSION, VERSION_WHOLE,
 };
 use crate::hash::{Key, Kind};
-use crate::page::{DirEntry, Encoder, Merged};
+use crate::page::{DirEntry, Encoder, Merged, page_bytes};
 use crate::source::Source;
 
 /// Hashes held back to estimate the corpus size (and so the bucket bits)
@@ -235,7 +235,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         match &mut self.encoder {
             Some(encoder) => {
                 encoder.push(key, count);
-                if encoder.pages.len() >= 64 * PAGE {
+                if encoder.pages.len() >= 64 {
                     self.drain()?;
                 }
             }
@@ -272,7 +272,7 @@ impl<W: Write + Seek> SortedWriter<W> {
     fn drain(&mut self) -> Result<()> {
         let encoder = self.encoder.as_mut().expect("layout chosen");
         self.out
-            .write_all(&encoder.pages)
+            .write_all(page_bytes(&encoder.pages))
             .map_err(|e| Error::io(None, e))?;
         encoder.pages.clear();
         self.dir.append(&mut encoder.dir);
