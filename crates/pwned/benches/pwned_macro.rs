@@ -16,7 +16,7 @@
 //! a corpus of N uniform random SHA-1 hashes with Zipf-like counts
 //! (count = ⌊1/U⌋, so half the hashes are seen once), ordered by count as
 //! HIBP publishes it, uppercase, CRLF. Then it measures:
-//! - prepare: seekless (median of 3) against `LC_ALL=C sort -S 50%
+//! - prepare: seekless (median of 5) against `LC_ALL=C sort -S 50%
 //!   --parallel=2` of the same file; okon's CLI in turn with ours when the
 //!   environment variable `OKON_CLI` gives its path (okon is in no package
 //!   registry: build it from github.com/stryku/okon with
@@ -298,7 +298,10 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     };
     let (mut ours, mut okon, mut okon_ok) = (Vec::new(), Vec::new(), true);
     let mut summary = None;
-    for _ in 0..3 {
+    // Five rounds: a build's kernel time moves with what memory the
+    // machine has at hand (a huge page free, or to be made by compaction).
+    const ROUNDS: usize = 5;
+    for _ in 0..ROUNDS {
         let (secs, s) = prepare(&index_path, &options);
         ours.push(secs);
         summary = Some(s);
@@ -318,16 +321,19 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     }
     let _ = std::fs::remove_dir_all(&okon_wd);
     let summary = summary.unwrap();
+    let (fastest, slowest) = ours
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &s| (lo.min(s), hi.max(s)));
     let ours = median(ours);
     println!(
-        "prepare  seekless            {ours:8.2} s  ({} threads, median of 3; {} hashes, {} bytes)",
+        "prepare  seekless            {ours:8.2} s  ({} threads, median of {ROUNDS}, {fastest:.2}-{slowest:.2}; {} hashes, {} bytes)",
         options.threads, summary.hashes, summary.bytes
     );
     match &okon_cli {
         Some(_) if okon_ok => {
             let okon = median(okon);
             println!(
-                "prepare  okon (built here)   {okon:8.2} s  (okon-cli --prepare, median of 3, in turn with ours; ratio {:.2}x)",
+                "prepare  okon (built here)   {okon:8.2} s  (okon-cli --prepare, median of {ROUNDS}, in turn with ours; ratio {:.2}x)",
                 okon / ours
             );
             let size = std::fs::metadata(&okon_out).map_or(0, |m| m.len());
