@@ -33,8 +33,8 @@ use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder, PageBuf, page_bytes};
-use crate::partition::{Budget, PART_BITS, PARTS, Partitions, Segment, Spill};
-use crate::sort::{self, Record, Sink};
+use crate::partition::{Budget, PART_BITS, PARTS, Partitions, ReadAhead, Segment, Spill};
+use crate::sort::{self, RECORD_BYTES, Record, Sink};
 use crate::writer::{Written, check_key_bits, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
@@ -288,9 +288,16 @@ fn build_into<W: Write + Seek>(
     let buffers: Vec<Mutex<Vec<Segment>>> = buffers.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    // A packer reads its partitions' spills from the disk and waits for
-    // them: one more packer than threads keeps the cores busy meanwhile.
-    let packers = threads + usize::from(spill.bytes.load(Ordering::Relaxed) > 0);
+    // Spills are read back ahead of the packers, into one buffer more than
+    // there are packers, each given back once its partition is sorted.
+    let packers = threads;
+    let read_ahead = (spill.bytes.load(Ordering::Relaxed) > 0).then(ReadAhead::default);
+    let (give, given) = mpsc::channel::<Aligned>();
+    if read_ahead.is_some() {
+        for _ in 0..=packers {
+            let _ = give.send(Aligned::default());
+        }
+    }
     let (tx, rx) = mpsc::sync_channel::<(usize, Result<Packed>)>(packers);
     // Pages' memory goes back to the packers once written: at a billion
     // hashes, 17 GB of pages would otherwise each be faulted in afresh.
@@ -300,8 +307,16 @@ fn build_into<W: Write + Seek>(
     let mut pages_written = 0u64;
     let mut first_error = None;
     std::thread::scope(|s| {
+        if let Some(read) = &read_ahead {
+            let (order, spill, failed) = (groups.iter().flatten().copied(), &spill, &failed);
+            s.spawn(move || read.serve(spill, order, &given, failed));
+        }
         for _ in 0..packers {
             let tx = tx.clone();
+            let ahead = read_ahead.as_ref().map(|read| Ahead {
+                read,
+                give: give.clone(),
+            });
             let (groups, buffers, next, failed, spill, pool_rx) =
                 (&groups, &buffers, &next, &failed, &spill, &pool_rx);
             s.spawn(move || {
@@ -316,7 +331,15 @@ fn build_into<W: Write + Seek>(
                         .expect("pool lock")
                         .try_recv()
                         .unwrap_or_default();
-                    let packed = pack(layout, &groups[g], buffers, spill, &mut scratch, pages);
+                    let packed = pack(
+                        layout,
+                        &groups[g],
+                        buffers,
+                        spill,
+                        ahead.as_ref(),
+                        &mut scratch,
+                        pages,
+                    );
                     if packed.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
@@ -326,6 +349,8 @@ fn build_into<W: Write + Seek>(
                 }
             });
         }
+        // The read-ahead stops once the packers, its pool's givers, have.
+        drop(give);
         drop(tx);
         let mut pending = BTreeMap::new();
         let mut want = 0;
@@ -413,10 +438,17 @@ struct Packed {
     duplicates: u64,
 }
 
+/// Spills read ahead of the packers, and where their memory goes back.
+struct Ahead<'a> {
+    read: &'a ReadAhead,
+    give: mpsc::Sender<Aligned>,
+}
+
 /// Memory a packing thread reuses from one partition to the next.
 #[derive(Default)]
 struct Scratch {
-    /// A partition's spilled records, read back.
+    /// A partition's spilled records, read back here when no read-ahead
+    /// did.
     spilled: Aligned,
     sorted: Vec<Record>,
     /// The first pass of a large partition's sort.
@@ -431,6 +463,7 @@ fn pack(
     group: &[usize],
     buffers: &[Mutex<Vec<Segment>>],
     spill: &Spill,
+    ahead: Option<&Ahead>,
     scratch: &mut Scratch,
     pages: Vec<PageBuf>,
 ) -> Result<Packed> {
@@ -440,7 +473,14 @@ fn pack(
     let mut duplicates = 0;
     for &p in group {
         let held = std::mem::take(&mut *buffers[p].lock().expect("buffers lock"));
-        let spilled = spill.read(p, &mut scratch.spilled)?;
+        let mut read = match ahead {
+            Some(ahead) => ahead.read.take(spill, p).transpose()?,
+            None => None,
+        };
+        let spilled: &[Record] = match &mut read {
+            Some((memory, n)) => sort::records_mut(memory.first_mut(*n * RECORD_BYTES)),
+            None => spill.read(p, &mut scratch.spilled)?,
+        };
         let sources: Vec<&[Record]> = held.iter().map(|s| &s[..]).chain([spilled]).collect();
         sort::sort_into(
             &sources,
@@ -449,6 +489,10 @@ fn pack(
             &mut scratch.spare,
             &mut scratch.counts,
         );
+        drop(sources);
+        if let (Some(ahead), Some((memory, _))) = (ahead, read) {
+            let _ = ahead.give.send(memory);
+        }
         let merged = encoder.push_sorted(&scratch.sorted);
         hashes += merged.hashes;
         duplicates += merged.duplicates;
