@@ -860,6 +860,70 @@ mod tests {
     }
 
     #[test]
+    fn spills_read_ahead_come_to_their_partitions_and_a_stop_leaves_the_rest() {
+        let dir = std::env::temp_dir().join(format!("seekless-ahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut next = crate::testing::rng(0xA4EAD);
+        let spill = Spill::new(&dir);
+        let mut encoded = Vec::new();
+        // Partitions 3, 5, 6 and 9 spill (9 torn); the others do not.
+        let mut written = vec![Vec::new(); PARTS];
+        for (p, n) in [(3, 10), (5, 70_000), (6, 1), (9, 2)] {
+            written[p] = (0..n)
+                .map(|_| Record {
+                    hi: next(),
+                    mid: next(),
+                    lo: next() as u32,
+                    count: next() as u32,
+                })
+                .collect::<Vec<_>>();
+            spill.write(p, &written[p], &mut encoded).unwrap();
+        }
+        {
+            let mut file = spill.files[9].lock().unwrap();
+            let f = file.as_mut().unwrap();
+            f.file.file.write_all_at(&[1, 2, 3], f.len).unwrap();
+        }
+        let ahead = ReadAhead::default();
+        let stop = AtomicBool::new(false);
+        let (give, pool) = mpsc::channel();
+        // Two buffers: the reader waits for one given back before the third.
+        for _ in 0..2 {
+            give.send(Aligned::default()).unwrap();
+        }
+        std::thread::scope(|s| {
+            let (ahead, spill, stop) = (&ahead, &spill, &stop);
+            s.spawn(move || ahead.serve(spill, 0..PARTS, &pool, stop));
+            for (p, written) in written.iter().enumerate().take(9) {
+                match ahead.take(spill, p) {
+                    None => assert!(written.is_empty(), "partition {p}"),
+                    Some(read) => {
+                        let (mut memory, n) = read.unwrap();
+                        let records = sort::records_mut(memory.first_mut(n * RECORD_BYTES));
+                        assert!(records[..] == written[..], "partition {p}");
+                        give.send(memory).unwrap();
+                    }
+                }
+            }
+            let err = ahead.take(spill, 9).unwrap().unwrap_err();
+            assert!(err.to_string().contains("torn"), "{err}");
+        });
+
+        // Stopped before it reads anything: each partition is left to its
+        // packer, which reads it itself.
+        spill.write(4, &written[5], &mut encoded).unwrap();
+        let ahead = ReadAhead::default();
+        stop.store(true, Ordering::Relaxed);
+        let (give, pool) = mpsc::channel();
+        give.send(Aligned::default()).unwrap();
+        ahead.serve(&spill, 0..PARTS, &pool, &stop);
+        assert!(ahead.take(&spill, 4).is_none());
+        let mut memory = Aligned::default();
+        assert!(spill.read(4, &mut memory).unwrap() == &written[5][..]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn spilled_records_come_back_as_written_and_a_torn_file_is_an_error() {
         let dir = std::env::temp_dir().join(format!("seekless-spill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
