@@ -401,11 +401,11 @@ mod tests {
             }
         }
         let streaming = AtomicBool::new(true);
-        let spill = Spill::new(&std::env::temp_dir());
         let choose = move |_: &Run| Ok(layout);
         let read_back = |w: &mut Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
         let mut out = Cursor::new(Vec::new());
         let budget = Budget::new(1 << 30, 1, 0).unwrap();
+        let spill = Spill::new(&std::env::temp_dir(), budget.parts());
         let partitions = Partitions::new(&budget, &spill);
         let mut stream = Stream::new(&mut out, &choose, &streaming, partitions, &read_back);
         for run in runs {

@@ -33,7 +33,7 @@ use crate::input::{self, Input, Line, LineError, Part};
 use crate::nameless::Nameless;
 use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder, PageBuf, page_bytes};
-use crate::partition::{Budget, PART_BITS, PARTS, Partitions, ReadAhead, Segment, Spill};
+use crate::partition::{Budget, PART_BITS, Partitions, ReadAhead, Segment, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
 use crate::writer::{Written, check_key_bits, write_trailer};
 
@@ -236,10 +236,10 @@ fn build_into<W: Write + Seek>(
     } else {
         sizes.iter().sum()
     };
-    let spill = Spill::new(spill_dir);
     // Each parser, and the stream once it falls back, holds records by
     // partition, in segments of one shared budget.
     let budget = Budget::new(options.memory, threads + 1, input)?;
+    let spill = Spill::new(spill_dir, budget.parts());
     let Collected {
         kind,
         output,
@@ -275,13 +275,15 @@ fn build_into<W: Write + Seek>(
 
     // Partitions are independent groups of pages when a partition boundary
     // is also a bucket boundary; with fewer bucket bits, one group.
-    let sizes: Vec<u64> = (0..PARTS)
+    let sizes: Vec<u64> = (0..budget.parts())
         .map(|p| {
             let held: usize = buffers[p].iter().map(|s| s.len()).sum();
             held as u64 + spill.records[p].load(Ordering::Relaxed)
         })
         .collect();
-    let groups = group_partitions(&sizes, layout.h >= PART_BITS);
+    let part_bits = budget.part_bits();
+    let run = 1 << part_bits.saturating_sub(PART_BITS);
+    let groups = group_partitions(&sizes, layout.h >= part_bits, run);
     progress.writing(groups.len() as u64);
     out.write_all(&[0u8; PAGE])
         .map_err(|e| Error::io(None, e))?;
@@ -404,9 +406,12 @@ const MIN_GROUP: u64 = 32 << 10;
 
 /// Splits the partitions into consecutive groups that are packed
 /// independently (in parallel): each at least `MIN_GROUP` records, except
-/// the last. Partitions can only be split apart where a partition boundary
-/// is also a bucket boundary (`aligned`); otherwise all form one group.
-fn group_partitions(sizes: &[u64], aligned: bool) -> Vec<Vec<usize>> {
+/// the last, and made of whole runs of `run` partitions (those that share
+/// their top 8 bits: the groups, and so the pages, are the same however
+/// many partitions hold the records). Partitions can only be split apart
+/// where a partition boundary is also a bucket boundary (`aligned`);
+/// otherwise all form one group.
+fn group_partitions(sizes: &[u64], aligned: bool, run: usize) -> Vec<Vec<usize>> {
     if !aligned {
         return vec![(0..sizes.len()).collect()];
     }
@@ -416,7 +421,7 @@ fn group_partitions(sizes: &[u64], aligned: bool) -> Vec<Vec<usize>> {
     for (p, &size) in sizes.iter().enumerate() {
         current.push(p);
         held += size;
-        if held >= MIN_GROUP {
+        if held >= MIN_GROUP && (p + 1).is_multiple_of(run) {
             groups.push(std::mem::take(&mut current));
             held = 0;
         }
@@ -484,7 +489,8 @@ fn pack(
         let sources: Vec<&[Record]> = held.iter().map(|s| &s[..]).chain([spilled]).collect();
         sort::sort_into(
             &sources,
-            PART_BITS,
+            // The partition's own bits, which its records share.
+            spill.parts().trailing_zeros(),
             &mut scratch.sorted,
             &mut scratch.spare,
             &mut scratch.counts,
@@ -821,7 +827,7 @@ fn collect<'o, 'b, W: Write + Seek>(
             Output::Partitioned(out)
         }
     };
-    let mut buffers: Vec<Vec<Segment>> = (0..PARTS).map(|_| Vec::new()).collect();
+    let mut buffers: Vec<Vec<Segment>> = (0..budget.parts()).map(|_| Vec::new()).collect();
     for holder in per_thread {
         for (p, segments) in holder?.into_iter().enumerate() {
             buffers[p].extend(segments);
@@ -1311,21 +1317,84 @@ fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::Key;
+    use crate::partition::TEST_PART_BITS;
+    use std::fmt::Write as _;
+
+    /// Inputs gigabytes long are held in up to 1,024 partitions: the same
+    /// text gives the same hashes and counts in 256, 512 or 1,024, in one
+    /// group or many (few bucket bits, or many), whole or compact.
+    #[test]
+    fn more_partitions_give_the_same_index() {
+        let mut next = crate::testing::rng(0x9A27);
+        for (n, key_bits) in [(50, None), (3000, None), (60_000, None), (60_000, Some(40))] {
+            let mut text = String::new();
+            for i in 0..n {
+                let (hi, mid, lo) = (next(), next(), next() as u32);
+                let count = next() % 1000 + 1;
+                let _ = writeln!(text, "{hi:016X}{mid:016X}{lo:08X}:{count}\r");
+                // Some hashes twice, their counts summed.
+                if i % 97 == 0 {
+                    let _ = writeln!(text, "{hi:016X}{mid:016X}{lo:08X}:{count}\r");
+                }
+            }
+            let options = BuildOptions {
+                threads: 2,
+                key_bits,
+                ..BuildOptions::default()
+            };
+            let built: Vec<(Vec<(Key, u64)>, Summary)> = [None, Some(9), Some(10)]
+                .into_iter()
+                .map(|bits| {
+                    TEST_PART_BITS.set(bits);
+                    let input = Input::Bytes {
+                        name: "corpus".into(),
+                        data: text.clone().into_bytes(),
+                    };
+                    let (bytes, summary) = build_to_vec(vec![input], &options).unwrap();
+                    TEST_PART_BITS.set(None);
+                    let index = Index::from_bytes(bytes).unwrap();
+                    index.verify().unwrap();
+                    let pairs = index.iter().collect::<Result<Vec<_>>>().unwrap();
+                    (pairs, summary)
+                })
+                .collect();
+            let (pairs, summary) = &built[0];
+            assert!(pairs.len() as u64 >= n - n / 97 - 1, "{n}: {}", pairs.len());
+            for (other, other_summary) in &built[1..] {
+                assert!(other == pairs, "{n} hashes, {key_bits:?}");
+                assert_eq!(other_summary.lines, summary.lines);
+                assert_eq!(other_summary.duplicates, summary.duplicates);
+            }
+        }
+    }
 
     #[test]
     fn groups_are_large_and_cover_every_partition() {
+        const PARTS: usize = 256;
         let flat = |groups: &[Vec<usize>]| groups.concat();
         let all: Vec<usize> = (0..PARTS).collect();
         let small = vec![3u64; PARTS];
-        assert_eq!(group_partitions(&small, true), vec![all.clone()]);
+        assert_eq!(group_partitions(&small, true, 1), vec![all.clone()]);
         let big = vec![MIN_GROUP * 2; PARTS];
-        let groups = group_partitions(&big, true);
+        let groups = group_partitions(&big, true, 1);
         assert_eq!(groups.len(), PARTS);
         assert_eq!(flat(&groups), all);
         let medium = vec![MIN_GROUP / 10; PARTS];
-        let groups = group_partitions(&medium, true);
+        let groups = group_partitions(&medium, true, 1);
         assert_eq!(flat(&groups), all);
         assert!(groups.iter().all(|g| g.len() >= 10));
-        assert_eq!(group_partitions(&big, false), vec![all]);
+        assert_eq!(group_partitions(&big, false, 1), vec![all]);
+        // Four times the partitions, each a quarter: the same groups, of
+        // whole runs of four.
+        let quarter = vec![MIN_GROUP / 10 / 4; PARTS * 4];
+        let wide = group_partitions(&quarter, true, 4);
+        let narrow = group_partitions(&medium, true, 1);
+        assert_eq!(wide.len(), narrow.len());
+        for (w, n) in wide.iter().zip(&narrow) {
+            let runs: Vec<usize> = w.iter().step_by(4).map(|p| p / 4).collect();
+            assert_eq!(&runs, n);
+            assert_eq!(w.len(), 4 * n.len());
+        }
     }
 }
