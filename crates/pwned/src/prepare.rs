@@ -1216,21 +1216,6 @@ fn parse_pieces<const WIDE: bool>(
 /// none with this; the parser 22.6% → 18.5% of the build's samples).
 const PARSE_AHEAD: usize = 2048;
 
-/// Asks for the cache line of `data` at `at`, if the CPU takes such hints
-/// (a hint: nothing is read, whatever `at` is).
-#[inline(always)]
-fn prefetch(data: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads no memory and faults on no address;
-    // `wrapping_add` makes the address without an in-bounds promise.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().wrapping_add(at).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, at);
-}
-
 /// Parses the lines of one input in chunk `seq`; false once the build
 /// fails.
 #[inline(always)]
@@ -1253,7 +1238,7 @@ fn parse_piece<const WIDE: bool>(
         false
     };
     while pos < data.len() {
-        prefetch(data, pos + PARSE_AHEAD);
+        sort::prefetch(data, pos + PARSE_AHEAD);
         if let Some((key, count, next)) = input::quick_line::<WIDE>(kind, ascii, hex_len, data, pos)
         {
             if let Err(e) = sink.put(Record::new(key, count)) {

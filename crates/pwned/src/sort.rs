@@ -206,19 +206,19 @@ fn scatter(
 /// hardware's prefetch stops at each 4 KiB page.
 const COUNT_AHEAD: usize = 86;
 
-/// Asks for the cache line of `records[at]`, if the CPU takes such hints
+/// Asks for the cache line of `items[at]`, if the CPU takes such hints
 /// (a hint: nothing is read, whatever `at` is).
 #[inline(always)]
-fn prefetch(records: &[Record], at: usize) {
+pub(crate) fn prefetch<T>(items: &[T], at: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads no memory and faults on no address;
     // `wrapping_add` makes the address without an in-bounds promise.
     unsafe {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(records.as_ptr().wrapping_add(at).cast());
+        _mm_prefetch::<_MM_HINT_T0>(items.as_ptr().wrapping_add(at).cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (records, at);
+    let _ = (items, at);
 }
 
 /// Furthest a record moves in the insertion pass before the pass gives up.
