@@ -132,16 +132,21 @@ pub(crate) fn count_ones(buf: &[u8], start: usize, end: usize) -> usize {
     ones
 }
 
-/// Bytes a [`Words`] reads from: a page's stream (at most 4096 bytes) and
-/// 16 more, so that a read at any position below 2^15 bits takes the bytes
-/// it starts in without running past the end.
-pub(crate) const BYTES: usize = 4096 + 16;
+/// Bytes a [`Words`] reads from: a page's stream (at most [`SPAN`] bytes)
+/// and 64 more, so that a read of 8 bytes (or 64, a vector's) at any byte
+/// of the stream takes the bytes it starts in without running past the
+/// end.
+pub(crate) const BYTES: usize = SPAN + 64;
+
+/// Bytes of a stream a [`Words`] reads at most.
+const SPAN: usize = 4096;
 
 /// A page's bit stream for decoding it whole: each read is one or two
 /// loads and a shift, where reading the stream alone checks its end each
 /// time (and reads 16 bytes to cover a shift). The bytes are the page's
-/// own, with what follows it in the index file (every page of a file is
-/// followed by 16 bytes or more), or else a copy with zeros after it; bits
+/// own, with what follows it in the index file (when there are enough: a
+/// file's directory follows its last page, 76 bytes or more for six
+/// pages or more), or else a copy with zeros after it; bits
 /// past the stream are whatever those bytes hold, and callers mask them
 /// off.
 pub(crate) struct Words<'a> {
@@ -157,17 +162,24 @@ impl<'a> Words<'a> {
 
     /// `bytes` (at most 4096 of them) copied into `buf`, zeros after them.
     pub(crate) fn copied(bytes: &[u8], buf: &'a mut [u8; BYTES]) -> Words<'a> {
-        let n = bytes.len().min(BYTES - 16);
+        let n = bytes.len().min(SPAN);
         buf[..n].copy_from_slice(&bytes[..n]);
         buf[n..].fill(0);
         Words { b: buf }
+    }
+
+    /// The first byte: [`BYTES`] of them may be read from it (a vector of
+    /// 64 from any byte of the stream).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        self.b.as_ptr()
     }
 
     /// The 8 bytes at byte `i` (the mask keeps it in range; callers' byte
     /// positions are below 4096 already).
     #[inline(always)]
     fn load(&self, i: usize) -> u64 {
-        let i = i % (BYTES - 16);
+        let i = i % SPAN;
         u64::from_le_bytes(self.b[i..i + 8].try_into().expect("8 bytes"))
     }
 

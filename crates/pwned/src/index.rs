@@ -346,6 +346,15 @@ impl Index {
             .ok_or_else(|| Error::corrupt(format!("page {i} header is inconsistent")))
     }
 
+    /// Asks for page `i`'s cache lines (a hint).
+    #[inline]
+    fn prefetch_page(&self, i: usize) {
+        let bytes = self.data.bytes();
+        for line in (0..PAGE).step_by(64) {
+            crate::sort::prefetch(bytes, PAGE * (1 + i) + line);
+        }
+    }
+
     /// The last page whose first bucket is ≤ `bucket`, if any.
     #[inline]
     fn locate(&self, bucket: u64) -> Option<usize> {
@@ -470,7 +479,19 @@ impl Index {
         // A range of the whole corpus holds ~1,000 hashes (~40 KB of
         // lines); more grow the buffer as they come.
         out.reserve(1100 * (self.kind().hex_len() + 8));
-        let lines = crate::range::Lines::new(self.kind(), out);
+        let mut lines = crate::range::Lines::new(self.kind(), out);
+        #[cfg(target_arch = "x86_64")]
+        let done = if crate::wide::usable(self.layout()) {
+            // Eight lines at a time; with 20 bucket bits or more a range is
+            // whole buckets, so no hash needs its top bits checked.
+            let layout = self.layout();
+            self.range_pages(u64::from(prefix), 20, |page, first, window| {
+                crate::wide::write_lines(&page, layout, first, window, &mut lines)
+            })
+        } else {
+            self.visit_range(u64::from(prefix), 20, lines)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
         let done = self.visit_range(u64::from(prefix), 20, lines);
         if done.is_err() {
             out.truncate(start);
@@ -482,13 +503,43 @@ impl Index {
     /// `prefix`, in hash order, decoding only the pages that hold them.
     fn visit_range(&self, prefix: u64, bits: u32, mut f: impl Visit) -> Result<()> {
         let layout = self.layout();
+        let bits = bits.min(64);
+        // When a bucket is wider than the range (a small index), its other
+        // hashes are passed over by their top bits.
+        let (shift, bits_mask) = if bits == 0 {
+            (0, 0)
+        } else {
+            (64 - bits, u64::MAX)
+        };
+        self.range_pages(prefix, bits, |page, first, window| {
+            // Hashes of other buckets are checked, not passed on.
+            let within = InRange {
+                prefix,
+                shift,
+                bits_mask,
+                f: &mut f,
+            };
+            page.visit_within(layout, first, window, within)
+        })
+    }
+
+    /// Calls `each` with every page that holds hashes whose top `bits`
+    /// bits (at most 64) are `prefix`, in order, with the page's first
+    /// bucket and the buckets that hold them; an error when `each` finds a
+    /// page inconsistent (`None`).
+    fn range_pages(
+        &self,
+        prefix: u64,
+        bits: u32,
+        mut each: impl FnMut(Page<'_>, u64, std::ops::RangeInclusive<u64>) -> Option<()>,
+    ) -> Result<()> {
+        let layout = self.layout();
         if layout.is_compact() {
             return Err(ErrorKind::Compact {
                 key_bits: layout.key_bits,
             }
             .into());
         }
-        let bits = bits.min(64);
         if bits < 64 && prefix >> bits != 0 {
             return Ok(());
         }
@@ -506,28 +557,22 @@ impl Index {
             let b = prefix >> (bits - h);
             (b, b)
         };
-        // The buckets in first..=last hold the range; when a bucket is
-        // wider than the range (a small index), its other hashes are
-        // passed over by their top bits.
-        let (shift, bits_mask) = if bits == 0 {
-            (0, 0)
-        } else {
-            (64 - bits, u64::MAX)
-        };
         let mut i = self.locate(first).unwrap_or(0);
         while i > 0 && self.firsts[i] == first && bit(&self.continued, i) {
             i -= 1;
         }
-        while i < self.firsts.len() && self.firsts[i] <= last {
-            // Hashes of other buckets are checked, not passed on.
-            let within = InRange {
-                prefix,
-                shift,
-                bits_mask,
-                f: &mut f,
-            };
-            self.page(i)?
-                .visit_within(layout, self.firsts[i], first..=last, within)
+        let holds = |i: usize| i < self.firsts.len() && self.firsts[i] <= last;
+        // A page's sections are read side by side, four streams that the
+        // processor's prefetcher learns anew in each 4 KiB page: the whole
+        // page is asked for first, and the next one while this is decoded.
+        if holds(i) {
+            self.prefetch_page(i);
+        }
+        while holds(i) {
+            if holds(i + 1) {
+                self.prefetch_page(i + 1);
+            }
+            each(self.page(i)?, self.firsts[i], first..=last)
                 .ok_or_else(|| Error::corrupt(format!("page {i} does not decode")))?;
             i += 1;
         }

@@ -50,6 +50,8 @@ mod source;
 mod testing;
 #[cfg(feature = "update")]
 mod update;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 mod writer;
 
 #[cfg(feature = "serve")]

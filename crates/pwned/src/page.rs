@@ -5,6 +5,8 @@ use crate::bits;
 use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
 use crate::hash::{Key, Kind};
 use crate::sort::Record;
+#[cfg(target_arch = "x86_64")]
+use crate::wide;
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -406,6 +408,16 @@ pub(crate) struct Page<'a> {
     mantissa: usize,
 }
 
+/// Where a page's decoding of a window starts ([`Page::start`]).
+struct Start {
+    /// Hashes before the window.
+    skip: usize,
+    /// Bit position of the first hash's one in the buckets.
+    bucket_at: usize,
+    /// Bit position where the first hash's count length starts.
+    length_at: usize,
+}
+
 impl<'a> Page<'a> {
     /// A view of `bytes` (one page) for `layout`, or `None` when the header
     /// is inconsistent.
@@ -574,6 +586,54 @@ impl<'a> Page<'a> {
         }
     }
 
+    /// Checks the page's sections (each holds one one a hash and ends with
+    /// its last hash's one, the last bucket and the mantissas' end in
+    /// range: then no cursor reads a one past its section and every
+    /// position read is under [`PAGE_BITS`]), and finds where the hashes
+    /// of `window` start. `None` when the page is inconsistent, `Some(None)`
+    /// when no hash of the page is in the window or after it.
+    ///
+    /// The hashes before the window are passed over, not decoded: the
+    /// first of bucket `start` or later follows the (start - first)-th
+    /// zero of the buckets, and its count length the j-th one of the count
+    /// lengths, j being the ones before it (a range's first page holds the
+    /// end of the range before it, half a page on average).
+    fn start(&self, first: u64, window: &std::ops::RangeInclusive<u64>) -> Option<Option<Start>> {
+        let stream = self.stream;
+        let ends_with_its_ones = |start: usize, end: usize| {
+            bits::count_ones(stream, start, end) == self.keys && bits::read(stream, end - 1, 1) == 1
+        };
+        if !ends_with_its_ones(0, self.upper) || !ends_with_its_ones(self.upper, self.low) {
+            return None;
+        }
+        // The last bucket, and the end of the mantissas (e bits a count,
+        // and the e's add up to the count lengths' zeros).
+        first.checked_add((self.low - self.upper - self.keys) as u64)?;
+        if self.mantissa + (self.upper - self.keys) > PAGE_BITS {
+            return None;
+        }
+        let mut at = Start {
+            skip: 0,
+            bucket_at: self.upper,
+            length_at: 0,
+        };
+        if *window.start() > first {
+            let rel = *window.start() - first;
+            let Some(bucket_at) = bits::after_nth_zero(stream, self.upper, self.low, rel) else {
+                return Some(None);
+            };
+            at.skip = bucket_at - self.upper - rel as usize;
+            if at.skip >= self.keys {
+                return Some(None);
+            }
+            if at.skip > 0 {
+                at.length_at = bits::after_nth_one(stream, 0, self.upper, at.skip as u64)?;
+            }
+            at.bucket_at = bucket_at;
+        }
+        Some(Some(at))
+    }
+
     /// [`Page::visit_within`] for remainders in `C` chunks of `lens` bits
     /// (the last ones 0 when fewer), made into hashes by `assemble`. Three
     /// cursors go along side by side: the buckets' ones (the j-th one,
@@ -591,51 +651,24 @@ impl<'a> Page<'a> {
         mut f: impl Visit,
         assemble: impl Assemble<C>,
     ) -> Option<()> {
-        let stream = self.stream;
-        // Each section ends with its last hash's one, and holds one a
-        // hash: then no cursor below reads a one past its section.
-        let ends_with_its_ones = |start: usize, end: usize| {
-            bits::count_ones(stream, start, end) == self.keys && bits::read(stream, end - 1, 1) == 1
+        let Some(at) = self.start(first, &window)? else {
+            return Some(());
         };
-        if !ends_with_its_ones(0, self.upper) || !ends_with_its_ones(self.upper, self.low) {
-            return None;
-        }
-        // The last bucket, and the end of the mantissas (e bits a count,
-        // and the e's add up to the count lengths' zeros).
-        first.checked_add((self.low - self.upper - self.keys) as u64)?;
-        if self.mantissa + (self.upper - self.keys) > PAGE_BITS {
-            return None;
-        }
         let l = layout.l() as usize;
-        // The hashes before the window are passed over, not decoded: the
-        // first of bucket `start` or later follows the (start - first)-th
-        // zero of the buckets, and its count length the j-th one of the
-        // count lengths, j being the ones before it (a range's first page
-        // holds the end of the range before it, half a page on average).
-        let (mut skip, mut bucket_at, mut length_at) = (0, self.upper, 0);
-        if *window.start() > first {
-            let rel = *window.start() - first;
-            let Some(at) = bits::after_nth_zero(stream, self.upper, self.low, rel) else {
-                return Some(());
-            };
-            skip = at - self.upper - rel as usize;
-            if skip >= self.keys {
-                return Some(());
-            }
-            if skip > 0 {
-                length_at = bits::after_nth_one(stream, 0, self.upper, skip as u64)?;
-            }
-            bucket_at = at;
-        }
-        // Every position read below is under PAGE_BITS (checked above).
+        // Every position read below is under PAGE_BITS (checked by `start`).
         let mut copy: [u8; bits::BYTES];
         let words = match bits::Words::in_place(self.beyond) {
             Some(words) => words,
             None => {
                 copy = [0; bits::BYTES];
-                bits::Words::copied(stream, &mut copy)
+                bits::Words::copied(self.stream, &mut copy)
             }
         };
+        let Start {
+            skip,
+            bucket_at,
+            length_at,
+        } = at;
         let mut buckets = words.ones(bucket_at, self.low);
         let mut lengths = words.ones(length_at, self.upper);
         // The mantissas before are as long as the count lengths' zeros.
@@ -672,6 +705,79 @@ impl<'a> Page<'a> {
             }
             mantissa += e;
             low += l;
+        }
+        Some(())
+    }
+
+    /// The hashes of `window` in batches of [`wide::BATCH`], for
+    /// [`wide::write_lines`]: `f` is given the page's stream, the bit
+    /// position of the batch's first remainder (the others follow it, `l`
+    /// bits each), its buckets and counts, and how many it holds (the
+    /// first `n` of each array; 1 to 8). `None` as in
+    /// [`Page::visit_within`], whose cursors these are.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) fn visit_batches(
+        &self,
+        layout: Layout,
+        first: u64,
+        window: std::ops::RangeInclusive<u64>,
+        mut f: impl FnMut(&bits::Words, usize, &[u64; wide::BATCH], &[u64; wide::BATCH], usize),
+    ) -> Option<()> {
+        let Some(at) = self.start(first, &window)? else {
+            return Some(());
+        };
+        let l = layout.l() as usize;
+        // Every position read below is under PAGE_BITS (checked by `start`).
+        let mut copy: [u8; bits::BYTES];
+        let words = match bits::Words::in_place(self.beyond) {
+            Some(words) => words,
+            None => {
+                copy = [0; bits::BYTES];
+                bits::Words::copied(self.stream, &mut copy)
+            }
+        };
+        let mut buckets = words.ones(at.bucket_at, self.low);
+        let mut lengths = words.ones(at.length_at, self.upper);
+        let mut mantissa = self.mantissa + (at.length_at - at.skip);
+        let (mut after, mut low, mut j) = (at.length_at, self.low + at.skip * l, at.skip);
+        let end = *window.end();
+        let (mut batch_buckets, mut batch_counts) = ([0u64; wide::BATCH], [0u64; wide::BATCH]);
+        while j < self.keys {
+            let batch_low = low;
+            let mut n = 0;
+            let mut past = false;
+            while n < wide::BATCH && j < self.keys {
+                let bucket = first + (buckets.next()? - self.upper - j) as u64;
+                let at = lengths.next()?;
+                let e = at - after;
+                after = at + 1;
+                if e >= 64 {
+                    return None;
+                }
+                // After `start`, every bucket is at least the window's.
+                if bucket > end {
+                    past = true;
+                    break;
+                }
+                let bits = if e <= 57 {
+                    words.read57(mantissa, e as u32)
+                } else {
+                    words.word(mantissa) & ((1u64 << e) - 1)
+                };
+                batch_buckets[n] = bucket;
+                batch_counts[n] = (1u64 << e) | bits;
+                mantissa += e;
+                low += l;
+                j += 1;
+                n += 1;
+            }
+            if n > 0 {
+                f(&words, batch_low, &batch_buckets, &batch_counts, n);
+            }
+            if past {
+                break;
+            }
         }
         Some(())
     }

@@ -264,25 +264,33 @@ fn put_line<const SKIP: usize>(
     let colon = kind.hex_len() - SKIP;
     out[colon].write(b':');
     let digits = colon + 1;
+    digits + put_count(count, &mut out[digits..digits + 20])
+}
+
+/// Writes the decimal digits of `count` at the start of `out` (20 bytes
+/// or more) and returns how many: whole words, so up to 8 bytes may be
+/// touched, and the bytes past the digits are left for what comes after.
+#[inline(always)]
+pub(crate) fn put_count(count: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> usize {
     if count < SMALL.len() as u64 {
         // Most counts: their digits from a table, one store.
         let entry = SMALL[count as usize];
-        copy_into(&mut out[digits..digits + 4], &entry.to_le_bytes());
-        return digits + (entry >> 24) as usize;
+        copy_into(&mut out[..4], &entry.to_le_bytes());
+        return (entry >> 24) as usize;
     }
     if count < 100_000_000 {
         // The usual count: its digits in one word, one store.
         let (word, len) = decimal8(count as u32);
-        copy_into(&mut out[digits..digits + 8], &word.to_le_bytes());
-        return digits + len;
+        copy_into(&mut out[..8], &word.to_le_bytes());
+        return len;
     }
-    let end = digits + decimal_len(count);
+    let len = decimal_len(count);
     let mut n = count;
-    for slot in out[digits..end].iter_mut().rev() {
+    for slot in out[..len].iter_mut().rev() {
         slot.write(b'0' + (n % 10) as u8);
         n /= 10;
     }
-    end
+    len
 }
 
 /// Writes `out[..40]`: the 40 hex digits of `key` from digit `SKIP` on,
@@ -458,6 +466,13 @@ impl<'a> Lines<'a> {
     #[inline(always)]
     pub(crate) fn push(&mut self, key: Key, count: u64) {
         self.pair(key, count);
+    }
+
+    /// The buffer, and whether the next line is the body's first (for a
+    /// writer of many lines at once, [`crate::wide`]).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn parts(&mut self) -> (&mut Vec<u8>, &mut bool) {
+        (self.out, &mut self.first)
     }
 }
 

@@ -535,6 +535,41 @@ fn ranges_written_as_decoded_match_their_pairs_bodies() {
     assert!(errors > 0, "the damaged page went unnoticed");
 }
 
+/// The same for an index large enough that its ranges are whole buckets
+/// (20 bucket bits or more), which processors with AVX-512 write eight
+/// lines at a time: every range the same bytes as its pairs' body, and
+/// a damaged page an error with the buffer as it was.
+#[test]
+fn ranges_of_large_indexes_written_as_decoded_match_their_pairs_bodies() {
+    let entries = random_entries(Kind::Sha1, 600_000, 31);
+    let mut bytes = index_bytes(Kind::Sha1, &entries, 5);
+    let index = Index::from_bytes(bytes.clone()).unwrap();
+    assert!(index.stats().bucket_bits >= 20, "{:?}", index.stats());
+    let mut pairs = Vec::new();
+    for prefix in (0..1 << 20).step_by(997).chain([0, 0xFFFFF]) {
+        pairs.clear();
+        index.range_into(u64::from(prefix), 20, &mut pairs).unwrap();
+        let mut want = b"before".to_vec();
+        seekless_pwned::write_range_body(Kind::Sha1, &pairs, &mut want);
+        let mut got = b"before".to_vec();
+        index.write_range(prefix, &mut got).unwrap();
+        assert!(got == want, "range {prefix:05X}");
+    }
+    // Page 10 damaged (it holds ranges near 10 / 3,000 of the way).
+    bytes[4096 * 11 + 6] ^= 0xFF;
+    let damaged = Index::from_bytes(bytes).unwrap();
+    let mut errors = 0;
+    for prefix in 0..1 << 13 {
+        let mut out = b"kept".to_vec();
+        if let Err(e) = damaged.write_range(prefix, &mut out) {
+            assert!(matches!(e.kind(), ErrorKind::Corrupt { .. }), "{e}");
+            assert_eq!(out, b"kept");
+            errors += 1;
+        }
+    }
+    assert!(errors > 0, "the damaged page went unnoticed");
+}
+
 #[test]
 fn damaged_files_give_errors_never_wrong_answers() {
     let entries = random_entries(Kind::Sha1, 5_000, 23);

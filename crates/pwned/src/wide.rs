@@ -1,0 +1,512 @@
+//! A range's answer written eight hashes at a time with AVX-512: the
+//! lines of whole SHA-1 hashes from a page, where the processor has
+//! AVX-512 with VBMI and VBMI2 (checked once, at run time). Every other
+//! index and processor takes the one-hash-at-a-time path
+//! ([`Page::visit_within`] into [`Lines`]); both write the same bytes.
+//!
+//! For each hash the page's cursors (the buckets' ones, the count
+//! lengths' ones, the mantissas) are walked one at a time, as they must
+//! be; then eight hashes are made into lines at once:
+//!
+//! 1. their remainders' three chunks gathered from the stream (one load
+//!    per chunk for all eight) and shifted into place;
+//! 2. the hash as three big-endian words (bits 0..64, 64..128, 128..160),
+//!    and from them five 64-bit windows each holding the 6 to 8 hex
+//!    digits of one 8-byte piece of the line;
+//! 3. each piece's digits picked out of its window by `vpmultishiftqb`
+//!    (one nibble to a byte) and made into ASCII by `vpermb` on a table;
+//!    CRLF and the colon laid over;
+//! 4. the five pieces of each hash brought together (a transpose) and
+//!    stored as one 64-byte line, its count's digits stored after them.
+
+use std::arch::x86_64::*;
+use std::sync::OnceLock;
+
+use crate::bits::{BYTES, Words};
+use crate::format::{CHUNK, Layout};
+use crate::hash::Kind;
+use crate::page::Page;
+use crate::range::{Lines, put_count};
+
+/// Hashes a batch.
+pub(crate) const BATCH: usize = 8;
+
+/// Bytes of a line before its count (CRLF, 35 digits, colon).
+const HEAD: usize = 38;
+
+/// Whether the processor has what [`write_lines`] needs.
+fn has_avx512() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
+            && std::arch::is_x86_feature_detected!("avx512vbmi2")
+    })
+}
+
+/// Whether [`write_lines`] writes the ranges of an index of `layout`
+/// here: whole SHA-1 hashes with 20 to 40 bucket bits (every index of
+/// 2^19 hashes or more: a range is then whole buckets, and the remainder
+/// three chunks, the last of 8 to 28 bits), on a processor with AVX-512.
+pub(crate) fn usable(layout: Layout) -> bool {
+    layout.kind == Kind::Sha1
+        && !layout.is_compact()
+        && (20..=40).contains(&layout.h)
+        && has_avx512()
+}
+
+/// Appends to `lines` the line of each hash of `page` (whose first bucket
+/// is `first`) with its bucket in `window`; `None` when the page is
+/// inconsistent (a caller drops what was written then). Only where
+/// [`usable`] says so.
+pub(crate) fn write_lines(
+    page: &Page,
+    layout: Layout,
+    first: u64,
+    window: std::ops::RangeInclusive<u64>,
+    lines: &mut Lines,
+) -> Option<()> {
+    assert!(usable(layout), "wide lines for this layout or processor");
+    // SAFETY: `usable` checked the processor's features.
+    unsafe { write_sha1(page, layout, first, window, lines) }
+}
+
+/// The constants of a batch's lines, made once a page.
+struct Shape {
+    /// Bits a remainder.
+    l: usize,
+    /// Bit offset of hashes 0..4's remainders from the first's, and of
+    /// 4..8's from the fifth's.
+    offsets: __m512i,
+    /// Shifts that make the hash's words of the bucket and the chunks.
+    bucket_up: __m512i,
+    c0_down: __m512i,
+    c0_up: __m512i,
+    c1_down: __m512i,
+    c1_up: __m512i,
+    /// Mask of a 56-bit chunk, and of the last one.
+    whole: __m512i,
+    last: __m512i,
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
+fn write_sha1(
+    page: &Page,
+    layout: Layout,
+    first: u64,
+    window: std::ops::RangeInclusive<u64>,
+    lines: &mut Lines,
+) -> Option<()> {
+    let h = u64::from(layout.h);
+    let l = u64::from(layout.l());
+    let last = layout.l() - 2 * CHUNK;
+    let shape = Shape {
+        l: layout.l() as usize,
+        offsets: from_u64s([0, l, 2 * l, 3 * l, 0, l, 2 * l, 3 * l]),
+        // The hash is bucket | c0 | c1 | c2 from the top, of h, 56, 56 and
+        // 48 - h bits; 20 ≤ h ≤ 40, so every shift is 4 to 60.
+        bucket_up: _mm512_set1_epi64((64 - h) as i64),
+        c0_down: _mm512_set1_epi64((h - 8) as i64),
+        c0_up: _mm512_set1_epi64((72 - h) as i64),
+        c1_down: _mm512_set1_epi64((h - 16) as i64),
+        c1_up: _mm512_set1_epi64((80 - h) as i64),
+        whole: _mm512_set1_epi64(((1u64 << CHUNK) - 1) as i64),
+        last: _mm512_set1_epi64(((1u64 << last) - 1) as i64),
+    };
+    page.visit_batches(layout, first, window, |words, low, buckets, counts, n| {
+        // SAFETY: the features are this function's; `visit_batches` gives
+        // the positions of `n` hashes within the page's stream.
+        unsafe { write_batch(&shape, words, low, buckets, counts, n, lines) }
+    })
+}
+
+/// A vector of eight `u64`s.
+#[inline(always)]
+fn from_u64s(values: [u64; 8]) -> __m512i {
+    // SAFETY: 64 bytes are read from an array of 64 bytes; AVX-512F is
+    // enabled by the only caller's caller.
+    unsafe { _mm512_loadu_epi64(values.as_ptr().cast()) }
+}
+
+/// A vector of 64 bytes.
+#[inline(always)]
+fn from_bytes(values: [u8; 64]) -> __m512i {
+    // SAFETY: as in `from_u64s`.
+    unsafe { _mm512_loadu_epi64(values.as_ptr().cast()) }
+}
+
+/// `vpmultishiftqb`'s controls: for each byte of a line's 8-byte piece,
+/// the bit (from the bottom of its 64-bit window) where its hex digit's
+/// nibble starts. Piece 0 is CRLF and digits 5..=10 of the hash (window:
+/// bits 0..64 from the top), pieces 1 to 3 digits 11..=18, 19..=26 and
+/// 27..=34 (windows 32..96, 64..128, 96..160), piece 4 digits 35..=39 and
+/// the colon (window 128..192). Digit `n` of a window starting at bit `w`
+/// lies at `60 - (4n - w)`.
+const fn controls(piece: usize) -> [u8; 8] {
+    let (window, digit0, skip) = match piece {
+        0 => (0, 5, 2),
+        1 => (32, 11, 0),
+        2 => (64, 19, 0),
+        3 => (96, 27, 0),
+        _ => (128, 35, 0),
+    };
+    let mut c = [0u8; 8];
+    let mut i = skip;
+    while i < 8 {
+        let digit = digit0 + (i - skip) as i32;
+        let at = 60 - (4 * digit - window);
+        c[i] = if at >= 0 { at as u8 } else { 0 };
+        i += 1;
+    }
+    c
+}
+
+/// [`controls`] of one piece in each of the eight lanes.
+const fn lanes(piece: usize) -> [u8; 64] {
+    let c = controls(piece);
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        v[i] = c[i % 8];
+        i += 1;
+    }
+    v
+}
+
+/// [`lanes`] of the five pieces, made when compiled.
+const CONTROLS: [[u8; 64]; 5] = [lanes(0), lanes(1), lanes(2), lanes(3), lanes(4)];
+
+/// Hex digits by a nibble in the low 4 bits of a byte (`vpermb` reads 6).
+const HEX: [u8; 64] = *b"0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF";
+
+/// Each lane's bytes 0 and 1 (piece 0's CRLF), and byte 5 (piece 4's colon).
+const CRLF_BYTES: u64 = 0x0303_0303_0303_0303;
+const COLON_BYTES: u64 = 0x2020_2020_2020_2020;
+
+/// The 64 bytes of `words` from byte `at`: a chunk's first byte, under
+/// 4090 − 15 + 14 (a remainder is 120 bits or more and ends in the
+/// stream), so they end under [`BYTES`].
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn load(words: &Words, at: usize) -> __m512i {
+    assert!(at + 64 <= BYTES);
+    // SAFETY: the 64 bytes read are under `BYTES` from the first, which
+    // `Words` holds (checked above; the check is folded into the callers'
+    // arithmetic where it can be).
+    unsafe { _mm512_loadu_epi64(words.as_ptr().add(at).cast()) }
+}
+
+/// In each 16-byte lane, bytes 0..8 its byte 0 and bytes 8..16 its byte 8
+/// (`vpshufb`: each 64-bit lane's low byte to all of its bytes).
+const FIRST_BYTE: [u8; 64] = {
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        v[i] = (i % 16 / 8 * 8) as u8;
+        i += 1;
+    }
+    v
+};
+
+/// 0 to 7 in each 64-bit lane.
+const STEPS: [u8; 64] = {
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        v[i] = (i % 8) as u8;
+        i += 1;
+    }
+    v
+};
+
+/// CRLF at the start of each lane.
+const CRLF: [u8; 64] = {
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        v[i] = b'\r';
+        v[i + 1] = b'\n';
+        i += 8;
+    }
+    v
+};
+
+/// Bytes 2.. of a line first, for the body's first line (no CRLF).
+const SHIFT_2: [u8; 64] = {
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 62 {
+        v[i] = (i + 2) as u8;
+        i += 1;
+    }
+    v
+};
+
+/// The lines of `n` (1 to 8) hashes whose buckets and counts are the
+/// first `n` of `buckets` and `counts`, and whose remainders start at bit
+/// `low` of `words` one after the other.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
+#[inline]
+unsafe fn write_batch(
+    shape: &Shape,
+    words: &Words,
+    low: usize,
+    buckets: &[u64; BATCH],
+    counts: &[u64; BATCH],
+    n: usize,
+    lines: &mut Lines,
+) {
+    debug_assert!((1..=BATCH).contains(&n));
+    // The remainders' chunks. The eight hashes' remainders lie one after
+    // the other, `l` bits each: hashes 0..4 within the 64 bytes from the
+    // first's byte, 4..8 within those from the fifth's (3l + 7 bits + 8
+    // bytes ≤ 59 for l ≤ 140). Lane j takes the 8 bytes at its chunk's
+    // first byte from these two (one `vpermi2b`), shifted by its bit
+    // within that byte; a chunk's first bit is 56c bits after the
+    // remainder's, so its bit within the byte is the same for all three.
+    let l = shape.l;
+    let (bit, bit4) = (low % 8, (low + 4 * l) % 8);
+    let at = _mm512_add_epi64(
+        _mm512_mask_blend_epi64(
+            0xF0,
+            _mm512_set1_epi64(bit as i64),
+            _mm512_set1_epi64(bit4 as i64),
+        ),
+        shape.offsets,
+    );
+    let byte = _mm512_or_si512(
+        _mm512_srli_epi64::<3>(at),
+        from_u64s([0, 0, 0, 0, 64, 64, 64, 64]),
+    );
+    let bytes = _mm512_add_epi8(
+        _mm512_shuffle_epi8(byte, from_bytes(FIRST_BYTE)),
+        from_bytes(STEPS),
+    );
+    let shift = _mm512_and_si512(at, _mm512_set1_epi64(7));
+    // With four hashes or fewer, the second window is never read (and
+    // may lie past the stream).
+    let (from, from4) = (low / 8, if n > 4 { (low + 4 * l) / 8 } else { low / 8 });
+    let chunk = |c: usize, keep: __m512i| {
+        let skip = 7 * c;
+        let v =
+            _mm512_permutex2var_epi8(load(words, from + skip), bytes, load(words, from4 + skip));
+        _mm512_and_si512(_mm512_srlv_epi64(v, shift), keep)
+    };
+    let c0 = chunk(0, shape.whole);
+    let c1 = chunk(1, shape.whole);
+    let c2 = chunk(2, shape.last);
+    // SAFETY: reads the 64 bytes of `buckets`.
+    let bucket = unsafe { _mm512_loadu_epi64(buckets.as_ptr().cast()) };
+    // The hash's bits 0..64, 64..128 and 128..160 (at the top of w2).
+    let w0 = _mm512_or_si512(
+        _mm512_sllv_epi64(bucket, shape.bucket_up),
+        _mm512_srlv_epi64(c0, shape.c0_down),
+    );
+    let w1 = _mm512_or_si512(
+        _mm512_sllv_epi64(c0, shape.c0_up),
+        _mm512_srlv_epi64(c1, shape.c1_down),
+    );
+    let w2 = _mm512_or_si512(
+        _mm512_sllv_epi64(c1, shape.c1_up),
+        _mm512_slli_epi64::<32>(c2),
+    );
+    let hex = from_bytes(HEX);
+    let digits = |piece: usize, window: __m512i| {
+        _mm512_permutexvar_epi8(
+            _mm512_multishift_epi64_epi8(from_bytes(CONTROLS[piece]), window),
+            hex,
+        )
+    };
+    let p0 = _mm512_mask_mov_epi8(digits(0, w0), CRLF_BYTES, from_bytes(CRLF));
+    let p1 = digits(1, _mm512_shldi_epi64::<32>(w0, w1));
+    let p2 = digits(2, w1);
+    let p3 = digits(3, _mm512_shldi_epi64::<32>(w1, w2));
+    let p4 = _mm512_mask_mov_epi8(digits(4, w2), COLON_BYTES, from_bytes([b':'; 64]));
+    // Pieces 0 and 1, and 2 and 3, of hash i side by side in lanes 2i and
+    // 2i + 1 (hashes 0..4 in `lo`, 4..8 in `hi`).
+    let lo01 = _mm512_permutex2var_epi64(p0, from_u64s([0, 8, 1, 9, 2, 10, 3, 11]), p1);
+    let hi01 = _mm512_permutex2var_epi64(p0, from_u64s([4, 12, 5, 13, 6, 14, 7, 15]), p1);
+    let lo23 = _mm512_permutex2var_epi64(p2, from_u64s([0, 8, 1, 9, 2, 10, 3, 11]), p3);
+    let hi23 = _mm512_permutex2var_epi64(p2, from_u64s([4, 12, 5, 13, 6, 14, 7, 15]), p3);
+    let line = |i: usize| {
+        let (a, b, k) = if i < 4 {
+            (lo01, lo23, i)
+        } else {
+            (hi01, hi23, i - 4)
+        };
+        let k = k as u64;
+        let four = _mm512_permutex2var_epi64(
+            a,
+            from_u64s([2 * k, 2 * k + 1, 8 + 2 * k, 9 + 2 * k, 0, 0, 0, 0]),
+            b,
+        );
+        let i = i as u64;
+        _mm512_permutex2var_epi64(four, from_u64s([0, 1, 2, 3, 8 + i, 0, 0, 0]), p4)
+    };
+    let (out, first) = lines.parts();
+    let room = BATCH * (HEAD + 20) + 64;
+    if out.capacity() - out.len() < room {
+        out.reserve(out.len().max(64 * (HEAD + 20)));
+    }
+    let spare = &mut out.spare_capacity_mut()[..room];
+    let mut pos = 0;
+    for (i, &count) in counts.iter().enumerate().take(n) {
+        let mut v = line(i);
+        let mut head = HEAD;
+        if *first {
+            *first = false;
+            v = _mm512_permutexvar_epi8(from_bytes(SHIFT_2), v);
+            head -= 2;
+        }
+        let at = &mut spare[pos..pos + 64];
+        // SAFETY: 64 bytes are written to `at`, 64 bytes of spare capacity.
+        unsafe { _mm512_storeu_epi64(at.as_mut_ptr().cast(), v) };
+        pos += head + put_count(count, &mut spare[pos + head..pos + head + 24]);
+    }
+    // SAFETY: the lines written fill the first `pos` bytes of the spare
+    // capacity, in order.
+    unsafe { out.set_len(out.len() + pos) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{CONTINUED, PAGE};
+    use crate::hash::Key;
+    use crate::page::{Encoder, page_bytes};
+
+    /// Pages of `n` SHA-1 hashes spread over `layout`'s buckets, with
+    /// counts of every length (1 to 2^64 - 1).
+    fn pages(layout: Layout, n: usize, seed: u64) -> (Vec<u8>, Vec<u64>) {
+        let mut next = crate::testing::rng(seed);
+        let mut keys: Vec<Key> = (0..n)
+            .map(|_| Key {
+                hi: next(),
+                mid: next(),
+                lo: next() as u32,
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut enc = Encoder::new(layout);
+        for (i, &key) in keys.iter().enumerate() {
+            let count = match i % 5 {
+                0 => 1 + next() % 999,
+                1 => 1 + next() % 100_000_000,
+                _ => (next() >> (next() % 64)).max(1),
+            };
+            enc.push(key, count);
+        }
+        enc.flush();
+        let firsts = enc.dir.iter().map(|e| e.first & !CONTINUED).collect();
+        (page_bytes(&enc.pages).to_vec(), firsts)
+    }
+
+    /// What [`Page::visit_within`] writes into [`Lines`], and what
+    /// [`write_lines`] writes, from `before` on, the body's first line
+    /// being the first written when `first`.
+    fn both(
+        page: &Page,
+        layout: Layout,
+        at: u64,
+        window: std::ops::RangeInclusive<u64>,
+        first: bool,
+    ) -> [(Option<()>, Vec<u8>); 2] {
+        fn start(out: &mut Vec<u8>, first: bool) -> Lines<'_> {
+            let mut lines = Lines::new(Kind::Sha1, out);
+            if !first {
+                // A line before, as from an earlier page of the range.
+                lines.push(Key::default(), 1);
+            }
+            lines
+        }
+        let mut one = b"before".to_vec();
+        let lines = start(&mut one, first);
+        let done_one = page.visit_within(layout, at, window.clone(), lines);
+        let mut eight = b"before".to_vec();
+        let mut lines = start(&mut eight, first);
+        let done_eight = write_lines(page, layout, at, window, &mut lines);
+        [(done_one, one), (done_eight, eight)]
+    }
+
+    #[test]
+    fn lines_eight_at_a_time_are_those_one_at_a_time() {
+        if !has_avx512() {
+            eprintln!("no AVX-512 with VBMI and VBMI2 here: nothing to compare");
+            return;
+        }
+        for h in [20, 21, 22, 26, 29, 30, 33, 37, 40] {
+            let layout = Layout::whole(Kind::Sha1, h);
+            let (bytes, firsts) = pages(layout, 2_000, u64::from(h));
+            for (p, &at) in firsts.iter().enumerate() {
+                let own = &bytes[p * PAGE..(p + 1) * PAGE];
+                // Read in place with ones after the page, and copied.
+                let mut followed = bytes[p * PAGE..].to_vec();
+                followed.resize(followed.len().max(PAGE + BYTES), 0xFF);
+                let last = firsts.get(p + 1).copied().unwrap_or(at + 1000);
+                for page in [
+                    Page::new(own, layout).unwrap(),
+                    Page::with_what_follows(&followed, layout).unwrap(),
+                ] {
+                    let middle = at + (last - at) / 2;
+                    for window in [
+                        0..=u64::MAX,
+                        at..=at,
+                        at + 1..=middle,
+                        middle..=middle + 3,
+                        middle..=u64::MAX,
+                        last..=u64::MAX,
+                    ] {
+                        for first in [true, false] {
+                            let [one, eight] = both(&page, layout, at, window.clone(), first);
+                            assert_eq!(one.0, Some(()));
+                            assert!(
+                                one == eight,
+                                "h {h}, page {p}, window {window:?}, first {first}:\n{}\n{}",
+                                String::from_utf8_lossy(&one.1),
+                                String::from_utf8_lossy(&eight.1)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_pages_give_the_same_answer_both_ways() {
+        if !has_avx512() {
+            eprintln!("no AVX-512 with VBMI and VBMI2 here: nothing to compare");
+            return;
+        }
+        let layout = Layout::whole(Kind::Sha1, 24);
+        let (bytes, firsts) = pages(layout, 300, 5);
+        let good = &bytes[..PAGE];
+        let mut next = crate::testing::rng(11);
+        let mut refused = 0;
+        for _ in 0..3_000 {
+            let mut bad = good.to_vec();
+            // Half in the first 512 bytes, where the headers and the
+            // count lengths and buckets are.
+            let span = if next().is_multiple_of(2) {
+                512 * 8
+            } else {
+                PAGE * 8
+            };
+            for _ in 0..1 + next() % 3 {
+                let at = next() as usize % span;
+                bad[at / 8] ^= 1 << (at % 8);
+            }
+            let Some(page) = Page::new(&bad, layout) else {
+                continue;
+            };
+            for first in [firsts[0], u64::MAX - 5_000] {
+                let [one, eight] = both(&page, layout, first, 0..=u64::MAX, true);
+                refused += usize::from(one.0.is_none());
+                assert!(one == eight, "{:?} against {:?}", one.0, eight.0);
+            }
+        }
+        assert!(refused >= 20, "{refused} damaged pages refused");
+    }
+}
