@@ -5,8 +5,6 @@ use crate::bits;
 use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
 use crate::hash::{Key, Kind};
 use crate::sort::Record;
-#[cfg(target_arch = "x86_64")]
-use crate::wide;
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -408,6 +406,24 @@ pub(crate) struct Page<'a> {
     mantissa: usize,
 }
 
+/// A decoder's place in a page ([`Page::cursor`]): its next hash `j` of
+/// `keys`, where the buckets' next one is looked for (the section ends at
+/// `buckets_end`; the j-th one, at `q`, ends bucket `first + q - upper -
+/// j`), where the next count length starts, and the next mantissa and
+/// remainder.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cursor {
+    pub j: usize,
+    pub keys: usize,
+    pub upper: usize,
+    pub bucket_at: usize,
+    pub buckets_end: usize,
+    pub length_at: usize,
+    pub mantissa: usize,
+    pub low: usize,
+}
+
 /// Where a page's decoding of a window starts ([`Page::start`]).
 struct Start {
     /// Hashes before the window.
@@ -586,6 +602,45 @@ impl<'a> Page<'a> {
         }
     }
 
+    /// Where a decoder of its own ([`crate::wide`]) starts on the hashes of
+    /// `window`: as [`Page::start`], with the sections' bounds.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn cursor(
+        &self,
+        layout: Layout,
+        first: u64,
+        window: &std::ops::RangeInclusive<u64>,
+    ) -> Option<Option<Cursor>> {
+        let Some(at) = self.start(first, window)? else {
+            return Some(None);
+        };
+        Some(Some(Cursor {
+            j: at.skip,
+            keys: self.keys,
+            upper: self.upper,
+            bucket_at: at.bucket_at,
+            buckets_end: self.low,
+            length_at: at.length_at,
+            mantissa: self.mantissa + (at.length_at - at.skip),
+            low: self.low + at.skip * layout.l() as usize,
+        }))
+    }
+
+    /// Calls `f` with the page's stream as [`bits::Words`]: read in place
+    /// when enough of the index follows it, else copied.
+    #[inline(always)]
+    pub(crate) fn with_words<R>(&self, f: impl FnOnce(&bits::Words) -> R) -> R {
+        let mut copy: [u8; bits::BYTES];
+        let words = match bits::Words::in_place(self.beyond) {
+            Some(words) => words,
+            None => {
+                copy = [0; bits::BYTES];
+                bits::Words::copied(self.stream, &mut copy)
+            }
+        };
+        f(&words)
+    }
+
     /// Checks the page's sections (each holds one one a hash and ends with
     /// its last hash's one, the last bucket and the mantissas' end in
     /// range: then no cursor reads a one past its section and every
@@ -655,99 +710,19 @@ impl<'a> Page<'a> {
             return Some(());
         };
         let l = layout.l() as usize;
-        // Every position read below is under PAGE_BITS (checked by `start`).
-        let mut copy: [u8; bits::BYTES];
-        let words = match bits::Words::in_place(self.beyond) {
-            Some(words) => words,
-            None => {
-                copy = [0; bits::BYTES];
-                bits::Words::copied(self.stream, &mut copy)
-            }
-        };
         let Start {
             skip,
             bucket_at,
             length_at,
         } = at;
-        let mut buckets = words.ones(bucket_at, self.low);
-        let mut lengths = words.ones(length_at, self.upper);
-        // The mantissas before are as long as the count lengths' zeros.
-        let mut mantissa = self.mantissa + (length_at - skip);
-        let (mut after, mut low) = (length_at, self.low + skip * l);
-        for j in skip..self.keys {
-            let bucket = first + (buckets.next()? - self.upper - j) as u64;
-            let at = lengths.next()?;
-            let e = at - after;
-            after = at + 1;
-            if e >= 64 {
-                return None;
-            }
-            if bucket > *window.end() {
-                break;
-            }
-            if bucket >= *window.start() {
-                let below = (1u64 << e) - 1;
-                let bits = if e <= 57 {
-                    words.read57(mantissa, e as u32)
-                } else {
-                    words.word(mantissa) & below
-                };
-                let count = (1u64 << e) | bits;
-                let mut chunks = [0u64; C];
-                let mut at = low;
-                for (chunk, len) in chunks.iter_mut().zip(lens) {
-                    if len > 0 {
-                        *chunk = words.read57(at, len);
-                        at += len as usize;
-                    }
-                }
-                f.pair(assemble.key(bucket, chunks), count);
-            }
-            mantissa += e;
-            low += l;
-        }
-        Some(())
-    }
-
-    /// The hashes of `window` in batches of [`wide::BATCH`], for
-    /// [`wide::write_lines`]: `f` is given the page's stream, the bit
-    /// position of the batch's first remainder (the others follow it, `l`
-    /// bits each), its buckets and counts, and how many it holds (the
-    /// first `n` of each array; 1 to 8). `None` as in
-    /// [`Page::visit_within`], whose cursors these are.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    pub(crate) fn visit_batches(
-        &self,
-        layout: Layout,
-        first: u64,
-        window: std::ops::RangeInclusive<u64>,
-        mut f: impl FnMut(&bits::Words, usize, &[u64; wide::BATCH], &[u64; wide::BATCH], usize),
-    ) -> Option<()> {
-        let Some(at) = self.start(first, &window)? else {
-            return Some(());
-        };
-        let l = layout.l() as usize;
         // Every position read below is under PAGE_BITS (checked by `start`).
-        let mut copy: [u8; bits::BYTES];
-        let words = match bits::Words::in_place(self.beyond) {
-            Some(words) => words,
-            None => {
-                copy = [0; bits::BYTES];
-                bits::Words::copied(self.stream, &mut copy)
-            }
-        };
-        let mut buckets = words.ones(at.bucket_at, self.low);
-        let mut lengths = words.ones(at.length_at, self.upper);
-        let mut mantissa = self.mantissa + (at.length_at - at.skip);
-        let (mut after, mut low, mut j) = (at.length_at, self.low + at.skip * l, at.skip);
-        let end = *window.end();
-        let (mut batch_buckets, mut batch_counts) = ([0u64; wide::BATCH], [0u64; wide::BATCH]);
-        while j < self.keys {
-            let batch_low = low;
-            let mut n = 0;
-            let mut past = false;
-            while n < wide::BATCH && j < self.keys {
+        self.with_words(|words| {
+            let mut buckets = words.ones(bucket_at, self.low);
+            let mut lengths = words.ones(length_at, self.upper);
+            // The mantissas before are as long as the count lengths' zeros.
+            let mut mantissa = self.mantissa + (length_at - skip);
+            let (mut after, mut low) = (length_at, self.low + skip * l);
+            for j in skip..self.keys {
                 let bucket = first + (buckets.next()? - self.upper - j) as u64;
                 let at = lengths.next()?;
                 let e = at - after;
@@ -755,31 +730,32 @@ impl<'a> Page<'a> {
                 if e >= 64 {
                     return None;
                 }
-                // After `start`, every bucket is at least the window's.
-                if bucket > end {
-                    past = true;
+                if bucket > *window.end() {
                     break;
                 }
-                let bits = if e <= 57 {
-                    words.read57(mantissa, e as u32)
-                } else {
-                    words.word(mantissa) & ((1u64 << e) - 1)
-                };
-                batch_buckets[n] = bucket;
-                batch_counts[n] = (1u64 << e) | bits;
+                if bucket >= *window.start() {
+                    let below = (1u64 << e) - 1;
+                    let bits = if e <= 57 {
+                        words.read57(mantissa, e as u32)
+                    } else {
+                        words.word(mantissa) & below
+                    };
+                    let count = (1u64 << e) | bits;
+                    let mut chunks = [0u64; C];
+                    let mut at = low;
+                    for (chunk, len) in chunks.iter_mut().zip(lens) {
+                        if len > 0 {
+                            *chunk = words.read57(at, len);
+                            at += len as usize;
+                        }
+                    }
+                    f.pair(assemble.key(bucket, chunks), count);
+                }
                 mantissa += e;
                 low += l;
-                j += 1;
-                n += 1;
             }
-            if n > 0 {
-                f(&words, batch_low, &batch_buckets, &batch_counts, n);
-            }
-            if past {
-                break;
-            }
-        }
-        Some(())
+            Some(())
+        })
     }
 }
 

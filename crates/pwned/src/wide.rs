@@ -20,12 +20,13 @@
 //!    stored as one 64-byte line, its count's digits stored after them.
 
 use std::arch::x86_64::*;
+
 use std::sync::OnceLock;
 
 use crate::bits::{BYTES, Words};
 use crate::format::{CHUNK, Layout};
 use crate::hash::Kind;
-use crate::page::Page;
+use crate::page::{Cursor, Page};
 use crate::range::{Lines, put_count};
 
 /// Hashes a batch.
@@ -42,6 +43,7 @@ fn has_avx512() -> bool {
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi")
             && std::arch::is_x86_feature_detected!("avx512vbmi2")
+            && std::arch::is_x86_feature_detected!("bmi2")
     })
 }
 
@@ -90,7 +92,7 @@ struct Shape {
     last: __m512i,
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
 fn write_sha1(
     page: &Page,
     layout: Layout,
@@ -114,11 +116,170 @@ fn write_sha1(
         whole: _mm512_set1_epi64(((1u64 << CHUNK) - 1) as i64),
         last: _mm512_set1_epi64(((1u64 << last) - 1) as i64),
     };
-    page.visit_batches(layout, first, window, |words, low, buckets, counts, n| {
-        // SAFETY: the features are this function's; `visit_batches` gives
-        // the positions of `n` hashes within the page's stream.
-        unsafe { write_batch(&shape, words, low, buckets, counts, n, lines) }
+    let Some(mut at) = page.cursor(layout, first, &window)? else {
+        return Some(());
+    };
+    let end = *window.end();
+    page.with_words(|words| {
+        while at.j < at.keys {
+            let low = at.low;
+            // Eight hashes by vectors where they can be taken so, else one
+            // at a time.
+            let (bucket, counts, n) = match vector_batch(words, &mut at, first, &shape) {
+                Some(batch) => batch,
+                None => scalar_batch(words, &mut at, first, &shape)?,
+            };
+            // Those past the window are dropped, and end the page.
+            let within = _mm512_cmple_epu64_mask(bucket, _mm512_set1_epi64(end as i64));
+            let n = n.min(within.trailing_ones() as usize);
+            if n > 0 {
+                // SAFETY: the features are this function's; the `n`
+                // hashes' remainders start at `low`, one after the other.
+                unsafe { write_batch(&shape, words, low, bucket, &counts, n, lines) };
+            }
+            if n < BATCH {
+                break;
+            }
+        }
+        Some(())
     })
+}
+
+/// Positions 0 to 63, a byte each.
+const IOTA: [u8; 64] = {
+    let mut v = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        v[i] = i as u8;
+        i += 1;
+    }
+    v
+};
+
+/// The next eight hashes' buckets and counts, taken by vectors, and `at`
+/// moved past them; `None` (and `at` as it was) where they cannot be so:
+/// fewer than eight left in the page, the next eight ones of the count
+/// lengths or of the buckets not within 64 bits, or a count of over 58
+/// bits.
+///
+/// The positions of the ones in the 64 bits from each cursor come from one
+/// `vpcompressb`; a count's length is the zeros before its one, its
+/// mantissa where the lengths before it put it, all eight read from one
+/// 64-byte window (eight mantissas of at most 57 bits are at most 57 bytes
+/// after the first's byte).
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
+#[inline]
+fn vector_batch(
+    words: &Words,
+    at: &mut Cursor,
+    first: u64,
+    shape: &Shape,
+) -> Option<(__m512i, [u64; BATCH], usize)> {
+    if at.keys - at.j < BATCH {
+        return None;
+    }
+    let (lengths, buckets) = (words.word(at.length_at), words.word(at.bucket_at));
+    if lengths.count_ones() < BATCH as u32 || buckets.count_ones() < BATCH as u32 {
+        return None;
+    }
+    let iota = from_bytes(IOTA);
+    let ones = |word: u64| {
+        _mm512_cvtepu8_epi64(_mm512_castsi512_si128(_mm512_maskz_compress_epi8(
+            word, iota,
+        )))
+    };
+    let (p, q) = (ones(lengths), ones(buckets));
+    // Each hash's one in the lengths, and the one before it (-1 for the
+    // first: the cursor stands just after the last hash's).
+    let before = _mm512_mask_permutexvar_epi64(
+        _mm512_set1_epi64(-1),
+        0xFE,
+        from_u64s([0, 0, 1, 2, 3, 4, 5, 6]),
+        p,
+    );
+    let lanes = from_u64s([0, 1, 2, 3, 4, 5, 6, 7]);
+    let e = _mm512_sub_epi64(_mm512_sub_epi64(p, before), _mm512_set1_epi64(1));
+    if _mm512_cmpgt_epu64_mask(e, _mm512_set1_epi64(57)) != 0 {
+        return None;
+    }
+    // Hash k's mantissa: after the lengths of those before it, the ones
+    // before its one's predecessor less their number.
+    let mantissa = _mm512_sub_epi64(
+        _mm512_add_epi64(_mm512_set1_epi64(at.mantissa as i64 + 1), before),
+        lanes,
+    );
+    let from = at.mantissa / 8;
+    let byte = _mm512_sub_epi64(
+        _mm512_srli_epi64::<3>(mantissa),
+        _mm512_set1_epi64(from as i64),
+    );
+    let bytes = _mm512_add_epi8(
+        _mm512_shuffle_epi8(byte, from_bytes(FIRST_BYTE)),
+        from_bytes(STEPS),
+    );
+    let raw = _mm512_permutexvar_epi8(bytes, load(words, from));
+    let one = _mm512_set1_epi64(1);
+    let top = _mm512_sllv_epi64(one, e);
+    let bits = _mm512_and_si512(
+        _mm512_srlv_epi64(raw, _mm512_and_si512(mantissa, _mm512_set1_epi64(7))),
+        _mm512_sub_epi64(top, one),
+    );
+    let mut counts = [0u64; BATCH];
+    // SAFETY: 64 bytes are written to `counts`, 64 bytes long.
+    unsafe { _mm512_storeu_epi64(counts.as_mut_ptr().cast(), _mm512_or_si512(top, bits)) };
+    // Hash k's bucket: the zeros before its one in the buckets.
+    let zeros = first + (at.bucket_at - at.upper - at.j) as u64;
+    let bucket = _mm512_sub_epi64(_mm512_add_epi64(_mm512_set1_epi64(zeros as i64), q), lanes);
+    // Past the eighth ones.
+    let eighth = |word: u64| (1 + _pdep_u64(1 << (BATCH - 1), word).trailing_zeros()) as usize;
+    let (p8, q8) = (eighth(lengths), eighth(buckets));
+    at.mantissa += p8 - BATCH;
+    at.length_at += p8;
+    at.bucket_at += q8;
+    at.low += BATCH * shape.l;
+    at.j += BATCH;
+    Some((bucket, counts, BATCH))
+}
+
+/// Up to eight hashes' buckets and counts taken one at a time (as
+/// [`Page::visit_within`] does), and `at` moved past them; `None` when the
+/// page is inconsistent.
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
+#[inline]
+fn scalar_batch(
+    words: &Words,
+    at: &mut Cursor,
+    first: u64,
+    shape: &Shape,
+) -> Option<(__m512i, [u64; BATCH], usize)> {
+    let mut buckets = words.ones(at.bucket_at, at.buckets_end);
+    let mut lengths = words.ones(at.length_at, at.upper);
+    let (mut batch_buckets, mut counts) = ([u64::MAX; BATCH], [0u64; BATCH]);
+    let mut n = 0;
+    while n < BATCH && at.j < at.keys {
+        let one = buckets.next()?;
+        let bucket = first + (one - at.upper - at.j) as u64;
+        let length = lengths.next()?;
+        let e = length - at.length_at;
+        if e >= 64 {
+            return None;
+        }
+        let bits = if e <= 57 {
+            words.read57(at.mantissa, e as u32)
+        } else {
+            words.word(at.mantissa) & ((1u64 << e) - 1)
+        };
+        batch_buckets[n] = bucket;
+        counts[n] = (1u64 << e) | bits;
+        at.bucket_at = one + 1;
+        at.length_at = length + 1;
+        at.mantissa += e;
+        at.low += shape.l;
+        at.j += 1;
+        n += 1;
+    }
+    // Lanes past `n` are past every window (u64::MAX).
+    Some((from_u64s(batch_buckets), counts, n))
 }
 
 /// A vector of eight `u64`s.
@@ -246,13 +407,13 @@ const SHIFT_2: [u8; 64] = {
 /// The lines of `n` (1 to 8) hashes whose buckets and counts are the
 /// first `n` of `buckets` and `counts`, and whose remainders start at bit
 /// `low` of `words` one after the other.
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
 #[inline]
 unsafe fn write_batch(
     shape: &Shape,
     words: &Words,
     low: usize,
-    buckets: &[u64; BATCH],
+    bucket: __m512i,
     counts: &[u64; BATCH],
     n: usize,
     lines: &mut Lines,
@@ -296,8 +457,6 @@ unsafe fn write_batch(
     let c0 = chunk(0, shape.whole);
     let c1 = chunk(1, shape.whole);
     let c2 = chunk(2, shape.last);
-    // SAFETY: reads the 64 bytes of `buckets`.
-    let bucket = unsafe { _mm512_loadu_epi64(buckets.as_ptr().cast()) };
     // The hash's bits 0..64, 64..128 and 128..160 (at the top of w2).
     let w0 = _mm512_or_si512(
         _mm512_sllv_epi64(bucket, shape.bucket_up),
@@ -377,24 +536,35 @@ mod tests {
     use crate::page::{Encoder, page_bytes};
 
     /// Pages of `n` SHA-1 hashes spread over `layout`'s buckets, with
-    /// counts of every length (1 to 2^64 - 1).
-    fn pages(layout: Layout, n: usize, seed: u64) -> (Vec<u8>, Vec<u64>) {
+    /// counts of every length (1 to 2^64 - 1) when `wide`, else mostly
+    /// short ones, as in the corpus (eight lengths within 64 bits, taken by
+    /// vectors), with a long one now and then.
+    fn pages(layout: Layout, n: usize, seed: u64, wide: bool) -> (Vec<u8>, Vec<u64>) {
         let mut next = crate::testing::rng(seed);
+        // About 1.5 hashes a bucket, as an index's layout makes them, from
+        // a bucket near the start, the middle or the end of the space.
+        let h = layout.h;
+        let base = [0, 1 << (h - 1), (1 << h) - 2 * n as u64][seed as usize % 3];
         let mut keys: Vec<Key> = (0..n)
-            .map(|_| Key {
-                hi: next(),
-                mid: next(),
-                lo: next() as u32,
+            .map(|_| {
+                let bucket = base + next() % (2 * n as u64 / 3);
+                Key {
+                    hi: bucket << (64 - h) | next() >> h,
+                    mid: next(),
+                    lo: next() as u32,
+                }
             })
             .collect();
         keys.sort();
         keys.dedup();
         let mut enc = Encoder::new(layout);
         for (i, &key) in keys.iter().enumerate() {
-            let count = match i % 5 {
-                0 => 1 + next() % 999,
-                1 => 1 + next() % 100_000_000,
-                _ => (next() >> (next() % 64)).max(1),
+            let count = match (wide, i % 5) {
+                (true, 0) => 1 + next() % 999,
+                (true, 1) => 1 + next() % 100_000_000,
+                (true, _) => (next() >> (next() % 64)).max(1),
+                (false, _) if next().is_multiple_of(97) => (next() >> (next() % 64)).max(1),
+                (false, _) => 1 + next() % 12,
             };
             enc.push(key, count);
         }
@@ -436,9 +606,12 @@ mod tests {
             eprintln!("no AVX-512 with VBMI and VBMI2 here: nothing to compare");
             return;
         }
-        for h in [20, 21, 22, 26, 29, 30, 33, 37, 40] {
+        for (h, wide) in [20, 21, 22, 26, 29, 30, 33, 37, 40]
+            .into_iter()
+            .flat_map(|h| [(h, true), (h, false)])
+        {
             let layout = Layout::whole(Kind::Sha1, h);
-            let (bytes, firsts) = pages(layout, 2_000, u64::from(h));
+            let (bytes, firsts) = pages(layout, 2_000, u64::from(h), wide);
             for (p, &at) in firsts.iter().enumerate() {
                 let own = &bytes[p * PAGE..(p + 1) * PAGE];
                 // Read in place with ones after the page, and copied.
@@ -463,7 +636,7 @@ mod tests {
                             assert_eq!(one.0, Some(()));
                             assert!(
                                 one == eight,
-                                "h {h}, page {p}, window {window:?}, first {first}:\n{}\n{}",
+                                "h {h}, wide {wide}, page {p}, window {window:?}, first {first}:\n{}\n{}",
                                 String::from_utf8_lossy(&one.1),
                                 String::from_utf8_lossy(&eight.1)
                             );
@@ -481,7 +654,7 @@ mod tests {
             return;
         }
         let layout = Layout::whole(Kind::Sha1, 24);
-        let (bytes, firsts) = pages(layout, 300, 5);
+        let (bytes, firsts) = pages(layout, 300, 5, false);
         let good = &bytes[..PAGE];
         let mut next = crate::testing::rng(11);
         let mut refused = 0;
