@@ -135,7 +135,7 @@ fn write_sha1(
             if n > 0 {
                 // SAFETY: the features are this function's; the `n`
                 // hashes' remainders start at `low`, one after the other.
-                unsafe { write_batch(&shape, words, low, bucket, &counts, n, lines) };
+                unsafe { write_batch(&shape, words, low, bucket, counts, n, lines) };
             }
             if n < BATCH {
                 break;
@@ -174,7 +174,7 @@ fn vector_batch(
     at: &mut Cursor,
     first: u64,
     shape: &Shape,
-) -> Option<(__m512i, [u64; BATCH], usize)> {
+) -> Option<(__m512i, __m512i, usize)> {
     if at.keys - at.j < BATCH {
         return None;
     }
@@ -224,9 +224,7 @@ fn vector_batch(
         _mm512_srlv_epi64(raw, _mm512_and_si512(mantissa, _mm512_set1_epi64(7))),
         _mm512_sub_epi64(top, one),
     );
-    let mut counts = [0u64; BATCH];
-    // SAFETY: 64 bytes are written to `counts`, 64 bytes long.
-    unsafe { _mm512_storeu_epi64(counts.as_mut_ptr().cast(), _mm512_or_si512(top, bits)) };
+    let counts = _mm512_or_si512(top, bits);
     // Hash k's bucket: the zeros before its one in the buckets.
     let zeros = first + (at.bucket_at - at.upper - at.j) as u64;
     let bucket = _mm512_sub_epi64(_mm512_add_epi64(_mm512_set1_epi64(zeros as i64), q), lanes);
@@ -251,7 +249,7 @@ fn scalar_batch(
     at: &mut Cursor,
     first: u64,
     shape: &Shape,
-) -> Option<(__m512i, [u64; BATCH], usize)> {
+) -> Option<(__m512i, __m512i, usize)> {
     let mut buckets = words.ones(at.bucket_at, at.buckets_end);
     let mut lengths = words.ones(at.length_at, at.upper);
     let (mut batch_buckets, mut counts) = ([u64::MAX; BATCH], [0u64; BATCH]);
@@ -279,7 +277,7 @@ fn scalar_batch(
         n += 1;
     }
     // Lanes past `n` are past every window (u64::MAX).
-    Some((from_u64s(batch_buckets), counts, n))
+    Some((from_u64s(batch_buckets), from_u64s(counts), n))
 }
 
 /// A vector of eight `u64`s.
@@ -414,7 +412,7 @@ unsafe fn write_batch(
     words: &Words,
     low: usize,
     bucket: __m512i,
-    counts: &[u64; BATCH],
+    counts: __m512i,
     n: usize,
     lines: &mut Lines,
 ) {
@@ -488,13 +486,10 @@ unsafe fn write_batch(
     let hi01 = _mm512_permutex2var_epi64(p0, from_u64s([4, 12, 5, 13, 6, 14, 7, 15]), p1);
     let lo23 = _mm512_permutex2var_epi64(p2, from_u64s([0, 8, 1, 9, 2, 10, 3, 11]), p3);
     let hi23 = _mm512_permutex2var_epi64(p2, from_u64s([4, 12, 5, 13, 6, 14, 7, 15]), p3);
+    // Line i: pieces 0..4 from lane pair i of `lo`/`hi`, piece 4 from p4.
     let line = |i: usize| {
-        let (a, b, k) = if i < 4 {
-            (lo01, lo23, i)
-        } else {
-            (hi01, hi23, i - 4)
-        };
-        let k = k as u64;
+        let (a, b) = if i < 4 { (lo01, lo23) } else { (hi01, hi23) };
+        let k = (i % 4) as u64;
         let four = _mm512_permutex2var_epi64(
             a,
             from_u64s([2 * k, 2 * k + 1, 8 + 2 * k, 9 + 2 * k, 0, 0, 0, 0]),
@@ -510,19 +505,46 @@ unsafe fn write_batch(
     }
     let spare = &mut out.spare_capacity_mut()[..room];
     let mut pos = 0;
-    for (i, &count) in counts.iter().enumerate().take(n) {
-        let mut v = line(i);
-        let mut head = HEAD;
-        if *first {
-            *first = false;
-            v = _mm512_permutexvar_epi8(from_bytes(SHIFT_2), v);
-            head -= 2;
-        }
-        let at = &mut spare[pos..pos + 64];
-        // SAFETY: 64 bytes are written to `at`, 64 bytes of spare capacity.
-        unsafe { _mm512_storeu_epi64(at.as_mut_ptr().cast(), v) };
-        pos += head + put_count(count, &mut spare[pos + head..pos + head + 24]);
+    // A line's 64 bytes, then its count's digits over the bytes after its
+    // colon (a macro: as a closure called eight times, it was a call).
+    macro_rules! put {
+        ($v:expr, $count:expr, $head:expr) => {{
+            let at = &mut spare[pos..pos + 64];
+            // SAFETY: 64 bytes are written to `at`, 64 bytes of spare
+            // capacity.
+            unsafe { _mm512_storeu_epi64(at.as_mut_ptr().cast(), $v) };
+            pos += $head + put_count($count, &mut spare[pos + $head..pos + $head + 24]);
+        }};
     }
+    // Count i, taken from its lane (a store of the vector read back a
+    // lane at a time is not forwarded to the reads).
+    macro_rules! count {
+        ($i:literal) => {
+            _mm_extract_epi64::<{ $i % 2 }>(_mm512_extracti32x4_epi32::<{ $i / 2 }>(counts)) as u64
+        };
+    }
+    // The body's first line has no CRLF.
+    if *first {
+        *first = false;
+        put!(
+            _mm512_permutexvar_epi8(from_bytes(SHIFT_2), line(0)),
+            count!(0),
+            HEAD - 2
+        );
+    } else {
+        put!(line(0), count!(0), HEAD);
+    }
+    // Unrolled, each line's permutes known when compiled.
+    macro_rules! lines_from_1 {
+        ($($i:literal)*) => {
+            $(
+                if n > $i {
+                    put!(line($i), count!($i), HEAD);
+                }
+            )*
+        };
+    }
+    lines_from_1!(1 2 3 4 5 6 7);
     // SAFETY: the lines written fill the first `pos` bytes of the spare
     // capacity, in order.
     unsafe { out.set_len(out.len() + pos) };
