@@ -4,23 +4,24 @@
 //! index and processor takes the one-hash-at-a-time path
 //! ([`Page::visit_within`] into [`Lines`]); both write the same bytes.
 //!
-//! For each hash the page's cursors (the buckets' ones, the count
-//! lengths' ones, the mantissas) are walked one at a time, as they must
-//! be; then eight hashes are made into lines at once:
+//! For eight hashes at once:
 //!
-//! 1. their remainders' three chunks gathered from the stream (one load
-//!    per chunk for all eight) and shifted into place;
-//! 2. the hash as three big-endian words (bits 0..64, 64..128, 128..160),
-//!    and from them five 64-bit windows each holding the 6 to 8 hex
-//!    digits of one 8-byte piece of the line;
-//! 3. each piece's digits picked out of its window by `vpmultishiftqb`
-//!    (one nibble to a byte) and made into ASCII by `vpermb` on a table;
-//!    CRLF and the colon laid over;
-//! 4. the five pieces of each hash brought together (a transpose) and
-//!    stored as one 64-byte line, its count's digits stored after them.
+//! 1. their buckets and counts: the next eight ones of the buckets and of
+//!    the count lengths from one `vpcompressb` of the 64 bits at each
+//!    cursor, the mantissas from one 64-byte window by `vpermb` (one hash
+//!    at a time where the eight do not fit so, as the cursors must);
+//! 2. their remainders' three chunks from two 64-byte windows by
+//!    `vpermi2b`, shifted into place;
+//! 3. each hash as three big-endian words (bits 0..64, 64..128,
+//!    128..160), and from them five 64-bit windows each holding the 5 to 8
+//!    hex digits of one 8-byte piece of the line;
+//! 4. each piece's digits picked out of its window by `vpmultishiftqb`
+//!    (one nibble to a byte) and made ASCII by `vpermb` on a table; CRLF
+//!    and the colon laid over;
+//! 5. the five pieces of each hash brought together (a transpose) and
+//!    stored as one 64-byte line, its count's digits after them.
 
 use std::arch::x86_64::*;
-
 use std::sync::OnceLock;
 
 use crate::bits::{BYTES, Words};
@@ -625,6 +626,8 @@ mod tests {
     #[test]
     fn lines_eight_at_a_time_are_those_one_at_a_time() {
         if !has_avx512() {
+            // Every index takes the one-at-a-time path here.
+            assert!(!usable(Layout::whole(Kind::Sha1, 30)));
             eprintln!("no AVX-512 with VBMI and VBMI2 here: nothing to compare");
             return;
         }
@@ -672,6 +675,7 @@ mod tests {
     #[test]
     fn damaged_pages_give_the_same_answer_both_ways() {
         if !has_avx512() {
+            assert!(!usable(Layout::whole(Kind::Sha1, 24)));
             eprintln!("no AVX-512 with VBMI and VBMI2 here: nothing to compare");
             return;
         }
