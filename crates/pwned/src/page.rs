@@ -716,46 +716,53 @@ impl<'a> Page<'a> {
             length_at,
         } = at;
         // Every position read below is under PAGE_BITS (checked by `start`).
-        self.with_words(|words| {
-            let mut buckets = words.ones(bucket_at, self.low);
-            let mut lengths = words.ones(length_at, self.upper);
-            // The mantissas before are as long as the count lengths' zeros.
-            let mut mantissa = self.mantissa + (length_at - skip);
-            let (mut after, mut low) = (length_at, self.low + skip * l);
-            for j in skip..self.keys {
-                let bucket = first + (buckets.next()? - self.upper - j) as u64;
-                let at = lengths.next()?;
-                let e = at - after;
-                after = at + 1;
-                if e >= 64 {
-                    return None;
-                }
-                if bucket > *window.end() {
-                    break;
-                }
-                if bucket >= *window.start() {
-                    let below = (1u64 << e) - 1;
-                    let bits = if e <= 57 {
-                        words.read57(mantissa, e as u32)
-                    } else {
-                        words.word(mantissa) & below
-                    };
-                    let count = (1u64 << e) | bits;
-                    let mut chunks = [0u64; C];
-                    let mut at = low;
-                    for (chunk, len) in chunks.iter_mut().zip(lens) {
-                        if len > 0 {
-                            *chunk = words.read57(at, len);
-                            at += len as usize;
-                        }
-                    }
-                    f.pair(assemble.key(bucket, chunks), count);
-                }
-                mantissa += e;
-                low += l;
+        // Not `with_words`: through its closure this loop ran 13% slower.
+        let mut copy: [u8; bits::BYTES];
+        let words = match bits::Words::in_place(self.beyond) {
+            Some(words) => words,
+            None => {
+                copy = [0; bits::BYTES];
+                bits::Words::copied(self.stream, &mut copy)
             }
-            Some(())
-        })
+        };
+        let mut buckets = words.ones(bucket_at, self.low);
+        let mut lengths = words.ones(length_at, self.upper);
+        // The mantissas before are as long as the count lengths' zeros.
+        let mut mantissa = self.mantissa + (length_at - skip);
+        let (mut after, mut low) = (length_at, self.low + skip * l);
+        for j in skip..self.keys {
+            let bucket = first + (buckets.next()? - self.upper - j) as u64;
+            let at = lengths.next()?;
+            let e = at - after;
+            after = at + 1;
+            if e >= 64 {
+                return None;
+            }
+            if bucket > *window.end() {
+                break;
+            }
+            if bucket >= *window.start() {
+                let below = (1u64 << e) - 1;
+                let bits = if e <= 57 {
+                    words.read57(mantissa, e as u32)
+                } else {
+                    words.word(mantissa) & below
+                };
+                let count = (1u64 << e) | bits;
+                let mut chunks = [0u64; C];
+                let mut at = low;
+                for (chunk, len) in chunks.iter_mut().zip(lens) {
+                    if len > 0 {
+                        *chunk = words.read57(at, len);
+                        at += len as usize;
+                    }
+                }
+                f.pair(assemble.key(bucket, chunks), count);
+            }
+            mantissa += e;
+            low += l;
+        }
+        Some(())
     }
 }
 
