@@ -390,6 +390,21 @@ impl Assemble<3> for WholeSha1 {
     }
 }
 
+/// `$page`'s stream as [`bits::Words`]: read in place when enough of the
+/// index follows it, else copied into `$copy` (a `[u8; bits::BYTES]`
+/// declared by the caller, so that it is zeroed only when needed).
+macro_rules! words {
+    ($page:expr, $copy:ident) => {
+        match bits::Words::in_place($page.beyond) {
+            Some(words) => words,
+            None => {
+                $copy = [0; bits::BYTES];
+                bits::Words::copied($page.stream, &mut $copy)
+            }
+        }
+    };
+}
+
 /// A read-only view of one page.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Page<'a> {
@@ -631,13 +646,7 @@ impl<'a> Page<'a> {
     #[inline(always)]
     pub(crate) fn with_words<R>(&self, f: impl FnOnce(&bits::Words) -> R) -> R {
         let mut copy: [u8; bits::BYTES];
-        let words = match bits::Words::in_place(self.beyond) {
-            Some(words) => words,
-            None => {
-                copy = [0; bits::BYTES];
-                bits::Words::copied(self.stream, &mut copy)
-            }
-        };
+        let words = words!(self, copy);
         f(&words)
     }
 
@@ -718,13 +727,7 @@ impl<'a> Page<'a> {
         // Every position read below is under PAGE_BITS (checked by `start`).
         // Not `with_words`: through its closure this loop ran 13% slower.
         let mut copy: [u8; bits::BYTES];
-        let words = match bits::Words::in_place(self.beyond) {
-            Some(words) => words,
-            None => {
-                copy = [0; bits::BYTES];
-                bits::Words::copied(self.stream, &mut copy)
-            }
-        };
+        let words = words!(self, copy);
         let mut buckets = words.ones(bucket_at, self.low);
         let mut lengths = words.ones(length_at, self.upper);
         // The mantissas before are as long as the count lengths' zeros.
