@@ -345,9 +345,10 @@ const HEX: [u8; 64] = *b"0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456
 const CRLF_BYTES: u64 = 0x0303_0303_0303_0303;
 const COLON_BYTES: u64 = 0x2020_2020_2020_2020;
 
-/// The 64 bytes of `words` from byte `at`: a chunk's first byte, under
-/// 4090 − 15 + 14 (a remainder is 120 bits or more and ends in the
-/// stream), so they end under [`BYTES`].
+/// The 64 bytes of `words` from byte `at`: a remainder chunk's or a
+/// mantissa's first byte, under 4090 (the stream's bytes; a remainder of
+/// 120 bits or more ends in the stream, so its third chunk starts under
+/// 4090 − 15 + 14), so they end under [`BYTES`].
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn load(words: &Words, at: usize) -> __m512i {
@@ -405,8 +406,12 @@ const SHIFT_2: [u8; 64] = {
 };
 
 /// The lines of `n` (1 to 8) hashes whose buckets and counts are the
-/// first `n` of `buckets` and `counts`, and whose remainders start at bit
-/// `low` of `words` one after the other.
+/// first `n` lanes of `bucket` and `counts`, and whose remainders start
+/// at bit `low` of `words` one after the other.
+///
+/// # Safety
+/// The processor has the features enabled here, and `n` hashes of the
+/// page do start at `low` (so that every window read lies in `words`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
 #[inline]
 unsafe fn write_batch(
