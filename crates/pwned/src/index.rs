@@ -486,7 +486,8 @@ impl Index {
             // whole buckets, so no hash needs its top bits checked.
             let layout = self.layout();
             self.range_pages(u64::from(prefix), 20, |page, first, window| {
-                crate::wide::write_lines(&page, layout, first, window, &mut lines)
+                // SAFETY: `usable` found the processor's features.
+                unsafe { crate::wide::write_lines(&page, layout, first, window, &mut lines) }
             })
         } else {
             self.visit_range(u64::from(prefix), 20, lines)

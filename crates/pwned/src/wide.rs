@@ -53,26 +53,12 @@ fn has_avx512() -> bool {
 /// 2^19 hashes or more: a range is then whole buckets, and the remainder
 /// three chunks, the last of 8 to 28 bits), on a processor with AVX-512.
 pub(crate) fn usable(layout: Layout) -> bool {
-    layout.kind == Kind::Sha1
-        && !layout.is_compact()
-        && (20..=40).contains(&layout.h)
-        && has_avx512()
+    fits(layout) && has_avx512()
 }
 
-/// Appends to `lines` the line of each hash of `page` (whose first bucket
-/// is `first`) with its bucket in `window`; `None` when the page is
-/// inconsistent (a caller drops what was written then). Only where
-/// [`usable`] says so.
-pub(crate) fn write_lines(
-    page: &Page,
-    layout: Layout,
-    first: u64,
-    window: std::ops::RangeInclusive<u64>,
-    lines: &mut Lines,
-) -> Option<()> {
-    assert!(usable(layout), "wide lines for this layout or processor");
-    // SAFETY: `usable` checked the processor's features.
-    unsafe { write_sha1(page, layout, first, window, lines) }
+/// Whether [`write_lines`] can write the ranges of `layout`.
+fn fits(layout: Layout) -> bool {
+    layout.kind == Kind::Sha1 && !layout.is_compact() && (20..=40).contains(&layout.h)
 }
 
 /// The constants of a batch's lines, made once a page.
@@ -93,15 +79,20 @@ struct Shape {
     last: __m512i,
 }
 
-/// [`write_lines`], with the features it needs.
+/// Appends to `lines` the line of each hash of `page` (whose first bucket
+/// is `first`) with its bucket in `window`; `None` when the page is
+/// inconsistent (a caller drops what was written then). Callable only
+/// where [`usable`] says so (the processor's features are this
+/// function's); any other layout is refused by a panic.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
-fn write_sha1(
+pub(crate) fn write_lines(
     page: &Page,
     layout: Layout,
     first: u64,
     window: std::ops::RangeInclusive<u64>,
     lines: &mut Lines,
 ) -> Option<()> {
+    assert!(fits(layout), "wide lines for this layout");
     let h = u64::from(layout.h);
     let l = u64::from(layout.l());
     let last = layout.l() - 2 * CHUNK;
@@ -625,7 +616,8 @@ mod tests {
         let done_one = page.visit_within(layout, at, window.clone(), lines);
         let mut eight = b"before".to_vec();
         let mut lines = start(&mut eight, first);
-        let done_eight = write_lines(page, layout, at, window, &mut lines);
+        // SAFETY: called only where `wide_here` found the features.
+        let done_eight = unsafe { write_lines(page, layout, at, window, &mut lines) };
         [(done_one, one), (done_eight, eight)]
     }
 
