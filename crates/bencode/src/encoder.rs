@@ -120,7 +120,7 @@ impl Encoder {
         &self.out
     }
 
-    /// The encoded bytes. Fails with [`ErrorKind::UnexpectedEof`](crate::ErrorKind::UnexpectedEof) (at the end of
+    /// The encoded bytes. Fails with [`ErrorKind::UnexpectedEof`] (at the end of
     /// the output) if a list or dictionary is still open.
     pub fn finish(self) -> Result<Vec<u8>, Error> {
         if self.open != 0 {

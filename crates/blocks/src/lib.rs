@@ -2,7 +2,7 @@
 //!
 //! Core stores blocks out of order (headers-first download fetches ahead),
 //! and its reindex re-reads blocks whose parent is not yet known. This crate
-//! never needs a byte twice: [`scan`] goes through each file once and keeps
+//! never needs a byte twice: [`scan()`] goes through each file once and keeps
 //! 88 bytes per block. By default it maps the files and hops from record
 //! header to record header (de-obfuscating only those bytes), so block bodies
 //! are not even read; where a record looks torn it falls back to the
@@ -11,7 +11,7 @@
 //! With [`ScanOptions::verify`] (or `thorough`) every byte is read on a
 //! reader thread, every transaction is parsed and merkle roots are checked,
 //! on every core. [`Chain::build`] then links parents, heights, chain work,
-//! the best tip, stale blocks, orphans and duplicates, and [`linearize`]
+//! the best tip, stale blocks, orphans and duplicates, and [`linearize()`]
 //! writes the best chain in height order.
 //!
 //! ```no_run

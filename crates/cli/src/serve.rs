@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(short, long = "index", value_name = "INDEX", required = true)]
     pub indexes: Vec<PathBuf>,
     /// Address to listen on: HOST:PORT (a name such as localhost:8080, an
-    /// IPv4 or [IPv6] address) or a bare PORT, on 127.0.0.1 (give
+    /// IPv4 or `[IPv6]` address) or a bare PORT, on 127.0.0.1 (give
     /// 0.0.0.0:PORT for every interface). Port 0 picks a free port; the
     /// chosen address is printed on standard output.
     #[arg(long, value_name = "[HOST:]PORT", default_value = "127.0.0.1:8080")]

@@ -18,7 +18,7 @@
 //!   27 of NTLM, uppercase), sorted, CRLF-separated, no trailing newline; an
 //!   empty range is an empty body. `?mode=ntlm` answers from the NTLM index.
 //! - `Add-Padding: true`: random `SUFFIX:0` lines are mixed in
-//!   ([`pad_range`](crate::pad_range)), fresh for every answer.
+//!   ([`pad_range`]), fresh for every answer.
 //! - 400 for a malformed prefix or mode, 404 for other paths, 405 for other
 //!   methods; `OPTIONS` answers CORS preflight; every answer carries
 //!   `Access-Control-Allow-Origin: *`.

@@ -378,7 +378,7 @@ impl<const C: usize> Assemble<C> for General<'_, C> {
     }
 }
 
-/// Whole SHA-1 hashes in chunks of 56, 56 and `last` bits: [`sha1`].
+/// Whole SHA-1 hashes in chunks of 56, 56 and `last` bits: [`sha1()`].
 struct WholeSha1 {
     last: u32,
 }

@@ -109,7 +109,7 @@ impl<W: Write + Seek> SortedWriter<W> {
     }
 
     /// Starts a compact index that keeps only the top `key_bits` bits of
-    /// each hash ([`MIN_KEY_BITS`](crate::MIN_KEY_BITS) up to the kind's
+    /// each hash ([`MIN_KEY_BITS`] up to the kind's
     /// bits): hashes that share them are merged, their counts summed, and a
     /// lookup of any hash that shares them answers with that sum.
     pub fn compact(
