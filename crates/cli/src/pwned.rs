@@ -24,8 +24,8 @@ pub enum Command {
         #[arg(long)]
         threads: Option<usize>,
         /// Memory budget for buffered hashes, in bytes (suffixes K, M, G,
-        /// T; default: half the machine's memory). Beyond it, input spills
-        /// to temporary files.
+        /// T; default: half the machine's memory, at most 4G). Beyond it,
+        /// input spills to temporary files.
         #[arg(long, value_parser = crate::size::parse)]
         memory: Option<u64>,
         /// Directory for spill files (default: the output's directory).

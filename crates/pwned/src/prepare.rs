@@ -73,14 +73,29 @@ impl Default for BuildOptions {
     }
 }
 
-/// Half of the machine's memory (1 GiB when it cannot be read).
+/// The most memory the default budget takes, whatever the machine has.
+///
+/// Records held past this cost more than they save. Memory a process has
+/// not touched yet is faulted in at its first write, and a virtual
+/// machine's host backs it then too: on the 2-core, 24 GiB benchmark VM,
+/// ~2.5 s of kernel time a GiB. Spilled records cost a write and a read
+/// past the page cache instead, which the disk does while the cores parse.
+/// A billion random hashes through a pipe there, in turn with the budget
+/// at half the machine's memory (12 GiB): 53.2-58.3 s and 14.6-14.9 s of
+/// kernel time with 4 GiB against 58.5-60.1 s and 39.1-40.3 s, 5.1 GB
+/// resident against 12.9, 20 GB spilled against 12.3; 300M, 15.4-15.5 s
+/// against 18.7-20.2 s (BENCHMARKS.md).
+const DEFAULT_MEMORY_AT_MOST: u64 = 4 << 30;
+
+/// Half of the machine's memory, at most 4 GiB (1 GiB when the machine's
+/// memory cannot be read).
 pub fn default_memory() -> u64 {
     let total = fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
         let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     });
-    total.map_or(1 << 30, |t| t / 2)
+    total.map_or(1 << 30, |t| (t / 2).min(DEFAULT_MEMORY_AT_MOST))
 }
 
 /// Receives progress reports from a build.
@@ -1325,6 +1340,13 @@ fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
 mod tests {
     use super::*;
     use crate::hash::Key;
+
+    #[test]
+    fn the_default_budget_is_half_the_memory_and_at_most_4_gib() {
+        let budget = default_memory();
+        assert!(budget <= DEFAULT_MEMORY_AT_MOST, "{budget}");
+        assert!(budget >= 1 << 20, "{budget}");
+    }
     use crate::partition::TEST_PART_BITS;
     use std::fmt::Write as _;
 
