@@ -1,0 +1,140 @@
+//! Design probe (not a benchmark, not the table): what a lone get would
+//! cost if a key's home were one 64-byte line of its page, four pairs to a
+//! line, instead of a group of 16 tags and 224 bytes of slots.
+//!
+//! It lays `N` random pairs (the profiling examples' pairs) into 8 KiB
+//! pages of 128 such lines, about 360 pairs a page (as many as the
+//! table's pages hold, 22-23 bytes a pair), found through a directory as
+//! the table finds its pages (`DIRECT` set: the page computed from the
+//! hash, no directory), keys
+//! mixed by the table's mixer, a full line followed by the next. Then it
+//! times lone gets of every key against `hashbrown::HashMap`'s in the same
+//! rounds and prints the best round of each. Whole keys and values stand
+//! in for the tags and packed slots a real line would hold; what is
+//! measured is the memory each lookup waits for and the instructions
+//! around it.
+//!
+//! `N=8000000 target/release/examples/line_buckets`
+
+use std::hint::black_box;
+
+use seekless_exhash::bench::{Pattern, pairs};
+use seekless_exhash::mix::mix;
+use seekless_exhash::{PAGE_SIZE, Page};
+
+mod common;
+use common::from_env;
+
+/// Lines in a page.
+const LINES: usize = PAGE_SIZE / 64;
+/// Pairs a page, about what the table's pages hold.
+const PAIRS_A_PAGE: usize = 360;
+
+/// One line: four keys, then their values (key 0: free).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Default)]
+struct Line {
+    keys: [u64; 4],
+    values: [u64; 4],
+}
+
+struct Lines {
+    pages: Vec<[Line; LINES]>,
+    dir: Vec<u32>,
+    shift: u32,
+    direct: bool,
+}
+
+impl Lines {
+    fn new(n: usize, direct: bool) -> Lines {
+        let pages = n / PAIRS_A_PAGE + 1;
+        let bits = usize::BITS - pages.leading_zeros() + 1;
+        Lines {
+            pages: vec![[Line::default(); LINES]; pages],
+            dir: (0..1usize << bits)
+                .map(|i| ((i * pages) >> bits) as u32)
+                .collect(),
+            shift: 64 - bits,
+            direct,
+        }
+    }
+
+    #[inline(always)]
+    fn page(&self, h: u64) -> usize {
+        if self.direct {
+            (((h >> 32) * self.pages.len() as u64) >> 32) as usize
+        } else {
+            self.dir[(h >> self.shift) as usize] as usize
+        }
+    }
+
+    fn insert(&mut self, key: u64, value: u64) {
+        let h = mix(key);
+        let page = self.page(h);
+        let mut at = h as usize % LINES;
+        loop {
+            let line = &mut self.pages[page][at];
+            if let Some(i) = line.keys.iter().position(|&k| k == 0) {
+                line.keys[i] = key;
+                line.values[i] = value;
+                return;
+            }
+            at = (at + 1) % LINES;
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, key: u64) -> Option<u64> {
+        let h = mix(key);
+        let page = &self.pages[self.page(h)];
+        let mut at = h as usize % LINES;
+        loop {
+            let line = &page[at];
+            let mut free = false;
+            for i in 0..4 {
+                if line.keys[i] == key {
+                    return Some(line.values[i]);
+                }
+                free |= line.keys[i] == 0;
+            }
+            if free {
+                return None;
+            }
+            at = (at + 1) % LINES;
+        }
+    }
+}
+
+fn main() {
+    const _: () = assert!(size_of::<[Line; LINES]>() == size_of::<Page>());
+    let (n, _) = from_env();
+    let all = pairs(n, Pattern::Random);
+    let keys: Vec<u64> = all.iter().map(|p| p.0).collect();
+    let mut lines = Lines::new(n, std::env::var_os("DIRECT").is_some());
+    let mut brown = hashbrown::HashMap::new();
+    for &(k, v) in &all {
+        lines.insert(k, v);
+        brown.insert(k, v);
+    }
+    let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
+    for _ in 0..9 {
+        let start = std::time::Instant::now();
+        let mut sum = 0u64;
+        for &k in &keys {
+            sum = sum.wrapping_add(lines.get(black_box(k)).unwrap_or(1));
+        }
+        black_box(sum);
+        ours = ours.min(start.elapsed().as_nanos() as f64 / n as f64);
+        let start = std::time::Instant::now();
+        let mut sum = 0u64;
+        for &k in &keys {
+            sum = sum.wrapping_add(brown.get(&black_box(k)).copied().unwrap_or(1));
+        }
+        black_box(sum);
+        theirs = theirs.min(start.elapsed().as_nanos() as f64 / n as f64);
+    }
+    println!(
+        "best lone get: lines {ours:.1} ns, hashbrown {theirs:.1} ns ({:.2}x)",
+        ours / theirs
+    );
+}
