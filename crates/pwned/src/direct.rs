@@ -25,8 +25,11 @@ const IN_PLACE_FROM: usize = 64 << 10;
 /// Alignment direct I/O asks of offsets, lengths and memory.
 pub(crate) const ALIGN: usize = 4096;
 
-/// Bytes at an address aligned for direct I/O, grown as asked (what they
-/// held is not kept when they grow).
+/// Bytes at an address aligned for direct I/O, grown as asked, with an
+/// eighth to spare (what they held is not kept when they grow). The spill
+/// files read back into them differ in size by a little: grown to each
+/// new largest exactly, they took fresh memory, faulted in anew, every
+/// few partitions.
 #[derive(Debug, Default)]
 pub(crate) struct Aligned {
     memory: Vec<u8>,
@@ -38,7 +41,9 @@ impl Aligned {
     /// was last written there.
     pub(crate) fn first_mut(&mut self, len: usize) -> &mut [u8] {
         if self.memory.len() < len + ALIGN {
-            self.memory = vec![0u8; len + ALIGN];
+            // The old memory goes back first.
+            self.memory = Vec::new();
+            self.memory = vec![0u8; len + len / 8 + ALIGN];
             self.start = self.memory.as_ptr().align_offset(ALIGN);
         }
         &mut self.memory[self.start..self.start + len]
