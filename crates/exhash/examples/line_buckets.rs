@@ -16,14 +16,12 @@
 //!
 //! `N=8000000 target/release/examples/line_buckets`
 
-use std::hint::black_box;
-
 use seekless_exhash::bench::{Pattern, pairs};
 use seekless_exhash::mix::mix;
 use seekless_exhash::{PAGE_SIZE, Page};
 
 mod common;
-use common::from_env;
+use common::{from_env, lone_gets};
 
 /// Lines in a page.
 const LINES: usize = PAGE_SIZE / 64;
@@ -118,20 +116,8 @@ fn main() {
     }
     let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
     for _ in 0..9 {
-        let start = std::time::Instant::now();
-        let mut sum = 0u64;
-        for &k in &keys {
-            sum = sum.wrapping_add(lines.get(black_box(k)).unwrap_or(1));
-        }
-        black_box(sum);
-        ours = ours.min(start.elapsed().as_nanos() as f64 / n as f64);
-        let start = std::time::Instant::now();
-        let mut sum = 0u64;
-        for &k in &keys {
-            sum = sum.wrapping_add(brown.get(&black_box(k)).copied().unwrap_or(1));
-        }
-        black_box(sum);
-        theirs = theirs.min(start.elapsed().as_nanos() as f64 / n as f64);
+        ours = ours.min(lone_gets(&keys, |k| lines.get(k)));
+        theirs = theirs.min(lone_gets(&keys, |k| brown.get(&k).copied()));
     }
     println!(
         "best lone get: lines {ours:.1} ns, hashbrown {theirs:.1} ns ({:.2}x)",

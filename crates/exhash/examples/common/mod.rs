@@ -16,3 +16,19 @@ pub fn from_env() -> (usize, Pattern) {
     };
     (n, pattern)
 }
+
+/// One round of lone lookups of every key in turn, summed so that none is
+/// optimised away: nanoseconds a lookup.
+#[allow(
+    dead_code,
+    reason = "not every example that shares this module times gets"
+)]
+pub fn lone_gets(keys: &[u64], get: impl Fn(u64) -> Option<u64>) -> f64 {
+    let start = std::time::Instant::now();
+    let mut sum = 0u64;
+    for &k in keys {
+        sum = sum.wrapping_add(get(std::hint::black_box(k)).unwrap_or(1));
+    }
+    std::hint::black_box(sum);
+    start.elapsed().as_nanos() as f64 / keys.len() as f64
+}
