@@ -6,10 +6,10 @@
 //! pages of 128 such lines, about 360 pairs a page (as many as the
 //! table's pages hold, 22-23 bytes a pair), found through a directory as
 //! the table finds its pages (`DIRECT` set: the page computed from the
-//! hash, no directory), keys
-//! mixed by the table's mixer, a full line followed by the next. Then it
-//! times lone gets of every key against `hashbrown::HashMap`'s in the same
-//! rounds and prints the best round of each. Whole keys and values stand
+//! hash, no directory), keys mixed by the table's mixer, a full line
+//! followed by the next. Then it times lone gets of every key against
+//! `hashbrown::HashMap`'s in the same rounds and prints the best round of
+//! each. Whole keys and values stand
 //! in for the tags and packed slots a real line would hold; what is
 //! measured is the memory each lookup waits for and the instructions
 //! around it.
