@@ -14,13 +14,15 @@
 //! measured is the memory each lookup waits for and the instructions
 //! around it.
 //!
-//! Built for the host's own instructions, a line's four keys are compared
-//! in one AVX-512 load (the value taken from the same register), else one
-//! key at a time:
+//! A line's four keys are compared one at a time, or, when the build
+//! enables AVX-512 (the second build below, on a host that has it), in one
+//! load of the whole line, the value taken from the same register:
 //!
 //! ```sh
+//! cargo build --release -p seekless-exhash --examples
 //! N=8000000 target/release/examples/line_buckets
 //! RUSTFLAGS="-C target-cpu=native" cargo build --release -p seekless-exhash --examples
+//! N=8000000 target/release/examples/line_buckets
 //! ```
 
 use seekless_exhash::bench::{Pattern, pairs};
