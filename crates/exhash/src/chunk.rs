@@ -103,6 +103,18 @@ impl Chunk {
         unsafe { &*self.map.as_ptr().add(self.offset).cast::<Page>().add(i) }
     }
 
+    /// The address of page `i` of the chunk, its provenance exposed
+    /// (taken from the mapping's pointer, not from a borrow of the page,
+    /// so that it stays good across later writes to the page).
+    #[inline]
+    pub(crate) fn address(&self, i: usize) -> usize {
+        assert!(i < CHUNK_PAGES);
+        self.map
+            .as_ptr()
+            .wrapping_add(self.offset + i * PAGE_SIZE)
+            .expose_provenance()
+    }
+
     /// Page `i` of the chunk for writing.
     #[inline]
     pub(crate) fn page_mut(&mut self, i: usize) -> &mut Page {

@@ -2,7 +2,8 @@
 //! merging two underfull sibling pages back into one.
 
 use crate::group::{self, Narrow, Shape, Wide, narrow};
-use crate::layout::{MIN_DEPTH, PageMeta, dir_slot, slot_page};
+use crate::layout::{MIN_DEPTH, PageMeta, slot_page};
+use crate::room::Room;
 use crate::store::{Page, PageId, PageStore};
 use crate::table::ExHash;
 
@@ -31,15 +32,9 @@ impl<S: PageStore> ExHash<S> {
     /// there (`room.rs`).
     fn double_directory(&mut self) {
         let n = self.dir.len();
-        let mut next = self.next_dir.take(2 * n);
-        next.resize(2 * n, 0);
-        for (pair, &slot) in next.chunks_exact_mut(2).zip(&self.dir) {
-            pair[0] = slot;
-            pair[1] = slot;
-        }
-        let old = std::mem::replace(&mut self.dir, next);
-        self.next_dir.lay_out(4 * n);
-        self.next_dir.retire(old);
+        double(&mut self.dir, &mut self.next_dir);
+        double(&mut self.look, &mut self.next_look);
+        debug_assert_eq!(self.dir.len(), 2 * n);
         self.global_depth += 1;
         self.at_global = 0;
     }
@@ -59,6 +54,7 @@ impl<S: PageStore> ExHash<S> {
         // ahead of uneven splitting. Before this split's own growth, so
         // that what that growth leaves to them waits for the next split.
         self.next_dir.fault_in(4);
+        self.next_look.fault_in(4);
         self.next_meta.fault_in(2);
         let old = self.meta[id as usize];
         if old.depth == self.global_depth {
@@ -120,8 +116,8 @@ impl<S: PageStore> ExHash<S> {
             .copy_from_slice(&self.scratch.0);
         let span = 1usize << (self.global_depth - d);
         let start = (old.prefix as usize) * span;
-        self.dir[start..start + span / 2].fill(dir_slot(id, depth));
-        self.dir[start + span / 2..start + span].fill(dir_slot(other, depth));
+        self.point(start..start + span / 2, id, depth);
+        self.point(start + span / 2..start + span, other, depth);
         if depth == self.global_depth {
             self.at_global += 2;
         }
@@ -174,7 +170,7 @@ impl<S: PageStore> ExHash<S> {
                 count: all.len() as u32,
             };
             let start = (m.prefix >> 1) as usize * span * 2;
-            self.dir[start..start + span * 2].fill(dir_slot(keep, depth));
+            self.point(start..start + span * 2, keep, depth);
             if m.depth == self.global_depth {
                 self.at_global -= 2;
             }
@@ -185,14 +181,35 @@ impl<S: PageStore> ExHash<S> {
     }
 
     fn halve_directory(&mut self) {
-        let halved = self.dir.iter().step_by(2).copied().collect();
-        // The old directory, faulted in, is the room for doubling again.
-        let old = std::mem::replace(&mut self.dir, halved);
-        self.next_dir.recycle(old);
+        halve(&mut self.dir, &mut self.next_dir);
+        halve(&mut self.look, &mut self.next_look);
         self.global_depth -= 1;
         let g = self.global_depth;
         self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
     }
+}
+
+/// Double a directory into the room laid out for it (each slot twice),
+/// then lay out room for the next doubling.
+fn double<T: Copy + Default>(dir: &mut Vec<T>, room: &mut Room<T>) {
+    let n = dir.len();
+    let mut next = room.take(2 * n);
+    next.resize(2 * n, T::default());
+    for (pair, &slot) in next.chunks_exact_mut(2).zip(dir.iter()) {
+        pair[0] = slot;
+        pair[1] = slot;
+    }
+    let old = std::mem::replace(dir, next);
+    room.lay_out(4 * n);
+    room.retire(old);
+}
+
+/// Halve a directory (every other slot); the old one, faulted in, is the
+/// room for doubling again.
+fn halve<T: Copy + Default>(dir: &mut Vec<T>, room: &mut Room<T>) {
+    let halved = dir.iter().step_by(2).copied().collect();
+    let old = std::mem::replace(dir, halved);
+    room.recycle(old);
 }
 
 /// Place a new entry at position `z` into `page` of depth `depth`.

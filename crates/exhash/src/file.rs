@@ -13,6 +13,7 @@ use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, SLOT_SIZE, VERSION};
 use crate::group::{self, Narrow, Wide, narrow};
 use crate::layout::{MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, slot_page};
 use crate::legacy;
+use crate::store::fixed::Fixed;
 use crate::store::{MemoryStore, PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
@@ -193,6 +194,13 @@ impl<D: Device> FileStore<D> {
         let start = self.next_slot;
         self.next_slot += n;
         start
+    }
+}
+
+impl<D: Device> Fixed for FileStore<D> {
+    #[inline]
+    fn address(&self, id: PageId) -> usize {
+        self.mem.address(id)
     }
 }
 

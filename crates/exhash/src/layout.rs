@@ -35,3 +35,14 @@ pub(crate) fn dir_slot(id: PageId, depth: u8) -> DirSlot {
 pub(crate) fn slot_page(slot: DirSlot) -> PageId {
     slot >> 6
 }
+
+/// A slot of the lookup directory: the address of a page's bytes (their
+/// low 13 bits are zero, pages being aligned to their size), with the
+/// page's depth in the low 6 bits, as in a [`DirSlot`].
+pub(crate) type LookSlot = usize;
+
+#[inline]
+pub(crate) fn look_slot(address: usize, depth: u8) -> LookSlot {
+    debug_assert_eq!(address % crate::store::PAGE_SIZE, 0);
+    address | depth as usize
+}

@@ -1,7 +1,7 @@
 //! Shape counters and the invariant check used by the tests.
 
 use crate::group::{self, Narrow, REACH, Shape, Wide, narrow};
-use crate::layout::{PageMeta, dir_slot};
+use crate::layout::{LookSlot, PageMeta, dir_slot, look_slot};
 use crate::store::{PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
@@ -100,13 +100,15 @@ impl<S: PageStore> ExHash<S> {
         let pages = self.meta.iter().filter(|m| m.depth != 0).count() as u64;
         pages * PAGE_SIZE as u64
             + self.dir.len() as u64 * 4
-            + (self.next_dir.bytes() + self.next_meta.bytes()) as u64
+            + (self.look.len() * std::mem::size_of::<LookSlot>()) as u64
+            + (self.next_dir.bytes() + self.next_look.bytes() + self.next_meta.bytes()) as u64
             + self.meta.len() as u64 * std::mem::size_of::<PageMeta>() as u64
             + self.spill.len() as u64 * 16
     }
 
     /// Check every invariant; for tests. Per page: the directory maps it
-    /// over exactly its aligned range; its bytes pass `group::check` (tags
+    /// over exactly its aligned range, and the lookup directory maps its
+    /// address there; its bytes pass `group::check` (tags
     /// free or in use; free slots and the bytes past the slots zero; every
     /// entry within its reach, every group from its home to the one before
     /// its own full, so that lookups stopping at a free slot find it;
@@ -132,6 +134,14 @@ impl<S: PageStore> ExHash<S> {
                 .any(|&d| d != dir_slot(id as PageId, m.depth))
             {
                 return Err(format!("directory does not map page {id} over its range"));
+            }
+            let look = look_slot(self.store.address(id as PageId), m.depth);
+            if self.look.len() != self.dir.len()
+                || self.look[start..start + span].iter().any(|&l| l != look)
+            {
+                return Err(format!(
+                    "lookup directory does not map page {id} over its range"
+                ));
             }
             let page = self.store.page(id as PageId);
             let count = if narrow(m.depth) {

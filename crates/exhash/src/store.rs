@@ -34,8 +34,11 @@ impl Page {
     }
 }
 
-/// Where the table keeps its pages.
-pub trait PageStore {
+/// Where the table keeps its pages: [`MemoryStore`] or
+/// [`FileStore`](crate::FileStore). The trait is sealed: the table keeps
+/// the addresses of pages, so it relies on a live page's bytes staying
+/// where they are, which these two promise.
+pub trait PageStore: fixed::Fixed {
     /// The page with id `id` (which must be live).
     fn page(&self, id: PageId) -> &Page;
     /// The page with id `id` for writing (a file store marks it dirty).
@@ -222,6 +225,29 @@ impl MemoryStore {
             .rev()
             .filter(|&id| !self.live[id as usize])
             .collect();
+    }
+}
+
+/// The promise behind the table's lookup directory (`table.rs`), which
+/// only this crate's stores make, so it seals [`PageStore`].
+pub(crate) mod fixed {
+    use super::PageId;
+
+    /// A live page's bytes stay at one address, aligned to
+    /// [`PAGE_SIZE`](super::PAGE_SIZE), until the page is released or the
+    /// store dropped; they are written only through `page_mut`.
+    pub trait Fixed {
+        /// The address of page `id` (live), its provenance exposed, for
+        /// `std::ptr::with_exposed_provenance`.
+        fn address(&self, id: PageId) -> usize;
+    }
+}
+
+impl fixed::Fixed for MemoryStore {
+    #[inline]
+    fn address(&self, id: PageId) -> usize {
+        debug_assert!(self.live[id as usize]);
+        self.chunks[id as usize / CHUNK_PAGES].address(id as usize % CHUNK_PAGES)
     }
 }
 
