@@ -36,6 +36,7 @@ impl<S: PageStore> ExHash<S> {
         double(&mut self.look, &mut self.next_look);
         debug_assert_eq!(self.dir.len(), 2 * n);
         self.global_depth += 1;
+        self.look_shift -= 1;
         self.at_global = 0;
     }
 
@@ -184,6 +185,7 @@ impl<S: PageStore> ExHash<S> {
         halve(&mut self.dir, &mut self.next_dir);
         halve(&mut self.look, &mut self.next_look);
         self.global_depth -= 1;
+        self.look_shift += 1;
         let g = self.global_depth;
         self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
     }

@@ -159,6 +159,12 @@ impl<S: PageStore> ExHash<S> {
         if total != self.len {
             return Err(format!("len {} but {total} entries found", self.len));
         }
+        if self.look_shift != 33 - self.global_depth {
+            return Err(format!(
+                "look_shift {} at global depth {}",
+                self.look_shift, self.global_depth
+            ));
+        }
         if at_global != self.at_global {
             return Err(format!(
                 "{at_global} pages at global depth, counter says {}",
