@@ -202,6 +202,13 @@ impl<D: Device> Fixed for FileStore<D> {
     fn address(&self, id: PageId) -> usize {
         self.mem.address(id)
     }
+
+    #[inline]
+    unsafe fn page_mut_at(&mut self, id: PageId, address: usize) -> &mut Page {
+        self.dirty[id as usize] = true;
+        // SAFETY: the caller's promise, for the same page of `mem`.
+        unsafe { self.mem.page_mut_at(id, address) }
+    }
 }
 
 impl<D: Device> PageStore for FileStore<D> {

@@ -1,7 +1,7 @@
 //! The table's geometry besides the page layout (`group.rs`): depths, what
 //! is known of each page, the directory's slot encoding.
 
-use crate::store::PageId;
+use crate::store::{PAGE_SIZE, PageId};
 
 /// The deepest a page (and so the directory) may go: 2^26 directory slots.
 /// Entries that cannot be placed at this depth (only possible with keys
@@ -43,6 +43,12 @@ pub(crate) type LookSlot = usize;
 
 #[inline]
 pub(crate) fn look_slot(address: usize, depth: u8) -> LookSlot {
-    debug_assert_eq!(address % crate::store::PAGE_SIZE, 0);
+    debug_assert_eq!(address % PAGE_SIZE, 0);
     address | depth as usize
+}
+
+/// The page address of a [`LookSlot`].
+#[inline(always)]
+pub(crate) fn look_address(slot: LookSlot) -> usize {
+    slot & !(PAGE_SIZE - 1)
 }

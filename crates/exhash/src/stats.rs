@@ -159,6 +159,13 @@ impl<S: PageStore> ExHash<S> {
         if total != self.len {
             return Err(format!("len {} but {total} entries found", self.len));
         }
+        if self.dir.len() != 1 << self.global_depth {
+            return Err(format!(
+                "{} directory slots at global depth {}",
+                self.dir.len(),
+                self.global_depth
+            ));
+        }
         if self.look_shift != 33 - self.global_depth {
             return Err(format!(
                 "look_shift {} at global depth {}",

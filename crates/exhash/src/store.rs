@@ -231,7 +231,7 @@ impl MemoryStore {
 /// The promise behind the table's lookup directory (`table.rs`), which
 /// only this crate's stores make, so it seals [`PageStore`].
 pub(crate) mod fixed {
-    use super::PageId;
+    use super::{Page, PageId};
 
     /// A live page's bytes stay at one address, aligned to
     /// [`PAGE_SIZE`](super::PAGE_SIZE), until the page is released or the
@@ -240,6 +240,13 @@ pub(crate) mod fixed {
         /// The address of page `id` (live), its provenance exposed, for
         /// `std::ptr::with_exposed_provenance`.
         fn address(&self, id: PageId) -> usize;
+
+        /// Page `id` for writing, as `page_mut` gives it, found at
+        /// `address` instead of by its id.
+        ///
+        /// # Safety
+        /// `address` is `self.address(id)` and page `id` is live.
+        unsafe fn page_mut_at(&mut self, id: PageId, address: usize) -> &mut Page;
     }
 }
 
@@ -248,6 +255,17 @@ impl fixed::Fixed for MemoryStore {
     fn address(&self, id: PageId) -> usize {
         debug_assert!(self.live[id as usize]);
         self.chunks[id as usize / CHUNK_PAGES].address(id as usize % CHUNK_PAGES)
+    }
+
+    #[inline]
+    unsafe fn page_mut_at(&mut self, id: PageId, address: usize) -> &mut Page {
+        debug_assert_eq!(address, self.address(id));
+        // SAFETY: by the caller, `address` is where the live page `id`
+        // lies in one of this store's chunks, which hold pages and stay
+        // mapped while the store lives; `self` is borrowed mutably for
+        // the reference's lifetime, so no other reference to the page
+        // exists.
+        unsafe { &mut *std::ptr::with_exposed_provenance_mut::<Page>(address) }
     }
 }
 

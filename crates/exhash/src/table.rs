@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use crate::group::{self, Narrow, Seek, Shape, Wide, narrow};
 use crate::layout::{
-    DirSlot, LookSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, look_slot, slot_page,
+    DirSlot, LookSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, look_address, look_slot, slot_page,
 };
 use crate::mix::{hash_of_position, mix, position_high, unmix};
 use crate::room::Room;
-use crate::store::{MemoryStore, PAGE_SIZE, Page, PageId, PageStore};
+use crate::store::{MemoryStore, Page, PageId, PageStore};
 
 /// How many keys ahead the batch operations prefetch a key's tags (and
 /// half as far, its slot). Past the last-level cache a lookup waits
@@ -24,6 +24,8 @@ const PREFETCH_AHEAD: usize = 32;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Loc {
     pub page: PageId,
+    /// The page's address (from the lookup directory).
+    pub address: usize,
     pub depth: u8,
     pub z: u64,
 }
@@ -251,13 +253,24 @@ impl<S: PageStore> ExHash<S> {
     #[inline]
     pub(crate) fn locate(&self, h: u64) -> Loc {
         let g = position_high(h);
-        let slot = self.dir[(g >> (33 - self.global_depth)) as usize];
+        let i = self.slot_of(g);
+        debug_assert!(i < self.dir.len() && i < self.look.len());
+        // SAFETY: `i` is below 2^global_depth, the length of both
+        // directories (as in `find_page`).
+        let (slot, look) = unsafe { (*self.dir.get_unchecked(i), *self.look.get_unchecked(i)) };
         let depth = (slot & 63) as u8;
         Loc {
             page: slot_page(slot),
+            address: look_address(look),
             depth,
             z: page_position(g, h, depth),
         }
+    }
+
+    /// The directory slot of a position whose high part is `g`.
+    #[inline(always)]
+    fn slot_of(&self, g: u64) -> usize {
+        (g >> self.look_shift) as usize
     }
 
     /// The page of hash `h` found through the lookup directory, for
@@ -265,7 +278,7 @@ impl<S: PageStore> ExHash<S> {
     #[inline(always)]
     fn find_page(&self, h: u64) -> (&Page, u8, u64) {
         let g = position_high(h);
-        let i = (g >> self.look_shift) as usize;
+        let i = self.slot_of(g);
         debug_assert!(i < self.look.len());
         // SAFETY: `g` is below 2^33 (`mix::skew`), so `i` is below
         // 2^global_depth, the length of the lookup directory (as of the
@@ -279,7 +292,7 @@ impl<S: PageStore> ExHash<S> {
         // borrowed for the reference's lifetime, so the page cannot be
         // written meanwhile (`page_mut` takes the store mutably) nor the
         // store dropped.
-        let page = unsafe { &*std::ptr::with_exposed_provenance::<Page>(slot & !(PAGE_SIZE - 1)) };
+        let page = unsafe { &*std::ptr::with_exposed_provenance::<Page>(look_address(slot)) };
         (page, depth, page_position(g, h, depth))
     }
 
@@ -431,7 +444,10 @@ impl<S: PageStore> ExHash<S> {
     #[inline(always)]
     fn insert_in<T: Shape>(&mut self, loc: &Loc, key: u64, value: u64) -> Result<Option<u64>, ()> {
         let k = group::key::<T>(loc.z);
-        let page = self.store.page_mut(loc.page);
+        // SAFETY: `locate` took the address from the lookup directory's
+        // slot that names this page in `dir`, and the directory names
+        // only live pages.
+        let page = unsafe { self.store.page_mut_at(loc.page, loc.address) };
         let seek = group::seek::<T>(page, &k);
         if let Seek::Found(s) = seek {
             let old = group::value::<T>(page, s);
