@@ -9,6 +9,9 @@
 //!     --cachegrind-out-file=/dev/null target/release/examples/ir_get; done
 //! # (second "I refs" - first) / (2 * N)
 //! ```
+//!
+//! With `HASHBROWN` set, the same of `hashbrown::HashMap`'s lone gets;
+//! add `--branch-sim=yes` for the mispredicted branches of each.
 use seekless_exhash::ExHash;
 use seekless_exhash::bench::{Pattern, pairs};
 
@@ -22,14 +25,23 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let all = pairs(n, Pattern::Random);
-    let mut t = ExHash::new();
-    for &(k, v) in &all {
-        t.insert(k, v);
-    }
     let mut sum = 0u64;
-    for _ in 0..rounds {
-        for &(k, _) in &all {
-            sum = sum.wrapping_add(t.get(std::hint::black_box(k)).unwrap_or(1));
+    if std::env::var("HASHBROWN").is_ok() {
+        let map: hashbrown::HashMap<u64, u64> = all.iter().copied().collect();
+        for _ in 0..rounds {
+            for &(k, _) in &all {
+                sum = sum.wrapping_add(map.get(&std::hint::black_box(k)).copied().unwrap_or(1));
+            }
+        }
+    } else {
+        let mut t = ExHash::new();
+        for &(k, v) in &all {
+            t.insert(k, v);
+        }
+        for _ in 0..rounds {
+            for &(k, _) in &all {
+                sum = sum.wrapping_add(t.get(std::hint::black_box(k)).unwrap_or(1));
+            }
         }
     }
     println!("{sum}");
