@@ -1,6 +1,7 @@
-//! Random operation sequences on an in-memory exhash table, replayed
-//! against `HashMap`: every answer must match, and the table's invariants
-//! (counts, overflow flags, directory) must hold at the end.
+//! Random operation sequences on an exhash table over an in-memory file,
+//! replayed against `HashMap`: every answer must match, a commit followed
+//! by a reopen of the file must keep every pair, and the table's
+//! invariants (counts, directory, lookup directory) must hold at the end.
 #![no_main]
 
 use std::collections::HashMap;
@@ -9,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use seekless_exhash::ExHash;
 
 fuzz_target!(|data: &[u8]| {
-    let mut table = ExHash::new();
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
     let mut model = HashMap::new();
     let mut chunks = data.chunks_exact(5);
     for c in &mut chunks {
@@ -30,6 +31,14 @@ fuzz_target!(|data: &[u8]| {
         match c[0] & 3 {
             0 | 1 => assert_eq!(table.insert(key, value), model.insert(key, value)),
             2 => assert_eq!(table.remove(key), model.remove(&key)),
+            // One get in sixteen commits and reopens the file instead.
+            _ if c[0] & 0x3c == 0 => {
+                table.commit().unwrap();
+                let image = table.into_store().into_device();
+                table = ExHash::open_on(image).unwrap();
+                table.check_invariants().unwrap();
+                assert_eq!(table.len(), model.len() as u64);
+            }
             _ => assert_eq!(table.get(key), model.get(&key).copied()),
         }
     }
