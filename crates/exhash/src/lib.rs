@@ -8,8 +8,9 @@
 //!   entry lives in its home group or one of the next [`REACH`]` - 1`.
 //! - [`ExHash`] (`table.rs`): get, insert, remove; `directory.rs`: splits,
 //!   merges, directory doubling and halving, with a second directory of
-//!   page addresses that takes lookups straight to a page's bytes; `load.rs`: bulk loads in
-//!   page order, whose finished pages a file store writes early;
+//!   page addresses that takes lookups straight to a page's bytes;
+//!   `load.rs`: bulk loads in page order, whose finished pages a file
+//!   store writes early;
 //!   `layout.rs`: depths, page metadata, directory slots; `room.rs`: room
 //!   for the directory's and the page table's next growth, faulted in
 //!   ahead.

@@ -117,6 +117,20 @@ impl<S: PageStore> ExHash<S> {
     /// pages at global depth.
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
+        if self.dir.len() != 1 << self.global_depth || self.look.len() != self.dir.len() {
+            return Err(format!(
+                "{} directory and {} lookup directory slots at global depth {}",
+                self.dir.len(),
+                self.look.len(),
+                self.global_depth
+            ));
+        }
+        if self.look_shift != 33 - self.global_depth {
+            return Err(format!(
+                "look_shift {} at global depth {}",
+                self.look_shift, self.global_depth
+            ));
+        }
         let mut total = 0u64;
         let mut zs = Vec::new();
         let mut at_global = 0;
@@ -136,9 +150,7 @@ impl<S: PageStore> ExHash<S> {
                 return Err(format!("directory does not map page {id} over its range"));
             }
             let look = look_slot(self.store.address(id as PageId), m.depth);
-            if self.look.len() != self.dir.len()
-                || self.look[start..start + span].iter().any(|&l| l != look)
-            {
+            if self.look[start..start + span].iter().any(|&l| l != look) {
                 return Err(format!(
                     "lookup directory does not map page {id} over its range"
                 ));
@@ -158,19 +170,6 @@ impl<S: PageStore> ExHash<S> {
         total += self.spill.len() as u64;
         if total != self.len {
             return Err(format!("len {} but {total} entries found", self.len));
-        }
-        if self.dir.len() != 1 << self.global_depth {
-            return Err(format!(
-                "{} directory slots at global depth {}",
-                self.dir.len(),
-                self.global_depth
-            ));
-        }
-        if self.look_shift != 33 - self.global_depth {
-            return Err(format!(
-                "look_shift {} at global depth {}",
-                self.look_shift, self.global_depth
-            ));
         }
         if at_global != self.at_global {
             return Err(format!(

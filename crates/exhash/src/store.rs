@@ -235,7 +235,8 @@ pub(crate) mod fixed {
 
     /// A live page's bytes stay at one address, aligned to
     /// [`PAGE_SIZE`](super::PAGE_SIZE), until the page is released or the
-    /// store dropped; they are written only through `page_mut`.
+    /// store dropped; they are written only through `page_mut` and
+    /// `page_mut_at`.
     pub trait Fixed {
         /// The address of page `id` (live), its provenance exposed, for
         /// `std::ptr::with_exposed_provenance`.

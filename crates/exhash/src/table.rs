@@ -92,9 +92,9 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     /// `dir[i]`'s page instead of its id, so that a lookup goes from the
     /// directory straight to the page's bytes. Through the id it waited
     /// for one more load, the store's chunk, before the page's own miss:
-    /// lone gets at 8M random pairs took 60.6-62.4 ns against 55.5-56.6
-    /// through addresses, at 1M 29-34 against 22-27 (interleaved runs of
-    /// `profile_get`). Kept equal to `dir` by every change of it
+    /// lone gets at 8M random pairs took 59.8-61.2 ns against 56.2-57.1
+    /// through addresses, at 1M 20.3-25.8 against 18.0-23.4 (`profile_get`,
+    /// the two builds in turn). Kept equal to `dir` by every change of it
     /// ([`ExHash::point`], the doubling and halving), which
     /// `check_invariants` checks.
     pub(crate) look: Vec<LookSlot>,
