@@ -196,11 +196,9 @@ impl<S: PageStore> ExHash<S> {
 fn double<T: Copy + Default>(dir: &mut Vec<T>, room: &mut Room<T>) {
     let n = dir.len();
     let mut next = room.take(2 * n);
-    next.resize(2 * n, T::default());
-    for (pair, &slot) in next.chunks_exact_mut(2).zip(dir.iter()) {
-        pair[0] = slot;
-        pair[1] = slot;
-    }
+    // Each slot written once: filling the room with defaults first, then
+    // the pairs, wrote it twice.
+    next.extend(dir.iter().flat_map(|&slot| [slot, slot]));
     let old = std::mem::replace(dir, next);
     room.lay_out(4 * n);
     room.retire(old);
