@@ -54,6 +54,25 @@ pub(crate) trait Shape {
     const KEY_MASK: u64 = u64::MAX >> (64 - 8 * Self::WIDTH);
     /// Bytes used by tags and slots; the rest of the page is zero.
     const END: usize = Self::SLOTS * (1 + Self::SLOT);
+    /// The most cache lines the slots of one group lie in.
+    const GROUP_SLOT_LINES: usize = most_lines(Self::SLOTS, GROUP * Self::SLOT, Self::GROUPS);
+    /// The most cache lines one slot lies in.
+    const SLOT_LINES: usize = most_lines(Self::SLOTS, Self::SLOT, Self::SLOTS);
+}
+
+/// The most cache lines that `count` runs of `len` bytes lie in, run `i`
+/// starting at byte `first + i * len` of a page (pages start a line).
+const fn most_lines(first: usize, len: usize, count: usize) -> usize {
+    let (mut most, mut i) = (0, 0);
+    while i < count {
+        let start = first + i * len;
+        let lines = (start + len - 1) / 64 - start / 64 + 1;
+        if lines > most {
+            most = lines;
+        }
+        i += 1;
+    }
+    most
 }
 
 /// Pages of depth [`NARROW_FROM`] or more: 34 groups, 6-byte key fields.
@@ -208,7 +227,8 @@ pub(crate) fn scan(page: &Page, g: usize, tag: u8) -> (u32, u32) {
 #[inline(always)]
 pub(crate) fn prefetch_tags(page: &Page, home: usize) {
     let at = home * GROUP;
-    crate::prefetch::read(&page.0[at..at + GROUP]);
+    // 16 tags starting at a multiple of 16 lie in one line.
+    crate::prefetch::read(&page.0[at..at + GROUP], 1);
 }
 
 /// Ask for the cache lines of the slots of group `home`, whose tags a
@@ -217,7 +237,7 @@ pub(crate) fn prefetch_tags(page: &Page, home: usize) {
 #[inline(always)]
 pub(crate) fn prefetch_group_slots<T: Shape>(page: &Page, home: usize) {
     let at = slot_at::<T>(home * GROUP);
-    crate::prefetch::read(&page.0[at..at + GROUP * T::SLOT]);
+    crate::prefetch::read(&page.0[at..at + GROUP * T::SLOT], T::GROUP_SLOT_LINES);
 }
 
 /// Ask for the slot a lookup or insert of `k` will most likely touch:
@@ -230,7 +250,7 @@ pub(crate) fn prefetch_slot<T: Shape>(page: &Page, k: &Key) {
     let pick = if hit != 0 { hit } else { free };
     let i = (pick | 1 << (GROUP - 1)).trailing_zeros() as usize;
     let at = slot_at::<T>(k.home * GROUP + i);
-    crate::prefetch::read(&page.0[at..at + T::SLOT]);
+    crate::prefetch::read(&page.0[at..at + T::SLOT], T::SLOT_LINES);
 }
 
 /// What the home group of a key says of it.
@@ -570,6 +590,31 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The lines of the page that `len` bytes from `at` lie in, counted
+    /// byte by byte.
+    fn lines_of(at: usize, len: usize) -> usize {
+        let lines: std::collections::BTreeSet<usize> = (at..at + len).map(|b| b / 64).collect();
+        lines.len()
+    }
+
+    #[test]
+    fn line_counts_bound_every_group_and_slot() {
+        fn check<T: Shape>(group_lines: usize) {
+            assert_eq!(T::GROUP_SLOT_LINES, group_lines);
+            assert_eq!(T::SLOT_LINES, 2);
+            let groups = (0..T::GROUPS).map(|g| lines_of(slot_at::<T>(g * GROUP), GROUP * T::SLOT));
+            assert_eq!(groups.max(), Some(T::GROUP_SLOT_LINES));
+            let slots = (0..T::SLOTS).map(|s| lines_of(slot_at::<T>(s), T::SLOT));
+            assert_eq!(slots.max(), Some(T::SLOT_LINES));
+            assert!((0..T::GROUPS).all(|g| lines_of(g * GROUP, GROUP) == 1));
+        }
+        // A narrow group's 224 bytes start 0 or 32 bytes into a line: four
+        // lines, where a prefetch every 64 bytes and the last byte's asks
+        // for five.
+        check::<Narrow>(4);
+        check::<Wide>(5);
     }
 
     #[test]
