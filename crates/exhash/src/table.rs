@@ -106,8 +106,9 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) len: u64,
     pub(crate) spill: BTreeMap<u64, u64>,
     pub(crate) at_global: usize,
-    /// Room for the directory's next doubling, laid out at the last one
-    /// and faulted in a little at each split (`directory.rs`).
+    /// Room for the directory's next doubling, laid out at the last one,
+    /// into which each split copies a few more of the directory's slots
+    /// (`directory.rs`).
     pub(crate) next_dir: Room<DirSlot>,
     /// Room for the lookup directory's next doubling, the same way.
     pub(crate) next_look: Room<LookSlot>,
@@ -245,9 +246,16 @@ impl<S: PageStore> ExHash<S> {
     }
 
     /// Point directory slots `slots` at page `id` of depth `depth`.
+    /// Their copies in the rooms of the next doubling follow.
     pub(crate) fn point(&mut self, slots: std::ops::Range<usize>, id: PageId, depth: u8) {
-        self.dir[slots.clone()].fill(dir_slot(id, depth));
-        self.look[slots].fill(look_slot(self.store.address(id), depth));
+        let (slot, look) = (
+            dir_slot(id, depth),
+            look_slot(self.store.address(id), depth),
+        );
+        self.dir[slots.clone()].fill(slot);
+        self.look[slots.clone()].fill(look);
+        self.next_dir.mirror(slots.clone(), slot);
+        self.next_look.mirror(slots, look);
     }
 
     #[inline]
