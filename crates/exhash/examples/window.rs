@@ -49,42 +49,34 @@ fn main() {
     for &(k, v) in &all {
         ours.insert(k, v);
     }
-    let hb = |k: u64| theirs.get(&k).copied();
-    let eh = |k: u64| ours.get(k);
+    /// The rounds of `get`'s lone gets with 0, 15, 30 and 60 instructions
+    /// added.
+    macro_rules! padded {
+        ($get:expr) => {{
+            let get = $get;
+            [
+                lone_gets(&keys, get),
+                lone_gets(&keys, |k| {
+                    pad!(15);
+                    get(k)
+                }),
+                lone_gets(&keys, |k| {
+                    pad!(30);
+                    get(k)
+                }),
+                lone_gets(&keys, |k| {
+                    pad!(60);
+                    get(k)
+                }),
+            ]
+        }};
+    }
     // [hashbrown, ExHash] x [+0, +15, +30, +60]
     let mut best = [[f64::MAX; 4]; 2];
     for _ in 0..9 {
         let rounds = [
-            [
-                lone_gets(&keys, hb),
-                lone_gets(&keys, |k| {
-                    pad!(15);
-                    hb(k)
-                }),
-                lone_gets(&keys, |k| {
-                    pad!(30);
-                    hb(k)
-                }),
-                lone_gets(&keys, |k| {
-                    pad!(60);
-                    hb(k)
-                }),
-            ],
-            [
-                lone_gets(&keys, eh),
-                lone_gets(&keys, |k| {
-                    pad!(15);
-                    eh(k)
-                }),
-                lone_gets(&keys, |k| {
-                    pad!(30);
-                    eh(k)
-                }),
-                lone_gets(&keys, |k| {
-                    pad!(60);
-                    eh(k)
-                }),
-            ],
+            padded!(|k: u64| theirs.get(&k).copied()),
+            padded!(|k: u64| ours.get(k)),
         ];
         for (b, r) in best.iter_mut().zip(rounds) {
             for (b, r) in b.iter_mut().zip(r) {
