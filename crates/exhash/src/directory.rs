@@ -17,6 +17,30 @@ const MERGE_LIMIT: u32 = 256;
 const COPY_AHEAD: usize = 64;
 
 impl<S: PageStore> ExHash<S> {
+    /// The entries in page `id`: its floor while no insert has come since
+    /// it was exact, else counted, and the floor made exact.
+    fn exact_count(&mut self, id: PageId) -> u32 {
+        let stamp = self.stamp();
+        let m = &self.meta[id as usize];
+        if m.counted == stamp {
+            return m.floor;
+        }
+        let n = self.count_entries(id);
+        let m = &mut self.meta[id as usize];
+        (m.floor, m.counted) = (n, stamp);
+        n
+    }
+
+    /// The entries in page `id`, counted from its tags.
+    pub(crate) fn count_entries(&self, id: PageId) -> u32 {
+        let page = self.store.page(id);
+        if narrow(self.meta[id as usize].depth) {
+            group::len::<Narrow>(page)
+        } else {
+            group::len::<Wide>(page)
+        }
+    }
+
     /// Every (position, value) of page `id`, appended to `out`.
     pub(crate) fn page_entries(&self, id: PageId, out: &mut Vec<(u64, u64)>) {
         let page = self.store.page(id);
@@ -77,12 +101,14 @@ impl<S: PageStore> ExHash<S> {
             PageMeta {
                 depth,
                 prefix: old.prefix * 2,
-                count: 0,
+                floor: 0,
+                counted: self.stamp(),
             },
             PageMeta {
                 depth,
                 prefix: old.prefix * 2 + 1,
-                count: 0,
+                floor: 0,
+                counted: self.stamp(),
             },
         );
         self.set_meta(id, low);
@@ -95,8 +121,8 @@ impl<S: PageStore> ExHash<S> {
             } else {
                 group::split::<Wide>(store.page_mut(id), b, d)
             };
-            self.meta[id as usize].count = na;
-            self.meta[other as usize].count = nb;
+            self.meta[id as usize].floor = na;
+            self.meta[other as usize].floor = nb;
         } else {
             self.store.page_mut(id).clear();
             let top = 64 - d as u32;
@@ -109,7 +135,7 @@ impl<S: PageStore> ExHash<S> {
                     (&mut self.scratch, other)
                 };
                 if place_any(page, depth, z, v) {
-                    self.meta[target as usize].count += 1;
+                    self.meta[target as usize].floor += 1;
                 } else {
                     pending.push((Self::hash_at(&self.meta[target as usize], z), v));
                 }
@@ -134,18 +160,30 @@ impl<S: PageStore> ExHash<S> {
         loop {
             let loc = self.locate(h);
             let m = self.meta[loc.page as usize];
-            if m.depth <= MIN_DEPTH || m.count >= MERGE_TRIGGER {
+            // The floors are at most the counts, so a floor at the trigger
+            // rules a merge out without counting.
+            if m.depth <= MIN_DEPTH || m.floor >= MERGE_TRIGGER {
                 break;
             }
             let span = 1usize << (self.global_depth - m.depth);
             let buddy = slot_page(self.dir[(m.prefix ^ 1) as usize * span]);
             let b = self.meta[buddy as usize];
-            if b.depth != m.depth || m.count + b.count > MERGE_LIMIT {
+            if b.depth != m.depth {
+                break;
+            }
+            // Inserts since the page was last counted do not show in its
+            // floor: count it, and its sibling, unless none came since.
+            let n = self.exact_count(loc.page);
+            if n >= MERGE_TRIGGER {
+                break;
+            }
+            let nb = self.exact_count(buddy);
+            if n + nb > MERGE_LIMIT {
                 break;
             }
             let bit = 65 - m.depth as u32;
             let depth = m.depth - 1;
-            let mut all = Vec::with_capacity((m.count + b.count) as usize);
+            let mut all = Vec::with_capacity((n + nb) as usize);
             for (id, meta) in [(loc.page, m), (buddy, b)] {
                 let from = all.len();
                 self.page_entries(id, &mut all);
@@ -172,7 +210,8 @@ impl<S: PageStore> ExHash<S> {
             self.meta[keep as usize] = PageMeta {
                 depth,
                 prefix: m.prefix >> 1,
-                count: all.len() as u32,
+                floor: all.len() as u32,
+                counted: self.stamp(),
             };
             let start = (m.prefix >> 1) as usize * span * 2;
             self.point(start..start + span * 2, keep, depth);

@@ -742,7 +742,7 @@ impl<D: Device> ExHash<FileStore<D>> {
                 return Err(ErrorKind::BadChecksum { offset: off }.into());
             }
             if header.version < VERSION {
-                m.count = legacy::page_pairs(
+                m.floor = legacy::page_pairs(
                     &page,
                     m.depth,
                     m.prefix,
@@ -751,7 +751,7 @@ impl<D: Device> ExHash<FileStore<D>> {
                     &mut old_pairs,
                 )?;
             } else {
-                m.count = if narrow(m.depth) {
+                m.floor = if narrow(m.depth) {
                     group::check::<Narrow>(&page, m.depth, m.prefix, &mut zs)
                 } else {
                     group::check::<Wide>(&page, m.depth, m.prefix, &mut zs)
@@ -759,7 +759,7 @@ impl<D: Device> ExHash<FileStore<D>> {
                 .map_err(|(at, what)| Error::corrupt(off + at as u64, what))?;
                 store.mem.install(id as PageId, &page);
             }
-            total += m.count as u64;
+            total += m.floor as u64;
         }
         if total != len {
             return Err(corrupt(8, "entry count does not match the pages"));
@@ -780,6 +780,10 @@ impl<D: Device> ExHash<FileStore<D>> {
             .into_iter()
             .map(|id| dir_slot(id, metas[id as usize].depth))
             .collect();
+        // Every floor was just counted: exact at the new table's stamp.
+        for m in &mut metas {
+            m.counted = len as u32;
+        }
         let table = ExHash::from_parts(store, dir, gd, metas, len, spill);
         if table.spill.keys().any(|&k| table.in_pages(k)) {
             return Err(spill_twice);

@@ -179,6 +179,13 @@ fn clear<T: Shape>(page: &mut Page, s: usize) {
     page.0[s] = 0;
 }
 
+/// The slots in use in a page.
+pub(crate) fn len<T: Shape>(page: &Page) -> u32 {
+    (0..T::GROUPS)
+        .map(|g| (!scan(page, g, 0).1 & 0xffff).count_ones())
+        .sum()
+}
+
 /// Group `o` groups past `home`.
 #[inline(always)]
 pub(crate) fn next<T: Shape>(home: usize, o: usize) -> usize {

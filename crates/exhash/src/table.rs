@@ -104,6 +104,9 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) global_depth: u8,
     pub(crate) meta: Vec<PageMeta>,
     pub(crate) len: u64,
+    /// Removals of entries from pages so far: with `len`, the stamp that
+    /// tells whether a page's floor is still exact (`ExHash::stamp`).
+    pub(crate) removed: u64,
     pub(crate) spill: BTreeMap<u64, u64>,
     pub(crate) at_global: usize,
     /// Room for the directory's next doubling, laid out at the last one,
@@ -162,7 +165,8 @@ impl<S: PageStore> ExHash<S> {
                 PageMeta {
                     depth,
                     prefix,
-                    count: 0,
+                    floor: 0,
+                    counted: 0,
                 },
             );
             table.dir.push(dir_slot(id, depth));
@@ -199,6 +203,7 @@ impl<S: PageStore> ExHash<S> {
             global_depth,
             meta,
             len,
+            removed: 0,
             spill,
             at_global,
             next_dir,
@@ -206,6 +211,14 @@ impl<S: PageStore> ExHash<S> {
             next_meta,
             scratch: Page::empty(),
         }
+    }
+
+    /// What changes with every new entry and with nothing else a page's
+    /// floor does not follow (`PageMeta::floor`): entries now plus
+    /// removals so far, each removal leaving it as it was.
+    #[inline]
+    pub(crate) fn stamp(&self) -> u32 {
+        self.len.wrapping_add(self.removed) as u32
     }
 
     /// Number of entries.
@@ -471,7 +484,6 @@ impl<S: PageStore> ExHash<S> {
             return Err(());
         };
         group::put::<T>(page, &k, slot, o, value);
-        self.meta[loc.page as usize].count += 1;
         self.len += 1;
         Ok(None)
     }
@@ -484,8 +496,11 @@ impl<S: PageStore> ExHash<S> {
         } else {
             group::place::<Wide>(page, &group::key::<Wide>(loc.z), value)
         };
+        // The slow path keeps the floor exact: the pages it places into
+        // were just counted by a split, with the stamp this entry's
+        // count in `len` already gave.
         if placed {
-            self.meta[loc.page as usize].count += 1;
+            self.meta[loc.page as usize].floor += 1;
         }
         placed
     }
@@ -526,6 +541,7 @@ impl<S: PageStore> ExHash<S> {
             return Some(v);
         };
         self.len -= 1;
+        self.removed += 1;
         self.maybe_merge(h);
         Some(old)
     }
@@ -536,7 +552,8 @@ impl<S: PageStore> ExHash<S> {
         let page = self.store.page_mut(loc.page);
         let old = group::value::<T>(page, s);
         group::remove::<T>(page, s);
-        self.meta[loc.page as usize].count -= 1;
+        let floor = &mut self.meta[loc.page as usize].floor;
+        *floor = floor.saturating_sub(1);
         Some(old)
     }
 }
