@@ -323,6 +323,29 @@ mod tests {
     }
 
     #[test]
+    fn a_floor_stays_exact_only_until_an_insert() {
+        let mut t = dense();
+        // A spilled entry, whose removal must not take the stamp back.
+        let spilled = 0x5EED_u64;
+        assert_eq!(t.get(spilled), None);
+        t.spill.insert(spilled, 1);
+        t.len += 1;
+        let id = t.locate(crate::mix::mix(7)).page;
+        let n = t.count_entries(id);
+        (t.meta[id as usize].floor, t.meta[id as usize].counted) = (n, t.stamp());
+        t.check_invariants().unwrap();
+        // A new key into that page: its floor is one short now, and no
+        // longer claimed exact, even once the spilled entry is removed.
+        let key = (8u64..)
+            .find(|&k| t.get(k).is_none() && t.locate(crate::mix::mix(k)).page == id)
+            .unwrap();
+        t.insert(key, 2);
+        assert_eq!(t.remove(spilled), Some(1));
+        assert_eq!(t.count_entries(id), n + 1);
+        t.check_invariants().unwrap();
+    }
+
+    #[test]
     fn a_floor_above_the_page_s_entries_is_reported() {
         let mut t = dense();
         let (id, _) = find(&t, |_, _, _| true);

@@ -104,8 +104,8 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) global_depth: u8,
     pub(crate) meta: Vec<PageMeta>,
     pub(crate) len: u64,
-    /// Removals of entries from pages so far: with `len`, the stamp that
-    /// tells whether a page's floor is still exact (`ExHash::stamp`).
+    /// Removals so far: with `len`, the stamp that tells whether a page's
+    /// floor is still exact (`ExHash::stamp`).
     pub(crate) removed: u64,
     pub(crate) spill: BTreeMap<u64, u64>,
     pub(crate) at_global: usize,
@@ -213,9 +213,10 @@ impl<S: PageStore> ExHash<S> {
         }
     }
 
-    /// What changes with every new entry and with nothing else a page's
-    /// floor does not follow (`PageMeta::floor`): entries now plus
-    /// removals so far, each removal leaving it as it was.
+    /// What changes with every new entry and with nothing else: entries
+    /// now plus removals so far, which a removal leaves as it was. It
+    /// only grows, so a page's floor is exact while its `counted` is the
+    /// stamp (`PageMeta::floor`).
     #[inline]
     pub(crate) fn stamp(&self) -> u32 {
         self.len.wrapping_add(self.removed) as u32
@@ -537,7 +538,10 @@ impl<S: PageStore> ExHash<S> {
         };
         let Some(old) = removed else {
             let v = self.spill.remove(&key)?;
+            // Counted as a removal, so that the stamp never goes back to
+            // a value a page's floor was exact at.
             self.len -= 1;
+            self.removed += 1;
             return Some(v);
         };
         self.len -= 1;
