@@ -69,6 +69,7 @@ mod load;
 pub mod mix;
 #[cfg(not(feature = "test-util"))]
 mod mix;
+mod page_table;
 mod piece;
 mod prefetch;
 mod room;

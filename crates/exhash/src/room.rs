@@ -1,37 +1,40 @@
-//! Room laid out ahead for a vector's next growth, faulted in a little at
-//! a time, so that the insert that grows the vector (the directory at a
-//! doubling, the page table past a power of two) copies into memory
-//! already there instead of waiting for the kernel to fault in and zero
-//! the fresh memory (at 2^16 -> 2^17 directory slots that took longer than
-//! the rest of the insert, over 100 µs). A directory's room is filled
-//! with the doubled directory itself, a little at a time, so that the
-//! doubling has little or nothing left to copy: the copy alone took
-//! 65-80 µs at 2^15 -> 2^16 slots on a Zen 3 host.
+//! Room laid out ahead for a directory's next doubling, filled a little
+//! at a time by the splits, so that the insert that doubles the directory
+//! finds the doubled directory there, in memory already faulted in,
+//! instead of waiting for the kernel to fault in and zero fresh memory (at
+//! 2^16 -> 2^17 directory slots that took longer than the rest of the
+//! insert, over 100 µs) and for the copy (65-80 µs at 2^15 -> 2^16 slots
+//! on a Zen 3 host). The page table grows in chunks instead
+//! (`page_table.rs`).
 
-/// The kernel's small page: one write into each faults the room in.
-const SMALL_PAGE: usize = 4096;
-
-/// A vector's next buffer: empty, its capacity the room, of which the
-/// first `ready` elements are faulted in.
+/// A directory's next buffer: empty, its capacity the room, of which the
+/// first `ready` elements are written.
 ///
-/// Nothing the growth itself need not do waits for it: the room asked
-/// for is allocated, then the buffer the growth replaced is freed, each
-/// at a later [`Room::fault_in`] (a split's), one a call. Each costs
-/// tens of microseconds here (a mapping made or unmapped, the second
-/// with the other CPUs told to forget it), and on the insert that grew
-/// the page table they came on top of the copy and of a new chunk of
-/// pages: 100-140 µs, the longest puts of a load. Allocating before
-/// freeing matters: freed first, the old buffer raised the allocator's
-/// threshold for mapping large blocks, the room then came from the top of
-/// its heap, which it shrank and grew again at nearly every split (14,825
-/// `brk` calls in an 8M-pair load, most splits over 10 µs).
+/// Nothing the doubling itself need not do waits for it: the room asked
+/// for is allocated, then the buffer the doubling replaced is freed a
+/// piece at a time, each at a later [`Room::copy_ahead`] (a split's), one
+/// a call. Allocating costs tens of microseconds here (20-60 µs from
+/// 32 KiB on, a mapping made or the heap grown), and so does freeing
+/// ([`FREE_STEP`]). Allocating before freeing matters: freed first, the old buffer raised the allocator's threshold
+/// for mapping large blocks, the room then came from the top of its heap,
+/// which it shrank and grew again at nearly every split (14,825 `brk`
+/// calls in an 8M-pair load, most splits over 10 µs).
+/// Bytes of a retired buffer freed at a time, from its end. Freeing
+/// memory costs ~0.7 µs a 4 KiB page on the 2-core Zen 3 VM, on top of
+/// ~10 µs a call (`munmap` of 256 KiB written: 36-49 µs; of 1 MiB:
+/// 93-136 µs). All at once, the two directories the doubling to 2^16
+/// slots retired (128 and 256 KiB) took 118-148 µs on one split, on top of
+/// the split's own 10-20. A shrink in place gives the tail back (`mremap`
+/// for a block the allocator mapped on its own): 1-45 µs a piece.
+const FREE_STEP: usize = 16 << 10;
+
 #[derive(Debug)]
 pub(crate) struct Room<T> {
     buf: Vec<T>,
     ready: usize,
-    /// The capacity laid out, allocated at the next `fault_in`.
+    /// The capacity laid out, allocated at the next `copy_ahead`.
     want: usize,
-    /// The buffer the last growth replaced, freed at the next `fault_in`.
+    /// The buffer the last growth replaced, freed at the next `copy_ahead`.
     retired: Vec<T>,
     /// Of a directory's room: how many of the directory's slots are in
     /// the room already, each twice ([`Room::copy_ahead`]).
@@ -52,7 +55,7 @@ impl<T> Default for Room<T> {
 
 impl<T: Copy + Default> Room<T> {
     /// Lay out room for `capacity` elements: allocated at the next
-    /// [`Room::fault_in`], faulted in from then on.
+    /// [`Room::copy_ahead`], filled from then on.
     pub(crate) fn lay_out(&mut self, capacity: usize) {
         self.buf = Vec::new();
         self.ready = 0;
@@ -61,7 +64,7 @@ impl<T: Copy + Default> Room<T> {
     }
 
     /// Keep `old`, the buffer a growth replaced, until the next
-    /// [`Room::fault_in`] frees it.
+    /// [`Room::copy_ahead`] frees it.
     pub(crate) fn retire(&mut self, old: Vec<T>) {
         self.retired = old;
     }
@@ -75,50 +78,43 @@ impl<T: Copy + Default> Room<T> {
         self.doubled = 0;
     }
 
-    /// Allocate the room laid out, or else free the retired buffer: true
-    /// if this call did one of them (each is work enough for one call).
+    /// Allocate the room laid out, or else free the next [`FREE_STEP`]
+    /// bytes of the retired buffer: true if this call did one of them
+    /// (each is work enough for one split).
     fn set_up(&mut self) -> bool {
         if self.buf.capacity() < self.want {
             self.buf = Vec::with_capacity(self.want);
             return true;
         }
-        if self.retired.capacity() > 0 {
-            self.retired = Vec::new();
+        let cap = self.retired.capacity();
+        if cap > 0 {
+            let keep = cap.saturating_sub(FREE_STEP / size_of::<T>().max(1));
+            if keep == 0 {
+                self.retired = Vec::new();
+            } else {
+                self.retired.truncate(keep);
+                self.retired.shrink_to(keep);
+            }
             return true;
         }
         false
     }
 
-    /// Allocate the room laid out, or else free the retired buffer, or
-    /// else fault in up to `pieces` more 4 KiB of the room, by writing
-    /// into it.
-    pub(crate) fn fault_in(&mut self, pieces: usize) {
+    /// Allocate the room laid out, or else free a piece of the retired
+    /// buffer, or else write the next `slots` slots of directory `dir`,
+    /// each twice, into the room: the doubling then has little or nothing
+    /// left to copy. Slots already copied are kept equal to the
+    /// directory's by [`Room::mirror`]. True if the call allocated or
+    /// freed memory: the caller's share of such work for one split.
+    pub(crate) fn copy_ahead(&mut self, dir: &[T], slots: usize) -> bool {
         if self.set_up() {
-            return;
+            return true;
         }
-        let step = (SMALL_PAGE / std::mem::size_of::<T>().max(1)).max(1);
-        let room = self.buf.spare_capacity_mut();
-        for _ in 0..pieces {
-            let Some(slot) = room.get_mut(self.ready) else {
-                self.ready = room.len();
-                return;
-            };
-            slot.write(T::default());
-            self.ready += step;
+        if self.buf.capacity() >= 2 * dir.len() {
+            let end = (self.doubled + slots).min(dir.len());
+            self.copy(dir, end);
         }
-    }
-
-    /// Allocate the room laid out, or else free the retired buffer, or
-    /// else write the next `slots` slots of directory `dir`, each twice,
-    /// into the room: the doubling then has little or nothing left to
-    /// copy. Slots already copied are kept equal to the directory's by
-    /// [`Room::mirror`].
-    pub(crate) fn copy_ahead(&mut self, dir: &[T], slots: usize) {
-        if self.set_up() || self.buf.capacity() < 2 * dir.len() {
-            return;
-        }
-        let end = (self.doubled + slots).min(dir.len());
-        self.copy(dir, end);
+        false
     }
 
     /// Write directory slots `doubled..end`, each twice, into the room.
@@ -178,19 +174,7 @@ impl<T: Copy + Default> Room<T> {
             .all(|(pair, slot)| pair[0] == *slot && pair[1] == *slot)
     }
 
-    /// The room as an empty vector of capacity at least `capacity` (its
-    /// memory faulted in as far as the splits got; allocated now if the
-    /// room is too small), leaving no room behind.
-    pub(crate) fn take(&mut self, capacity: usize) -> Vec<T> {
-        let mut buf = std::mem::take(&mut self.buf);
-        self.ready = 0;
-        self.want = 0;
-        self.doubled = 0;
-        buf.reserve_exact(capacity);
-        buf
-    }
-
-    /// Bytes of the room faulted in, and of a retired buffer not freed yet.
+    /// Bytes of the room written, and of a retired buffer not freed yet.
     pub(crate) fn bytes(&self) -> usize {
         (self.ready.min(self.buf.capacity()) + self.retired.capacity()) * std::mem::size_of::<T>()
     }
@@ -201,44 +185,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn room_is_faulted_in_piece_by_piece_and_handed_over_empty() {
-        let mut room = Room::<u32>::default();
-        room.lay_out(5000);
-        assert_eq!(room.bytes(), 0);
-        // The first call allocates, the next ones fault in.
-        room.fault_in(1);
-        assert_eq!((room.buf.capacity(), room.bytes()), (5000, 0));
-        room.fault_in(1);
-        assert_eq!(room.bytes(), 4096);
-        room.fault_in(10);
-        assert_eq!(
-            room.bytes(),
-            room.buf.capacity() * 4,
-            "no further than the room"
-        );
-        let buf = room.take(4000);
-        assert!(buf.is_empty() && buf.capacity() >= 5000);
-        assert_eq!(room.bytes(), 0);
-        // Too small a room grows when taken, as does one not allocated yet.
-        room.lay_out(10);
-        room.fault_in(1);
-        assert!(room.take(100).capacity() >= 100);
-        room.lay_out(100);
-        assert!(room.take(50).capacity() >= 50);
-    }
-
-    #[test]
-    fn the_room_is_allocated_then_the_retired_buffer_freed_one_call_each() {
+    fn the_room_is_allocated_then_the_retired_buffer_freed_a_piece_a_call() {
         let mut room = Room::<u32>::default();
         room.lay_out(2048);
-        room.retire(vec![1; 1024]);
-        assert_eq!(room.bytes(), 4096, "the retired buffer counts until freed");
-        room.fault_in(4);
-        assert_eq!((room.buf.capacity(), room.retired.capacity()), (2048, 1024));
-        room.fault_in(4);
-        assert_eq!((room.retired.capacity(), room.bytes()), (0, 0));
-        room.fault_in(4);
-        assert_eq!(room.bytes(), 2048 * 4);
+        // 40 KiB: freed in three pieces, the last one 8 KiB.
+        room.retire(vec![1; 10 << 10]);
+        assert_eq!(
+            room.bytes(),
+            40 << 10,
+            "the retired buffer counts until freed"
+        );
+        let dir = vec![3; 1024];
+        assert!(room.copy_ahead(&dir, 4));
+        assert_eq!(room.buf.capacity(), 2048, "allocated first");
+        assert_eq!(room.retired.capacity(), 10 << 10);
+        for left in [6 << 10, 2 << 10, 0] {
+            assert!(room.copy_ahead(&dir, 4));
+            assert_eq!(room.retired.capacity(), left);
+            assert_eq!(
+                room.bytes(),
+                room.retired.capacity() * 4,
+                "nothing copied yet"
+            );
+        }
+        assert!(!room.copy_ahead(&dir, 4));
+        assert_eq!(room.bytes(), 8 * 4, "then four slots a call, each twice");
     }
 
     #[test]
@@ -271,9 +242,15 @@ mod tests {
     #[test]
     fn a_recycled_buffer_is_room_already_faulted_in() {
         let mut room = Room::<u64>::default();
-        room.recycle(vec![7; 1000]);
+        let buf = vec![7; 1000];
+        let at = buf.as_ptr();
+        room.recycle(buf);
         assert_eq!(room.bytes(), 8000);
-        let buf = room.take(1000);
-        assert!(buf.is_empty() && buf.capacity() >= 1000);
+        let dir: Vec<u64> = (0..500).collect();
+        room.copy_ahead(&dir, 100);
+        assert_eq!(room.doubled, 100, "nothing to allocate first");
+        let doubled = room.take_doubled(&dir);
+        assert_eq!(doubled.as_ptr(), at, "doubled into the recycled buffer");
+        assert!(doubled.iter().copied().eq(dir.iter().flat_map(|&s| [s, s])));
     }
 }

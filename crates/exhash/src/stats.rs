@@ -1,7 +1,7 @@
 //! Shape counters and the invariant check used by the tests.
 
 use crate::group::{self, Narrow, REACH, Shape, Wide, narrow};
-use crate::layout::{LookSlot, PageMeta, dir_slot, look_slot};
+use crate::layout::{LookSlot, dir_slot, look_slot};
 use crate::store::{PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
@@ -101,8 +101,7 @@ impl<S: PageStore> ExHash<S> {
         pages * PAGE_SIZE as u64
             + self.dir.len() as u64 * 4
             + (self.look.len() * std::mem::size_of::<LookSlot>()) as u64
-            + (self.next_dir.bytes() + self.next_look.bytes() + self.next_meta.bytes()) as u64
-            + self.meta.len() as u64 * std::mem::size_of::<PageMeta>() as u64
+            + (self.next_dir.bytes() + self.next_look.bytes() + self.meta.bytes()) as u64
             + self.spill.len() as u64 * 16
     }
 

@@ -9,6 +9,7 @@ use crate::layout::{
     DirSlot, LookSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, look_address, look_slot, slot_page,
 };
 use crate::mix::{hash_of_position, mix, position_high, unmix};
+use crate::page_table::PageTable;
 use crate::room::Room;
 use crate::store::{MemoryStore, Page, PageId, PageStore};
 
@@ -102,7 +103,7 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     /// is its slot (kept with the depth, one instruction fewer a lookup).
     pub(crate) look_shift: u8,
     pub(crate) global_depth: u8,
-    pub(crate) meta: Vec<PageMeta>,
+    pub(crate) meta: PageTable,
     pub(crate) len: u64,
     /// Removals so far: with `len`, the stamp that tells whether a page's
     /// floor is still exact (`ExHash::stamp`).
@@ -115,8 +116,6 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) next_dir: Room<DirSlot>,
     /// Room for the lookup directory's next doubling, the same way.
     pub(crate) next_look: Room<LookSlot>,
-    /// Room for the page table's next growth, the same way.
-    pub(crate) next_meta: Room<PageMeta>,
     /// Working page for splits and merges, kept so that they do not
     /// allocate.
     pub(crate) scratch: Box<Page>,
@@ -193,22 +192,19 @@ impl<S: PageStore> ExHash<S> {
         next_dir.lay_out(2 * dir.len());
         let mut next_look = Room::default();
         next_look.lay_out(2 * dir.len());
-        let mut next_meta = Room::default();
-        next_meta.lay_out(2 * meta.capacity().max(1));
         ExHash {
             store,
             dir,
             look,
             look_shift: 33 - global_depth,
             global_depth,
-            meta,
+            meta: PageTable::from(meta),
             len,
             removed: 0,
             spill,
             at_global,
             next_dir,
             next_look,
-            next_meta,
             scratch: Page::empty(),
         }
     }
@@ -243,20 +239,7 @@ impl<S: PageStore> ExHash<S> {
     }
 
     pub(crate) fn set_meta(&mut self, id: PageId, m: PageMeta) {
-        let i = id as usize;
-        if self.meta.capacity() <= i {
-            // Into the room laid out (and faulted in by the splits) since
-            // the last growth; then lay out room for the next.
-            let mut next = self.next_meta.take(i + 1);
-            next.extend_from_slice(&self.meta);
-            let old = std::mem::replace(&mut self.meta, next);
-            self.next_meta.lay_out(2 * self.meta.capacity());
-            self.next_meta.retire(old);
-        }
-        if self.meta.len() <= i {
-            self.meta.resize(i + 1, PageMeta::default());
-        }
-        self.meta[i] = m;
+        self.meta.set(id as usize, m);
     }
 
     /// Point directory slots `slots` at page `id` of depth `depth`.
