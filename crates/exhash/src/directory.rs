@@ -62,7 +62,6 @@ impl<S: PageStore> ExHash<S> {
         debug_assert_eq!(self.dir.len(), 2 * n);
         self.global_depth += 1;
         self.look_shift -= 1;
-        self.at_global = 0;
     }
 
     /// Split page `id` into itself (next position bit 0) and a new page
@@ -152,9 +151,8 @@ impl<S: PageStore> ExHash<S> {
         let start = (old.prefix as usize) * span;
         self.point(start..start + span / 2, id, depth);
         self.point(start + span / 2..start + span, other, depth);
-        if depth == self.global_depth {
-            self.at_global += 2;
-        }
+        self.at_depth[d as usize] -= 1;
+        self.at_depth[depth as usize] += 2;
     }
 
     /// After a removal: while the page of hash `h` is underfull and its
@@ -218,10 +216,9 @@ impl<S: PageStore> ExHash<S> {
             };
             let start = (m.prefix >> 1) as usize * span * 2;
             self.point(start..start + span * 2, keep, depth);
-            if m.depth == self.global_depth {
-                self.at_global -= 2;
-            }
-            while self.at_global == 0 && self.global_depth > MIN_DEPTH {
+            self.at_depth[m.depth as usize] -= 2;
+            self.at_depth[depth as usize] += 1;
+            while self.at_depth[self.global_depth as usize] == 0 && self.global_depth > MIN_DEPTH {
                 self.halve_directory();
             }
         }
@@ -232,8 +229,6 @@ impl<S: PageStore> ExHash<S> {
         halve(&mut self.look, &mut self.next_look);
         self.global_depth -= 1;
         self.look_shift += 1;
-        let g = self.global_depth;
-        self.at_global = self.meta.iter().filter(|m| m.depth == g).count();
     }
 }
 
@@ -248,12 +243,18 @@ fn double<T: Copy + Default>(dir: &mut Vec<T>, room: &mut Room<T>) {
     room.retire(old);
 }
 
-/// Halve a directory (every other slot); the old one, faulted in, is the
-/// room for doubling again.
+/// Halve a directory in place (every other slot), keeping its room for
+/// doubling again (`Room::restart`). Nothing is allocated or freed: the
+/// directory keeps its capacity until it doubles again, so a table that
+/// shrank keeps the memory of its largest directory and its room, under
+/// 2% of that of the pages its store keeps for reuse.
 fn halve<T: Copy + Default>(dir: &mut Vec<T>, room: &mut Room<T>) {
-    let halved = dir.iter().step_by(2).copied().collect();
-    let old = std::mem::replace(dir, halved);
-    room.recycle(old);
+    let n = dir.len() / 2;
+    for i in 0..n {
+        dir[i] = dir[2 * i];
+    }
+    dir.truncate(n);
+    room.restart(n);
 }
 
 /// Place a new entry at position `z` into `page` of depth `depth`.

@@ -39,6 +39,19 @@ pub(crate) struct PageMeta {
     pub counted: u32,
 }
 
+/// How many pages of `meta` are live at each depth.
+pub(crate) fn pages_at_depth<'a>(
+    meta: impl IntoIterator<Item = &'a PageMeta>,
+) -> [u32; MAX_DEPTH as usize + 1] {
+    let mut at = [0; MAX_DEPTH as usize + 1];
+    for m in meta {
+        if m.depth > 0 {
+            at[m.depth as usize] += 1;
+        }
+    }
+    at
+}
+
 pub(crate) type DirSlot = u32;
 
 #[inline]

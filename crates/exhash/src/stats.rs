@@ -1,7 +1,7 @@
 //! Shape counters and the invariant check used by the tests.
 
 use crate::group::{self, Narrow, REACH, Shape, Wide, narrow};
-use crate::layout::{LookSlot, dir_slot, look_slot};
+use crate::layout::{LookSlot, dir_slot, look_slot, pages_at_depth};
 use crate::store::{PAGE_SIZE, Page, PageId, PageStore};
 use crate::table::ExHash;
 
@@ -135,13 +135,9 @@ impl<S: PageStore> ExHash<S> {
         }
         let mut total = 0u64;
         let mut zs = Vec::new();
-        let mut at_global = 0;
         for (id, m) in self.meta.iter().enumerate() {
             if m.depth == 0 {
                 continue;
-            }
-            if m.depth == self.global_depth {
-                at_global += 1;
             }
             let span = 1usize << (self.global_depth - m.depth);
             let start = m.prefix as usize * span;
@@ -175,10 +171,11 @@ impl<S: PageStore> ExHash<S> {
         if total != self.len {
             return Err(format!("len {} but {total} entries found", self.len));
         }
-        if at_global != self.at_global {
+        let at_depth = pages_at_depth(self.meta.iter());
+        if at_depth != self.at_depth {
             return Err(format!(
-                "{at_global} pages at global depth, counter says {}",
-                self.at_global
+                "live pages at each depth {at_depth:?}, the counts say {:?}",
+                self.at_depth
             ));
         }
         Ok(())
