@@ -9,14 +9,15 @@
 //! Run: `cargo bench -p seekless-exhash --bench exhash_macro`
 //! (add `-- --quick` for one run per figure instead of five, `-- --headline`
 //! for the 1M random pairs table alone, `-- --stalls` for the longest
-//! single puts at 8M pairs alone, `-- --bulk` for the file backend's bulk
-//! load alone: nine runs at 1M pairs, three at 8M).
+//! single puts of an 8M load and removes of its emptying alone, `-- --bulk`
+//! for the file backend's bulk load alone: nine runs at 1M pairs, three at
+//! 8M).
 
 use std::time::Instant;
 
 use seekless_exhash::bench::{
     Pattern, measure_exhash, measure_exhash_batched, measure_exhash_load, measure_std, pairs,
-    stalls, swiss_table_bytes, time_exhash, time_map,
+    removal_stalls, stalls, swiss_table_bytes, time_exhash, time_map,
 };
 use seekless_exhash::{ExHash, MemoryStore, PageStore};
 
@@ -146,6 +147,26 @@ fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
     }
 }
 
+fn removal_stalls_of(pattern: Pattern, n: usize, runs: usize) {
+    let pairs = pairs(n, pattern);
+    println!(
+        "\nlongest single remove while removing all {n} {pattern:?} pairs in the order loaded (each remove's fastest of {runs} runs)"
+    );
+    println!("| memory | longest remove µs | at N | removes over 10 µs | removes over 100 µs |");
+    println!("|---|---:|---:|---:|---:|");
+    let stores: [(&str, NewStore); 2] = [
+        ("huge pages (default)", MemoryStore::new),
+        ("small pages", MemoryStore::with_small_pages),
+    ];
+    for (name, store) in stores {
+        let s = removal_stalls(&pairs, runs, store);
+        println!(
+            "| {name} | {:.1} | {} | {} | {} |",
+            s.max_us, s.at, s.over_10us, s.over_100us
+        );
+    }
+}
+
 /// One bulk load of `pairs` into a fresh table at `path` (memory when
 /// `None`), one pair at a time or by `ExHash::load`, then committed: the
 /// whole time and the commit's.
@@ -225,6 +246,7 @@ fn main() {
         // Only the longest-put figures at 8M pairs.
         growth_stalls(Pattern::Random, 8_000_000, 3);
         growth_stalls(Pattern::Sequential, 8_000_000, 3);
+        removal_stalls_of(Pattern::Random, 8_000_000, 3);
         return;
     }
     if std::env::args().any(|a| a == "--bulk") {
@@ -253,6 +275,7 @@ fn main() {
     let stall_n = if quick { 1_000_000 } else { 8_000_000 };
     growth_stalls(Pattern::Random, stall_n, 3);
     growth_stalls(Pattern::Sequential, stall_n, 3);
+    removal_stalls_of(Pattern::Random, stall_n, 3);
     file_bulk_load(1_000_000, runs);
     if !quick {
         file_bulk_load(8_000_000, 3);

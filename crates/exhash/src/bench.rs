@@ -174,21 +174,22 @@ pub fn measure_std(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     (put, get, swiss_table_bytes(map.capacity(), 16) as f64 / n)
 }
 
-/// The longest single puts while loading pairs one call at a time: how
-/// long growth (a page split, a directory doubling, fresh memory) can
-/// stall a caller.
+/// The longest single puts while loading pairs one call at a time ([`stalls`]),
+/// or removes while taking them out again ([`removal_stalls`]): how long
+/// growth (a page split, a directory doubling, fresh memory) or shrinking
+/// (a merge, a directory halving) can stall a caller.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stalls {
-    /// The longest put, in microseconds.
+    /// The longest call, in microseconds.
     pub max_us: f64,
-    /// How many pairs the table held before that put.
+    /// How many pairs the table held before that call.
     pub at: usize,
-    /// Puts that took longer than 10 µs.
+    /// Calls that took longer than 10 µs.
     pub over_10us: usize,
-    /// Puts that took longer than 100 µs.
+    /// Calls that took longer than 100 µs.
     pub over_100us: usize,
-    /// How much of the process's memory the loaded table added in
-    /// transparent huge pages, in bytes (Linux only: `AnonHugePages` of
+    /// Of a load: how much of the process's memory the loaded table added
+    /// in transparent huge pages, in bytes (Linux only: `AnonHugePages` of
     /// `/proc/self/smaps_rollup`, after the last run against before the
     /// first).
     pub huge_page_bytes: Option<u64>,
@@ -222,17 +223,47 @@ pub fn stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> 
         after = anon_huge_bytes();
         black_box(&table);
     }
-    let (at, &max) = best
+    let mut s = longest(&best, |i| i);
+    s.huge_page_bytes = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+    s
+}
+
+/// Load `pairs` into a new [`ExHash`] (over `store()`), then remove them
+/// all in the same order, timing every remove separately, `runs` times:
+/// the longest removes, each its fastest over the runs, as in [`stalls`]
+/// (how long shrinking, a merge or a directory halving, can stall a
+/// caller). `at` is how many pairs the table held before that remove.
+pub fn removal_stalls(pairs: &[(u64, u64)], runs: usize, store: fn() -> MemoryStore) -> Stalls {
+    let mut best = vec![f32::INFINITY; pairs.len()];
+    for _ in 0..runs.max(1) {
+        let mut table = ExHash::with_store(store());
+        for &(k, v) in pairs {
+            table.insert(k, v);
+        }
+        for (&(k, _), best) in pairs.iter().zip(best.iter_mut()) {
+            let start = Instant::now();
+            black_box(table.remove(k));
+            *best = best.min(start.elapsed().as_nanos() as f32 / 1000.0);
+        }
+        assert!(table.is_empty(), "every pair removed");
+    }
+    longest(&best, |i| pairs.len() - i)
+}
+
+/// The longest of the operations timed in `best` (µs), operation `i`
+/// having come when the table held `held(i)` pairs.
+fn longest(best: &[f32], held: impl Fn(usize) -> usize) -> Stalls {
+    let (i, &max) = best
         .iter()
         .enumerate()
         .max_by(|a, b| a.1.total_cmp(b.1))
         .unwrap_or((0, &0.0));
     Stalls {
         max_us: max as f64,
-        at,
+        at: if best.is_empty() { 0 } else { held(i) },
         over_10us: best.iter().filter(|&&t| t > 10.0).count(),
         over_100us: best.iter().filter(|&&t| t > 100.0).count(),
-        huge_page_bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+        huge_page_bytes: None,
     }
 }
 
@@ -294,5 +325,22 @@ mod tests {
         ] {
             assert!(x.is_finite() && x > 0.0, "{r:?}");
         }
+    }
+
+    #[test]
+    fn the_longest_call_is_reported_with_the_pairs_held_then() {
+        let best = [3.0, 250.0, 12.0, 0.5];
+        let s = longest(&best, |i| 100 - i);
+        assert_eq!(
+            (s.max_us, s.at, s.over_10us, s.over_100us),
+            (250.0, 99, 2, 1)
+        );
+        assert_eq!(longest(&[], |i| i).at, 0);
+        // Removes: the first of n comes with all n pairs held.
+        let p = pairs(3_000, Pattern::Random);
+        let s = removal_stalls(&p, 1, MemoryStore::new);
+        assert!((1..=3_000).contains(&s.at) && s.max_us > 0.0, "{s:?}");
+        let s = stalls(&p, 1, MemoryStore::new);
+        assert!(s.at < 3_000 && s.max_us > 0.0, "{s:?}");
     }
 }

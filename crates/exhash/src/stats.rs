@@ -127,6 +127,9 @@ impl<S: PageStore> ExHash<S> {
         if !self.next_dir.doubles(&self.dir) || !self.next_look.doubles(&self.look) {
             return Err("the room of the next doubling differs from the directory".into());
         }
+        if !self.next_dir.halves(&self.dir) || !self.next_look.halves(&self.look) {
+            return Err("the directory halved ahead differs from the directory".into());
+        }
         if self.look_shift != 33 - self.global_depth {
             return Err(format!(
                 "look_shift {} at global depth {}",

@@ -115,11 +115,11 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     /// without reading the page table (a scan of it took 20-80 µs at 16K
     /// pages, on a remove).
     pub(crate) at_depth: [u32; MAX_DEPTH as usize + 1],
-    /// Room for the directory's next doubling, laid out at the last one,
-    /// into which each split copies a few more of the directory's slots
-    /// (`directory.rs`).
+    /// Room for the directory's next doubling, into which each split
+    /// copies a few more of the directory's slots, and for its next
+    /// halving, into which each merge does (`room.rs`).
     pub(crate) next_dir: Room<DirSlot>,
-    /// Room for the lookup directory's next doubling, the same way.
+    /// Room for the lookup directory's, the same way.
     pub(crate) next_look: Room<LookSlot>,
     /// Working page for splits and merges, kept so that they do not
     /// allocate.
