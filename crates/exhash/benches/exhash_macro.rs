@@ -122,6 +122,12 @@ fn curve(pattern: Pattern, sizes: &[usize]) {
 /// A way to make the memory store a table starts from.
 type NewStore = fn() -> MemoryStore;
 
+/// The memory stores the stall figures are measured over.
+const STORES: [(&str, NewStore); 2] = [
+    ("huge pages (default)", MemoryStore::new),
+    ("small pages", MemoryStore::with_small_pages),
+];
+
 fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
     let pairs = pairs(n, pattern);
     println!(
@@ -131,11 +137,7 @@ fn growth_stalls(pattern: Pattern, n: usize, runs: usize) {
         "| memory | longest put µs | at N | puts over 10 µs | puts over 100 µs | table in huge pages MiB |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    let stores: [(&str, NewStore); 2] = [
-        ("huge pages (default)", MemoryStore::new),
-        ("small pages", MemoryStore::with_small_pages),
-    ];
-    for (name, store) in stores {
+    for (name, store) in STORES {
         let s = stalls(&pairs, runs, store);
         let huge = s.huge_page_bytes.map_or("-".to_string(), |b| {
             format!("{:.0}", b as f64 / (1 << 20) as f64)
@@ -154,11 +156,7 @@ fn removal_stalls_of(pattern: Pattern, n: usize, runs: usize) {
     );
     println!("| memory | longest remove µs | at N | removes over 10 µs | removes over 100 µs |");
     println!("|---|---:|---:|---:|---:|");
-    let stores: [(&str, NewStore); 2] = [
-        ("huge pages (default)", MemoryStore::new),
-        ("small pages", MemoryStore::with_small_pages),
-    ];
-    for (name, store) in stores {
+    for (name, store) in STORES {
         let s = removal_stalls(&pairs, runs, store);
         println!(
             "| {name} | {:.1} | {} | {} | {} |",
