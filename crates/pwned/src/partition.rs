@@ -442,6 +442,10 @@ pub(crate) struct Partitions<'a> {
     /// Where spills go when they are written on a thread of their own
     /// (else they are written here, as they are taken).
     writer: Option<Writer<'a>>,
+    /// Whether a spill failed: a partition then has no segment to go on
+    /// with, and every later record is refused rather than given memory
+    /// beyond the budget.
+    failed: bool,
 }
 
 /// A holder's way to the spill writer ([`Spill::serve`]), and back.
@@ -479,6 +483,7 @@ impl<'a> Partitions<'a> {
             spill,
             encoded: Vec::new(),
             writer: None,
+            failed: false,
         }
     }
 
@@ -572,11 +577,22 @@ impl<'a> Partitions<'a> {
         }
     }
 
+    /// Whether a spill failed; the holder takes no more records then.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed
+    }
+
     /// Makes room in partition `p`'s current segment, which is full (or
     /// not yet made): a new segment while the budget lasts, else the
     /// memory of the partition's oldest, spilled.
     #[cold]
     fn next_segment(&mut self, p: usize) -> Result<()> {
+        if self.failed {
+            return Err(Error::io(
+                None,
+                std::io::Error::other("an earlier spill failed"),
+            ));
+        }
         let current = &mut self.current[p];
         if current.records.is_empty() {
             *current = self.budget.hand_out();
@@ -588,7 +604,13 @@ impl<'a> Partitions<'a> {
             self.current[p] = segment;
             return Ok(());
         }
-        self.current[p] = self.spill_oldest(p)?;
+        match self.spill_oldest(p) {
+            Ok(segment) => self.current[p] = segment,
+            Err(e) => {
+                self.failed = true;
+                return Err(e);
+            }
+        }
         Ok(())
     }
 }
@@ -967,6 +989,50 @@ mod tests {
             back.sort_by_key(|r| r.lo);
             assert_eq!(back, sent_records());
             let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[test]
+    fn a_failed_spill_refuses_every_later_record_within_the_budget() {
+        // Spill files cannot be made in a directory that does not exist:
+        // the first spill fails, on the holder's thread or the writer's.
+        let missing = std::env::temp_dir().join(format!("seekless-gone-{}", std::process::id()));
+        for threaded in [false, true] {
+            let spill = Spill::new(&missing, PARTS);
+            let memory = 1000 * 64 * RECORD_BYTES as u64;
+            let budget = Budget::new(memory, 1, 0).unwrap();
+            let mut next = crate::testing::rng(0x5B17);
+            let mut record = || Record {
+                hi: next(),
+                mid: 0,
+                lo: 0,
+                count: 1,
+            };
+            let mut put_all = |mut held: Partitions<'_>| {
+                let mut first = None;
+                // Far more records than the budget holds: each after the
+                // failure is refused, none is given memory the budget has
+                // not (which would panic).
+                for i in 0..200_000 {
+                    if let Err(e) = held.put(record()) {
+                        first.get_or_insert((i, e.to_string()));
+                        assert!(held.failed());
+                    }
+                }
+                let (at, error) = first.expect("a spill failed");
+                assert!(at < 1000 * 64, "the spill failed at record {at}");
+                assert!(error.contains(missing.to_str().unwrap()), "{error}");
+            };
+            if threaded {
+                std::thread::scope(|s| {
+                    let (jobs, served) = mpsc::channel();
+                    s.spawn(|| spill.serve(served));
+                    put_all(Partitions::with_writer(&budget, &spill, jobs));
+                });
+            } else {
+                put_all(Partitions::new(&budget, &spill));
+            }
+            assert!(budget.next.load(Ordering::Relaxed) * 64 * RECORD_BYTES <= memory as usize);
         }
     }
 

@@ -777,7 +777,9 @@ fn collect<'o, 'b, W: Write + Seek>(
                             // Every run goes, even empty: the stream takes
                             // them in order.
                             let _ = run_tx.send(run);
-                        } else if !shared.skip(chunk.seq) {
+                        } else if !partitions.failed() && !shared.skip(chunk.seq) {
+                            // A holder whose spill failed has reported it
+                            // and only passes the rest of the input by.
                             parse_chunk(shared, &chunk, prefixes, &mut partitions);
                         }
                         match chunk.data {

@@ -1,0 +1,208 @@
+//! Commands that write on a file system that fills up: each ends with one
+//! line naming the path and what failed, exit status 2, no panic, and no
+//! partial output left behind.
+//!
+//! Two ways to fill up, each tried where the machine allows: a small tmpfs
+//! mounted by the test (root only: the kernel's own `ENOSPC`), and a limit
+//! on the size of any file the command writes (`RLIMIT_FSIZE`: `EFBIG`
+//! past it, with `SIGXFSZ` ignored), which any user can set.
+#![cfg(all(feature = "pwned", target_os = "linux"))]
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+use common::{SEEKLESS, tempdir};
+
+/// How a command's writes are made to fail.
+#[derive(Debug, Clone, Copy)]
+enum Full {
+    /// Files go to a tmpfs of this many bytes, mounted by the test.
+    Tmpfs(u64),
+    /// No file the command writes may grow past this many bytes.
+    FileSize(u64),
+}
+
+/// A tmpfs of `bytes` mounted on `dir` while it lives.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    /// `None` where this process may not mount (not root, or in a
+    /// container that forbids it).
+    fn tmpfs(dir: &Path, bytes: u64) -> Option<Mounted> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("size={bytes}"))
+            .arg("tmpfs")
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then(|| Mounted(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `seekless ARGS` with every file it writes limited to `limit` bytes
+/// (`None`: no limit).
+fn seekless(args: &[&str], limit: Option<u64>) -> Output {
+    let mut command = Command::new(SEEKLESS);
+    command.args(args);
+    if let Some(limit) = limit {
+        // SAFETY: between fork and exec only async-signal-safe calls are
+        // made (setrlimit, signal), touching no memory of the parent's.
+        unsafe {
+            command.pre_exec(move || {
+                let rlimit = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                Ok(())
+            })
+        };
+    }
+    command.output().unwrap()
+}
+
+/// Runs `args` (in which `{out}` stands for `out`, a directory on the
+/// file system that fills up) the ways this machine allows, and checks
+/// each time that the command fails cleanly, naming `names` (a path that
+/// begins with `out`, or the directory itself), and leaves `out` as it
+/// found it. Returns how many ways ran.
+fn fails_cleanly(dir: &Path, args: &[&str], bytes: u64) -> usize {
+    let mut ran = 0;
+    for full in [Full::Tmpfs(bytes), Full::FileSize(bytes)] {
+        let out = dir.join(match full {
+            Full::Tmpfs(_) => "tmpfs",
+            Full::FileSize(_) => "limited",
+        });
+        let (_mounted, limit) = match full {
+            Full::Tmpfs(bytes) => match Mounted::tmpfs(&out, bytes) {
+                Some(m) => (Some(m), None),
+                None => {
+                    eprintln!("no tmpfs can be mounted here: only the file size limit is tried");
+                    continue;
+                }
+            },
+            Full::FileSize(bytes) => {
+                std::fs::create_dir_all(&out).unwrap();
+                (None, Some(bytes))
+            }
+        };
+        let before = listing(&out);
+        let out_text = out.to_str().unwrap();
+        let args: Vec<String> = args.iter().map(|a| a.replace("{out}", out_text)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = seekless(&args, limit);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{full:?}: {args:?} should fail with status 2; stderr:\n{stderr}"
+        );
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{full:?}: one line expected:\n{stderr}");
+        let line = lines[0];
+        assert!(line.starts_with("seekless: "), "{full:?}: {line}");
+        assert!(
+            line.contains(out_text),
+            "{full:?}: the path is not named: {line}"
+        );
+        let failed = match full {
+            Full::Tmpfs(_) => "No space left on device",
+            Full::FileSize(_) => "File too large",
+        };
+        assert!(line.contains(failed), "{full:?}: {line}");
+        assert_eq!(listing(&out), before, "{full:?}: files left in {out_text}");
+        ran += 1;
+    }
+    ran
+}
+
+/// The names of the files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `n` lines of random SHA-1 hashes and counts (in no order: a build
+/// of them partitions and, in a small budget, spills).
+fn corpus(n: usize) -> String {
+    let mut text = String::with_capacity(n * 48);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..n {
+        let (a, b, c) = (next(), next(), next());
+        text.push_str(&format!(
+            "{a:016X}{b:016X}{:08X}:{}\n",
+            c >> 32,
+            1 + c % 1000
+        ));
+    }
+    text
+}
+
+#[test]
+fn prepare_spilling_to_a_full_disk_names_it_and_leaves_nothing() {
+    let dir = tempdir("full-spill");
+    let input = dir.join("corpus.txt");
+    // Several chunks of input: parsers still have some to take when the
+    // disk fills up (the last of them once put records into memory the
+    // budget did not have, and the build panicked).
+    std::fs::write(&input, corpus(1_000_000)).unwrap();
+    // The index goes to the same file system: a file size limit holds for
+    // every file the command writes.
+    let args = [
+        "pwned",
+        "prepare",
+        input.to_str().unwrap(),
+        "-o",
+        "{out}/pwned.idx",
+        "--memory",
+        "1M",
+        "--threads",
+        "2",
+        "--tmp-dir",
+        "{out}",
+    ];
+    // A million records spill ~23 MB; the file system holds 1 MiB.
+    assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn prepare_writing_its_index_to_a_full_disk_names_it_and_leaves_nothing() {
+    let dir = tempdir("full-index");
+    let input = dir.join("corpus.txt");
+    std::fs::write(&input, corpus(200_000)).unwrap();
+    let args = [
+        "pwned",
+        "prepare",
+        input.to_str().unwrap(),
+        "-o",
+        "{out}/pwned.idx",
+    ];
+    // The index takes ~3.5 MB.
+    assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
