@@ -29,6 +29,8 @@ mod serve;
 mod size;
 #[cfg(feature = "pwned")]
 mod terminal;
+#[cfg(feature = "serve")]
+mod tls;
 #[cfg(any(feature = "pwned", feature = "bencode", feature = "blocks"))]
 mod words;
 

@@ -1,9 +1,11 @@
 //! `seekless pwned serve`: the Have I Been Pwned range API
-//! (`GET /range/{5 hex}`) over HTTP, answered from seekless indexes, so that
-//! existing clients work unchanged when pointed at this server. What the API
-//! answers is the library's ([`seekless_pwned::RangeApi`]); this is the
-//! shell around it: flags, the listening socket, signals, the access log,
-//! and noticing replaced index files.
+//! (`GET /range/{5 hex}`) over HTTP and HTTPS, answered from seekless
+//! indexes, so that existing clients work unchanged when pointed at this
+//! server. What the API answers is the library's
+//! ([`seekless_pwned::RangeApi`]: ranges, whole-hash checks, health,
+//! metrics); this is the shell around it: flags, the listening sockets,
+//! TLS ([`crate::tls`]), signals, the access log, and noticing replaced
+//! index and certificate files.
 //!
 //! The indexes are opened once (memory-mapped) and shared by all workers,
 //! verified in the background after start (`/health` answers 503 until
@@ -17,14 +19,18 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use seekless_pwned::date::rfc3339;
-use seekless_pwned::{Kind, RangeApi, Served};
+use seekless_pwned::{Kind, RangeApi, Reload, Served};
 use tower::Service;
+
+use crate::tls::Tls;
 
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,12 +44,38 @@ pub struct Args {
     /// (`?mode=ntlm`); each index's kind decides which it answers.
     #[arg(short, long = "index", value_name = "INDEX", required = true)]
     pub indexes: Vec<PathBuf>,
-    /// Address to listen on: HOST:PORT (a name such as localhost:8080, an
-    /// IPv4 or `[IPv6]` address) or a bare PORT, on 127.0.0.1 (give
-    /// 0.0.0.0:PORT for every interface). Port 0 picks a free port; the
-    /// chosen address is printed on standard output.
-    #[arg(long, value_name = "[HOST:]PORT", default_value = "127.0.0.1:8080")]
-    pub listen: String,
+    /// Address to answer plain HTTP on: HOST:PORT (a name such as
+    /// localhost:8080, an IPv4 or `[IPv6]` address) or a bare PORT, on
+    /// 127.0.0.1 (give 0.0.0.0:PORT for every interface). Port 0 picks a
+    /// free port; each address listened on is printed on standard output.
+    /// May be given more than once, and beside --tls-listen; without
+    /// either, 127.0.0.1:8080.
+    #[arg(long, value_name = "[HOST:]PORT")]
+    pub listen: Vec<String>,
+    /// Address to answer HTTPS on (HTTP/2 and HTTP/1.1), as --listen; needs
+    /// --tls-cert and --tls-key. May be given more than once.
+    #[arg(long, value_name = "[HOST:]PORT", requires_all = ["tls_cert", "tls_key"])]
+    pub tls_listen: Vec<String>,
+    /// The certificate chain for HTTPS, PEM (the server's certificate
+    /// first). Re-read when the file changes, and on SIGHUP.
+    #[arg(long, value_name = "PEM", requires = "tls_listen")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key for HTTPS, PEM (PKCS#8, RSA or EC). Re-read with
+    /// the certificate.
+    #[arg(long, value_name = "PEM", requires = "tls_listen")]
+    pub tls_key: Option<PathBuf>,
+    /// Make /health answer 503 while an index is older than this (its last
+    /// update, or its build): 8d, 36h, 90m, or seconds.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub max_age: Option<Duration>,
+    /// Do not offer the whole-hash lookups (`GET /check/sha1/…`,
+    /// `GET /check/ntlm/…`, `POST /check`). They receive whole hashes (no
+    /// k-anonymity): offer them to trusted callers only.
+    #[arg(long)]
+    pub no_check_api: bool,
+    /// Do not offer `GET /metrics` (Prometheus text format).
+    #[arg(long)]
+    pub no_metrics: bool,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -68,14 +100,14 @@ pub struct Args {
 /// What tells one file from another under the same name: device and inode
 /// where there are such, with size and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Identity {
+pub struct Identity {
     file: (u64, u64),
     len: u64,
     modified: Option<SystemTime>,
 }
 
 impl Identity {
-    fn of(path: &Path) -> std::io::Result<Identity> {
+    pub fn of(path: &Path) -> std::io::Result<Identity> {
         let meta = std::fs::metadata(path)?;
         #[cfg(unix)]
         let file = {
@@ -99,7 +131,7 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// The index at `path`, and the identity of the file it was opened from
 /// (taken first, so that a file taking the name after it is noticed).
@@ -125,6 +157,7 @@ fn verify(served: &Served) -> std::result::Result<(), String> {
 
 fn serve(args: Args) -> Result<()> {
     let api = RangeApi::with_cache(args.cache_mib.saturating_mul(1 << 20));
+    api.set_max_age(args.max_age);
     let mut files: Vec<(PathBuf, Identity)> = Vec::new();
     for path in &args.indexes {
         let (served, identity) = open(path)?;
@@ -139,11 +172,17 @@ fn serve(args: Args) -> Result<()> {
         }
         files.push((path.clone(), identity));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) if !args.tls_listen.is_empty() => {
+            Some(Arc::new(Tls::load(cert, key)?))
+        }
+        _ => None,
+    };
     // Verify in the background: /health answers 503 until done. Then watch
-    // for replaced indexes.
+    // for replaced indexes and certificates.
     let (reload_tx, reload_rx) = std::sync::mpsc::channel();
     {
-        let api = api.clone();
+        let (api, tls) = (api.clone(), tls.clone());
         std::thread::Builder::new()
             .name("verify".into())
             .spawn(move || {
@@ -152,7 +191,7 @@ fn serve(args: Args) -> Result<()> {
                         let _ = verify(&served);
                     }
                 }
-                watch(&api, files, &reload_rx);
+                watch(&api, files, tls.as_deref(), &reload_rx);
             })?;
     }
     // A thread per core, each with a runtime of its own, as nginx's
@@ -167,13 +206,15 @@ fn serve(args: Args) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let app = router(&api, !args.no_page, args.access_log);
+    // Every address is bound before any is announced or served.
+    let listeners = runtime.block_on(bind_all(&args))?;
+    let app = router(&api, &args);
     let mut workers = Vec::new();
     let mut handoffs = Vec::new();
     for i in 0..threads {
         let (handoff, streams) = tokio::sync::mpsc::unbounded_channel();
         handoffs.push(handoff);
-        let app = app.clone();
+        let (app, api, tls) = (app.clone(), api.clone(), tls.clone());
         workers.push(
             std::thread::Builder::new()
                 .name(format!("serve-{i}"))
@@ -181,18 +222,48 @@ fn serve(args: Args) -> Result<()> {
                     let runtime = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()?;
-                    runtime.block_on(worker(streams, app));
+                    runtime.block_on(worker(streams, app, api, tls));
                     Ok(())
                 })?,
         );
     }
     runtime.spawn(hangups(reload_tx));
     // When it returns, the handoffs are dropped: the workers finish.
-    let accepted = runtime.block_on(accept_loop(&args, handoffs));
+    let accepted = runtime.block_on(accept_all(listeners, args.max_connections, handoffs));
     for worker in workers {
         worker.join().map_err(|_| "a worker thread panicked")??;
     }
     accepted
+}
+
+/// `--max-age`: a number and a unit (`d`, `h`, `m`, `s`; `w` for weeks),
+/// or a bare number of seconds.
+fn parse_age(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_secs = match unit.trim() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?}: give a number and d, h, m or s (8d, 36h)"
+            ));
+        }
+    };
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not an age: give a number and d, h, m or s (8d)"))?;
+    number
+        .checked_mul(unit_secs)
+        .filter(|&secs| secs > 0)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?}: an age from 1 second to centuries"))
 }
 
 /// How often the watcher looks at the served files' names.
@@ -221,10 +292,12 @@ async fn hangups(reload: std::sync::mpsc::Sender<()>) {
 /// [`WATCH_EVERY`]) or on SIGHUP. The new index is opened and verified
 /// while the old one goes on answering; requests that started on the old
 /// one finish on it. A new file that cannot be opened, fails verification
-/// or is of the other kind is reported and the old one kept.
+/// or is of the other kind is reported and the old one kept. The TLS
+/// certificate and key are re-read the same way ([`Tls::refresh`]).
 fn watch(
     api: &RangeApi,
     mut files: Vec<(PathBuf, Identity)>,
+    tls: Option<&Tls>,
     reload: &std::sync::mpsc::Receiver<()>,
 ) {
     // Files already tried and refused, so each is reported once.
@@ -251,6 +324,7 @@ fn watch(
                     );
                     *served_identity = identity;
                     changed = true;
+                    api.reloaded(Reload::Index, true);
                 }
                 Err(e) => {
                     eprintln!(
@@ -259,10 +333,26 @@ fn watch(
                         path.display()
                     );
                     refused.push(identity);
+                    api.reloaded(Reload::Index, false);
                 }
             }
         }
-        if asked && !changed {
+        let certificate = tls.and_then(|tls| Some((tls, tls.refresh(asked)?)));
+        if let Some((tls, reloaded)) = certificate {
+            let (cert, key) = tls.files();
+            api.reloaded(Reload::Certificate, reloaded.is_ok());
+            match reloaded {
+                Ok(()) => eprintln!(
+                    "seekless: new TLS connections get the certificate now in {} (key {})",
+                    cert.display(),
+                    key.display()
+                ),
+                Err(e) => eprintln!(
+                    "seekless: the TLS certificate was not reloaded: {e}; \
+                     still serving the one loaded before"
+                ),
+            }
+        } else if asked && !changed {
             eprintln!("seekless: SIGHUP: no index file was replaced");
         }
     }
@@ -286,46 +376,123 @@ fn replacement(api: &RangeApi, path: &Path) -> Result<(u64, u64)> {
     Ok((hashes, old.index().len()))
 }
 
-fn router(api: &RangeApi, page: bool, access_log: bool) -> axum::Router {
+fn router(api: &RangeApi, args: &Args) -> axum::Router {
     let mut app = api.router();
-    if page {
+    if !args.no_page {
         app = app.merge(api.page());
     }
-    if access_log {
+    if !args.no_check_api {
+        app = app.merge(api.check_api());
+    }
+    if !args.no_metrics {
+        app = app.merge(api.metrics());
+    }
+    if args.access_log {
         app.layer(axum::middleware::from_fn(log))
     } else {
         app
     }
 }
 
-/// A connection handed to a worker, and its place under the limit of
-/// connections open at once.
-type Handoff = (std::net::TcpStream, tokio::sync::OwnedSemaphorePermit);
+/// A connection handed to a worker: whether it came to a TLS address, and
+/// its place under the limit of connections open at once.
+struct Handoff {
+    stream: std::net::TcpStream,
+    tls: bool,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
 
-/// Accepts connections until SIGINT or SIGTERM, handing them to the
-/// workers in turn.
-async fn accept_loop(
-    args: &Args,
+type Handoffs = Arc<Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>>;
+
+/// A bound address, and whether it speaks TLS.
+struct Listener {
+    socket: tokio::net::TcpListener,
+    tls: bool,
+}
+
+/// Binds every `--listen` and `--tls-listen` address (127.0.0.1:8080 when
+/// neither is given) and announces each on standard output, plain ones
+/// first: `listening on http://ADDRESS`, `listening on https://ADDRESS`.
+async fn bind_all(args: &Args) -> Result<Vec<Listener>> {
+    let default = ["127.0.0.1:8080".to_string()];
+    let plain = if args.listen.is_empty() && args.tls_listen.is_empty() {
+        &default[..]
+    } else {
+        &args.listen[..]
+    };
+    let mut listeners = Vec::new();
+    for (addresses, tls) in [(plain, false), (&args.tls_listen[..], true)] {
+        for address in addresses {
+            listeners.push(Listener {
+                socket: bind(address).await?,
+                tls,
+            });
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    for listener in &listeners {
+        let scheme = if listener.tls { "https" } else { "http" };
+        writeln!(
+            stdout,
+            "listening on {scheme}://{}",
+            listener.socket.local_addr()?
+        )?;
+    }
+    stdout.flush()?;
+    Ok(listeners)
+}
+
+/// Accepts connections on every listener until SIGINT or SIGTERM, handing
+/// them to the workers in turn.
+async fn accept_all(
+    listeners: Vec<Listener>,
+    max_connections: usize,
     handoffs: Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>,
 ) -> Result<()> {
-    let listener = bind(&args.listen).await?;
-    let local = listener.local_addr()?;
-    {
-        let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "listening on http://{local}")?;
-        stdout.flush()?;
+    let limit = Arc::new(tokio::sync::Semaphore::new(max_connections.max(1)));
+    let handoffs: Handoffs = Arc::new(handoffs);
+    let turn = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut accepting = tokio::task::JoinSet::new();
+    for listener in listeners {
+        let (limit, handoffs, turn) =
+            (Arc::clone(&limit), Arc::clone(&handoffs), Arc::clone(&turn));
+        accepting.spawn(accept_on(listener, limit, handoffs, turn, stopped.clone()));
     }
-    let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(args.max_connections.max(1)));
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    for next in (0..handoffs.len()).cycle() {
+    drop(handoffs);
+    let mut outcome = Ok(());
+    tokio::select! {
+        () = shutdown_signal() => {}
+        Some(ended) = accepting.join_next() => {
+            outcome = ended.map_err(|e| e.to_string().into()).and_then(|r| r);
+        }
+    }
+    let _ = stop.send(true);
+    while let Some(ended) = accepting.join_next().await {
+        if let Ok(Err(e)) = ended {
+            outcome = outcome.and(Err(e));
+        }
+    }
+    eprintln!("seekless: shutting down");
+    outcome
+}
+
+/// Accepts connections on one listener until told to stop.
+async fn accept_on(
+    listener: Listener,
+    limit: Arc<tokio::sync::Semaphore>,
+    handoffs: Handoffs,
+    turn: Arc<AtomicUsize>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    loop {
         let permit = tokio::select! {
-            permit = std::sync::Arc::clone(&limit).acquire_owned() => permit?,
-            () = &mut shutdown => break,
+            permit = Arc::clone(&limit).acquire_owned() => permit?,
+            _ = stop.changed() => return Ok(()),
         };
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
+            accepted = listener.socket.accept() => accepted,
+            _ = stop.changed() => return Ok(()),
         };
         let stream = match accepted.and_then(|(stream, _peer)| stream.into_std()) {
             Ok(stream) => stream,
@@ -336,26 +503,38 @@ async fn accept_loop(
                 continue;
             }
         };
-        if handoffs[next].send((stream, permit)).is_err() {
+        let next = turn.fetch_add(1, Ordering::Relaxed) % handoffs.len();
+        let handoff = Handoff {
+            stream,
+            tls: listener.tls,
+            permit,
+        };
+        if handoffs[next].send(handoff).is_err() {
             return Err("a worker thread stopped".into());
         }
     }
-    drop(listener);
-    eprintln!("seekless: shutting down");
-    Ok(())
 }
 
 /// Serves the connections handed to it until no more can come (the
 /// server is shutting down), then waits for those open to finish (up to
-/// [`SHUTDOWN_GRACE`]).
-async fn worker(mut streams: tokio::sync::mpsc::UnboundedReceiver<Handoff>, app: axum::Router) {
+/// [`SHUTDOWN_GRACE`]). A TLS connection is served by HTTP/2 when the
+/// client chose it by ALPN, else by HTTP/1.1.
+async fn worker(
+    mut streams: tokio::sync::mpsc::UnboundedReceiver<Handoff>,
+    app: axum::Router,
+    api: RangeApi,
+    tls: Option<Arc<Tls>>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(hyper_util::rt::TokioTimer::new())
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
         .keep_alive(true);
-    while let Some((stream, permit)) = streams.recv().await {
-        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+    let mut http2 = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    http2.timer(hyper_util::rt::TokioTimer::new());
+    while let Some(handoff) = streams.recv().await {
+        let Ok(stream) = tokio::net::TcpStream::from_std(handoff.stream) else {
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -364,11 +543,34 @@ async fn worker(mut streams: tokio::sync::mpsc::UnboundedReceiver<Handoff>, app:
             let mut app = app.clone();
             async move { app.call(request.map(Body::new)).await }
         });
-        let connection =
-            graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        let open = (api.connection(), handoff.permit);
+        let Some(tls) = tls.as_ref().filter(|_| handoff.tls) else {
+            let connection = graceful
+                .watch(http1.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                let _ = connection.await;
+                drop(open);
+            });
+            continue;
+        };
+        let (acceptor, watcher) = (tls.acceptor(), graceful.watcher());
+        let (http1, http2, api) = (http1.clone(), http2.clone(), api.clone());
         tokio::spawn(async move {
-            let _ = connection.await;
-            drop(permit);
+            let handshake = tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await;
+            let Ok(Ok(stream)) = handshake else {
+                // Not TLS (plain HTTP to this port), a client refusing the
+                // certificate, or too slow: the connection closes.
+                api.tls_handshake_failed();
+                return;
+            };
+            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if h2 {
+                let _ = watcher.watch(http2.serve_connection(io, service)).await;
+            } else {
+                let _ = watcher.watch(http1.serve_connection(io, service)).await;
+            }
+            drop(open);
         });
     }
     tokio::select! {

@@ -28,8 +28,13 @@
 //!   refreshes incrementally from a mirror and mirrors chain) and a
 //!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
 //!   on revalidation; `Cache-Control: public`.
-//! - `GET /health`: 200 once every served index has been verified
-//!   ([`Served::verify`]), 503 while one is not yet or is damaged.
+//! - `GET /health`: each index's kind, hashes, state and when it was last
+//!   brought up to date, and its age; 200 once every served index has
+//!   been verified ([`Served::verify`]), 503 while one is not yet, is
+//!   damaged, or is older than [`RangeApi::set_max_age`] allows.
+//! - [`RangeApi::check_api`]: whole-hash lookups for trusted callers
+//!   (`GET /check/sha1/{40 hex}`, `POST /check`; see `hash_api`).
+//! - [`RangeApi::metrics`]: `GET /metrics` in the Prometheus text format.
 //! - [`RangeApi::page`]: `GET /` is a page where a person checks a password:
 //!   the browser hashes it (SHA-1 by WebCrypto, or MD4 for NTLM when only an
 //!   NTLM index is served), asks for its range with padding and looks for
@@ -40,10 +45,9 @@
 //! [`RangeApi::put`] swaps an index for a new one of its kind while
 //! requests go on: a request holds the indexes it started with to its end.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -55,6 +59,7 @@ use crate::date::http_date;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{Key, Kind};
 use crate::index::Index;
+use crate::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
 use crate::range::{pad_range, range_digest, write_range_body};
 use crate::source::RANGES;
 
@@ -62,9 +67,9 @@ use crate::source::RANGES;
 const CACHE_CONTROL: &str = "public, max-age=2678400";
 
 /// Verification state of a served index.
-const VERIFYING: u8 = 0;
-const VERIFIED: u8 = 1;
-const DAMAGED: u8 = 2;
+pub(crate) const VERIFYING: u8 = 0;
+pub(crate) const VERIFIED: u8 = 1;
+pub(crate) const DAMAGED: u8 = 2;
 
 /// An index as the range API serves it: with the name `/health` reports,
 /// the time answers give as `Last-Modified`, and whether it was verified.
@@ -73,8 +78,11 @@ pub struct Served {
     index: Index,
     name: String,
     last_modified: Option<HeaderValue>,
-    status: AtomicU8,
-    damage: OnceLock<String>,
+    /// When the hashes were last brought up to date: the last `update`
+    /// (from the source section), else the file's time.
+    updated: Option<SystemTime>,
+    pub(crate) status: AtomicU8,
+    pub(crate) damage: OnceLock<String>,
     /// Each range's validator, computed on first use.
     validators: OnceLock<Validators>,
 }
@@ -125,10 +133,19 @@ impl Served {
             }
             .into());
         }
+        // An index `update` made says when it last did; its section is
+        // checked in full by `verify`.
+        let updated = index
+            .source()
+            .ok()
+            .flatten()
+            .filter(|source| source.updated > 0)
+            .map(|source| std::time::UNIX_EPOCH + Duration::from_secs(source.updated));
         Ok(Served {
             index,
             name: name.into(),
             last_modified: None,
+            updated,
             status: AtomicU8::new(VERIFYING),
             damage: OnceLock::new(),
             validators: OnceLock::new(),
@@ -137,11 +154,21 @@ impl Served {
 
     /// Answers carry `time` as their `Last-Modified` (the index file's
     /// modification time, say), and `If-Modified-Since` repeating it is
-    /// answered `304`.
+    /// answered `304`. For an index not made by `update` (one `prepare`
+    /// built), it is also when the hashes were brought up to date, which
+    /// `/health` and `/metrics` count its age from.
     #[must_use]
     pub fn last_modified(mut self, time: SystemTime) -> Served {
         self.last_modified = HeaderValue::from_str(&http_date(time)).ok();
+        self.updated = self.updated.or(Some(time));
         self
+    }
+
+    /// When the hashes were last brought up to date: the time of the last
+    /// `update` recorded in the index, else the time given to
+    /// [`Served::last_modified`]; `None` when neither is known.
+    pub fn updated(&self) -> Option<SystemTime> {
+        self.updated
     }
 
     /// Checks every page of the index ([`Index::verify`]) and records the
@@ -181,13 +208,17 @@ struct Shared {
     current: RwLock<Arc<Generation>>,
     cache_bytes: usize,
     seed: AtomicU64,
+    /// The age past which `/health` calls an index stale, in seconds (0:
+    /// none).
+    max_age: AtomicU64,
+    metrics: Arc<Metrics>,
 }
 
 /// The indexes answering requests now, with what is cached of them.
 #[derive(Debug)]
-struct Generation {
-    sha1: Option<Arc<Served>>,
-    ntlm: Option<Arc<Served>>,
+pub(crate) struct Generation {
+    pub(crate) sha1: Option<Arc<Served>>,
+    pub(crate) ntlm: Option<Arc<Served>>,
     cache: Option<Cache>,
 }
 
@@ -219,11 +250,13 @@ impl RangeApi {
                 })),
                 cache_bytes: bytes,
                 seed: AtomicU64::new(seed),
+                max_age: AtomicU64::new(0),
+                metrics: Arc::default(),
             }),
         }
     }
 
-    fn load(&self) -> Arc<Generation> {
+    pub(crate) fn load(&self) -> Arc<Generation> {
         Arc::clone(
             &self
                 .shared
@@ -281,11 +314,122 @@ impl RangeApi {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/range/{prefix}", axum::routing::any(range))
-            .route("/health", axum::routing::any(health))
+            .route("/health", axum::routing::any(crate::health::health))
             .fallback(fallback)
             .with_state(self.clone())
             .layer(axum::middleware::map_response(cors))
     }
+
+    /// Whole-hash lookups for trusted callers, to merge into
+    /// [`RangeApi::router`]'s router (`api.router().merge(api.check_api())`):
+    /// `GET /check/sha1/{40 hex}`, `GET /check/ntlm/{32 hex}` and
+    /// `POST /check` (a JSON array of hex hashes). These receive whole
+    /// hashes (no k-anonymity, no CORS): offer them only to callers
+    /// trusted with the passwords' hashes.
+    pub fn check_api(&self) -> Router {
+        Router::new()
+            .route("/check/{kind}/{hash}", axum::routing::any(check_one))
+            .route("/check", axum::routing::any(check_batch))
+            .with_state(self.clone())
+    }
+
+    /// `GET /metrics` in the Prometheus text format, to merge into
+    /// [`RangeApi::router`]'s router: requests by route and status, a
+    /// latency histogram, bytes sent, connections (as counted by
+    /// [`RangeApi::connection`]), reloads ([`RangeApi::reloaded`]), and
+    /// each index's hashes and age.
+    pub fn metrics(&self) -> Router {
+        Router::new()
+            .route("/metrics", axum::routing::any(metrics))
+            .with_state(self.clone())
+    }
+
+    /// The metrics as `GET /metrics` answers them.
+    pub fn render_metrics(&self) -> String {
+        let current = self.load();
+        let indexes: Vec<IndexGauges> = [&current.sha1, &current.ntlm]
+            .into_iter()
+            .flatten()
+            .map(|served| IndexGauges {
+                kind: served.index.kind(),
+                name: served.name.clone(),
+                hashes: served.index.len(),
+                updated: served.updated,
+            })
+            .collect();
+        crate::metrics::render(&self.shared.metrics, &indexes, SystemTime::now())
+    }
+
+    /// Counts a connection as open in `/metrics` until the guard is
+    /// dropped.
+    pub fn connection(&self) -> Connection {
+        Connection::open(&self.shared.metrics)
+    }
+
+    /// Counts a TLS handshake that failed, in `/metrics`.
+    pub fn tls_handshake_failed(&self) {
+        self.shared.metrics.tls_failed();
+    }
+
+    /// Counts a reload of `what` in `/metrics`: done (`ok`), or refused
+    /// with the old one kept.
+    pub fn reloaded(&self, what: Reload, ok: bool) {
+        self.shared.metrics.reloaded(what, ok);
+    }
+
+    /// `/health` answers 503 while an index is older than `age` (counted
+    /// from [`Served::updated`]); `None`: however old.
+    pub fn set_max_age(&self, age: Option<Duration>) {
+        let secs = age.map_or(0, |a| a.as_secs().max(1));
+        self.shared.max_age.store(secs, Ordering::Relaxed);
+    }
+
+    /// The age set by [`RangeApi::set_max_age`].
+    pub fn max_age(&self) -> Option<Duration> {
+        let secs = self.shared.max_age.load(Ordering::Relaxed);
+        (secs > 0).then(|| Duration::from_secs(secs))
+    }
+
+    /// Counts an answer of `route` begun at `start`.
+    pub(crate) fn measured(&self, route: Route, start: Instant, response: Response) -> Response {
+        self.shared.metrics.record(route, start, &response);
+        response
+    }
+}
+
+async fn metrics(State(api): State<RangeApi>, method: Method) -> Response {
+    let start = Instant::now();
+    let response = match method {
+        Method::GET | Method::HEAD => {
+            let mut response = Response::new(Body::from(api.render_metrics()));
+            set_headers(
+                &mut response,
+                &[
+                    (header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE),
+                    (header::CACHE_CONTROL, "no-store"),
+                ],
+            );
+            response
+        }
+        _ => method_not_allowed(),
+    };
+    api.measured(Route::Metrics, start, response)
+}
+
+async fn check_one(
+    State(api): State<RangeApi>,
+    params: axum::extract::RawPathParams,
+    method: Method,
+) -> Response {
+    let start = Instant::now();
+    let response = crate::hash_api::check_one(&api, &params, &method);
+    api.measured(Route::Check, start, response)
+}
+
+async fn check_batch(State(api): State<RangeApi>, request: Request) -> Response {
+    let start = Instant::now();
+    let response = crate::hash_api::check_batch(&api, request).await;
+    api.measured(Route::CheckBatch, start, response)
 }
 
 /// Rendered bodies of recently served ranges, within a byte budget,
@@ -346,7 +490,7 @@ impl Cache {
     }
 }
 
-fn text(status: StatusCode, message: &str) -> Response {
+pub(crate) fn text(status: StatusCode, message: &str) -> Response {
     let mut response = (status, format!("{message}\n")).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -355,7 +499,7 @@ fn text(status: StatusCode, message: &str) -> Response {
     response
 }
 
-fn method_not_allowed() -> Response {
+pub(crate) fn method_not_allowed() -> Response {
     let mut response = text(
         StatusCode::METHOD_NOT_ALLOWED,
         "method not allowed: use GET",
@@ -368,14 +512,14 @@ fn method_not_allowed() -> Response {
 }
 
 /// Sets fixed headers on a response.
-fn set_headers(response: &mut Response, fixed: &[(header::HeaderName, &'static str)]) {
+pub(crate) fn set_headers(response: &mut Response, fixed: &[(header::HeaderName, &'static str)]) {
     let headers = response.headers_mut();
     for (name, value) in fixed {
         headers.insert(name.clone(), HeaderValue::from_static(value));
     }
 }
 
-fn preflight() -> Response {
+pub(crate) fn preflight() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_headers(
         &mut response,
@@ -397,7 +541,13 @@ async fn cors(mut response: Response) -> Response {
     response
 }
 
-async fn fallback(method: Method, uri: axum::http::Uri) -> Response {
+async fn fallback(State(api): State<RangeApi>, method: Method, uri: axum::http::Uri) -> Response {
+    let start = Instant::now();
+    let response = not_found(&method, &uri);
+    api.measured(Route::Other, start, response)
+}
+
+fn not_found(method: &Method, uri: &axum::http::Uri) -> Response {
     if method == Method::OPTIONS {
         return preflight();
     }
@@ -413,47 +563,6 @@ async fn fallback(method: Method, uri: axum::http::Uri) -> Response {
         StatusCode::NOT_FOUND,
         "not found: the API is GET /range/{5 hex digits}",
     )
-}
-
-async fn health(State(api): State<RangeApi>, method: Method) -> Response {
-    match method {
-        Method::GET | Method::HEAD => {}
-        Method::OPTIONS => return preflight(),
-        _ => return method_not_allowed(),
-    }
-    let current = api.load();
-    let mut report = String::new();
-    let mut ok = true;
-    for (name, served) in [("sha1", &current.sha1), ("ntlm", &current.ntlm)] {
-        let Some(served) = served else { continue };
-        let state = match served.status.load(Ordering::Acquire) {
-            VERIFIED => "ok".to_string(),
-            DAMAGED => {
-                ok = false;
-                format!("damaged: {}", served.damage.get().map_or("", |s| s))
-            }
-            _ => {
-                ok = false;
-                "verifying".to_string()
-            }
-        };
-        let _ = writeln!(
-            report,
-            "{name}\t{}\t{} hashes\t{state}",
-            served.name,
-            served.index.len()
-        );
-    }
-    let status = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    let mut response = (status, report).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }
 
 /// The check page (`check.html`) with the kind it hashes filled in.
@@ -513,7 +622,13 @@ fn source_hash(code: &str) -> String {
 }
 
 async fn page(State(api): State<RangeApi>, method: Method) -> Response {
-    match method {
+    let start = Instant::now();
+    let response = page_answer(&api, &method);
+    api.measured(Route::Page, start, response)
+}
+
+fn page_answer(api: &RangeApi, method: &Method) -> Response {
+    match *method {
         Method::GET | Method::HEAD => {}
         Method::OPTIONS => return preflight(),
         _ => return method_not_allowed(),
@@ -587,6 +702,16 @@ async fn range(
     params: axum::extract::RawPathParams,
     request: Request,
 ) -> Response {
+    let start = Instant::now();
+    let response = range_answer(&api, &params, &request);
+    api.measured(Route::Range, start, response)
+}
+
+fn range_answer(
+    api: &RangeApi,
+    params: &axum::extract::RawPathParams,
+    request: &Request,
+) -> Response {
     match *request.method() {
         Method::GET | Method::HEAD => {}
         Method::OPTIONS => return preflight(),
@@ -627,7 +752,7 @@ async fn range(
         )
     };
     let answer = Answer {
-        api: &api,
+        api,
         current: &current,
         served,
         kind,

@@ -30,12 +30,18 @@ mod format;
 #[cfg(feature = "gzip")]
 mod gzip;
 mod hash;
+#[cfg(feature = "serve")]
+mod hash_api;
+#[cfg(feature = "serve")]
+mod health;
 mod index;
 mod input;
 #[cfg(feature = "update")]
 mod journal;
 #[cfg(feature = "serve")]
 mod literals;
+#[cfg(feature = "serve")]
+mod metrics;
 mod nameless;
 mod once;
 mod ordered;
@@ -61,10 +67,14 @@ pub use format::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "gzip")]
 pub use gzip::gzip;
 pub use hash::{Key, Kind};
+#[cfg(feature = "serve")]
+pub use hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
 pub use index::{Index, Iter, Stats};
 pub use input::Input;
 #[cfg(feature = "update")]
 pub use journal::UpdateSummary;
+#[cfg(feature = "serve")]
+pub use metrics::{Connection, Reload};
 pub use prepare::{
     BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };

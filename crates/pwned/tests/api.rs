@@ -2,107 +2,17 @@
 //! router, it answers every range with the bytes the index holds, with
 //! validators, revalidation, padding, compression and hot swaps.
 
-use std::collections::BTreeMap;
 use std::io::Read as _;
 
 use axum::Router;
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{StatusCode, header};
 use seekless_pwned::{
     BuildOptions, Index, Input, Key, Kind, PAD_MIN, RangeApi, Served, build_to_vec, parse_range,
     range_etag,
 };
-use tower::Service as _;
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// `n` random hashes of `kind` in `ranges` ranges (several hashes a range,
-/// some sharing more than the prefix), with counts.
-fn corpus(kind: Kind, ranges: u64, n: usize, seed: u64) -> Vec<(String, u64)> {
-    let mut state = seed;
-    let prefixes: Vec<u64> = (0..ranges)
-        .map(|_| splitmix(&mut state) % (1 << 20))
-        .collect();
-    (0..n)
-        .map(|i| {
-            let mut hex = format!("{:05X}", prefixes[i % prefixes.len()]);
-            if i % 7 == 0 {
-                hex.push_str("ABCD");
-            }
-            while hex.len() < kind.hex_len() {
-                hex.push_str(&format!("{:016X}", splitmix(&mut state)));
-            }
-            hex.truncate(kind.hex_len());
-            (hex, 1 + splitmix(&mut state) % 1_000_000)
-        })
-        .collect()
-}
-
-fn index(kind: Kind, lines: &[(String, u64)]) -> Index {
-    let text: String = lines.iter().map(|(h, c)| format!("{h}:{c}\n")).collect();
-    let input = Input::Bytes {
-        name: "corpus".into(),
-        data: text.into_bytes(),
-    };
-    let options = BuildOptions {
-        threads: 1,
-        ..BuildOptions::default()
-    };
-    // The kind is read off the hashes' length.
-    let index = Index::from_bytes(build_to_vec(vec![input], &options).unwrap().0).unwrap();
-    assert_eq!(index.kind(), kind);
-    index
-}
-
-/// Every non-empty range of `index` as the API must answer it, written out
-/// here independently of the library's renderer.
-fn expected(index: &Index) -> BTreeMap<String, Vec<u8>> {
-    let kind = index.kind();
-    let mut ranges: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for pair in index.iter() {
-        let (key, count) = pair.unwrap();
-        let hex: String = key.to_bytes()[..kind.hex_len() / 2]
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect();
-        let body = ranges.entry(hex[..5].to_string()).or_default();
-        if !body.is_empty() {
-            body.extend_from_slice(b"\r\n");
-        }
-        body.extend_from_slice(format!("{}:{count}", &hex[5..]).as_bytes());
-    }
-    ranges
-}
-
-struct Reply {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: Vec<u8>,
-}
-
-async fn get(app: &mut Router, path: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut request = Request::get(path);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = app
-        .call(request.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let body = axum::body::to_bytes(body, 1 << 24).await.unwrap().to_vec();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
+mod common;
+use common::{corpus, expected, get, index, splitmix};
 
 fn app(api: &RangeApi) -> Router {
     Router::new()
