@@ -1,9 +1,11 @@
 //! The password check page of `seekless pwned serve`, in a real headless
 //! browser (Debian's chromium, driven through chromedriver's WebDriver
 //! protocol): listed passwords show their counts, unlisted ones "not found",
-//! for a SHA-1 index (WebCrypto) and an NTLM-only one (the page's MD4), and
-//! the access log shows only the page and `/range/` requests with 5-digit
-//! prefixes. Skipped when chromium or chromedriver is absent, unless
+//! for a SHA-1 index and an NTLM-only one (the page's MD4), each opened by
+//! 127.0.0.1 (SHA-1 by WebCrypto) and by another name over plain HTTP (no
+//! secure context, so no WebCrypto: the page's own SHA-1), and the access
+//! log shows only the page and `/range/` requests with 5-digit prefixes.
+//! Skipped when chromium or chromedriver is absent, unless
 //! `SEEKLESS_REQUIRE_CHROMIUM=1` (CI installs both and sets it).
 #![cfg(feature = "serve")]
 
@@ -22,6 +24,9 @@ use common::{SEEKLESS, announced, prepare_index, tempdir};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// A name for 127.0.0.1 that is not loopback to the browser: a page opened
+/// by it over plain HTTP is no secure context, so it has no WebCrypto.
+const NON_LOOPBACK: &str = "pwned.internal";
 
 /// A child process killed on drop.
 struct Running(Child);
@@ -104,7 +109,9 @@ struct Browser {
 }
 
 impl Browser {
-    fn start() -> Browser {
+    /// Chromium with a fresh profile in `profile`, resolving
+    /// [`NON_LOOPBACK`] to 127.0.0.1.
+    fn start(profile: &Path) -> Browser {
         let port = {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
@@ -126,8 +133,12 @@ impl Browser {
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": CHROMIUM,
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                         "--disable-dev-shm-usage", "--no-first-run"]
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                         "--disable-dev-shm-usage", "--no-first-run",
+                         "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync",
+                         format!("--user-data-dir={}", profile.display()),
+                         format!("--host-resolver-rules=MAP {NON_LOOPBACK} 127.0.0.1")]
             }
         }}});
         let (status, body) = http(port, "POST", "/session", Some(&capabilities));
@@ -151,6 +162,15 @@ impl Browser {
 
     fn go(&self, url: &str) {
         self.call("POST", "/url", Some(&json!({ "url": url })));
+    }
+
+    /// Runs `script` (a function body) in the page and returns its value.
+    fn execute(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(&json!({ "script": script, "args": [] })),
+        )
     }
 
     fn element(&self, css: &str) -> String {
@@ -299,6 +319,23 @@ fn browser_available() -> bool {
     present
 }
 
+/// Opens the page of the server on `port` by `host`, and asserts where
+/// the browser offers WebCrypto: by 127.0.0.1 (a secure context), not by
+/// [`NON_LOOPBACK`] over plain HTTP, where the page hashes SHA-1 in its own
+/// script.
+fn open(browser: &Browser, host: &str, port: u16) {
+    let url = format!("http://{host}:{port}/");
+    browser.go(&url);
+    let seen =
+        browser.execute("return [location.href, window.isSecureContext, typeof crypto.subtle];");
+    let expected = if host == NON_LOOPBACK {
+        json!([url, false, "undefined"])
+    } else {
+        json!([url, true, "object"])
+    };
+    assert_eq!(seen, expected, "{host}");
+}
+
 #[test]
 fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
     if !browser_available() {
@@ -313,21 +350,26 @@ fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
     // Non-ASCII and longer than one MD4 block in UTF-16.
     let long = "Pässwort-€-".repeat(4);
     let ntlm = index(&dir, Kind::Ntlm, &[("password", 42), (&long, 3)]);
-    let browser = Browser::start();
+    let browser = Browser::start(&dir.join("profile"));
+    // Each page by both names: SHA-1 by WebCrypto, then by the page's own
+    // script; MD4 is the page's own by either.
+    let hosts = ["127.0.0.1", NON_LOOPBACK];
 
     let (server, port) = serve(&sha1, &[]);
-    browser.go(&format!("http://127.0.0.1:{port}/"));
-    let (text, count) = browser.check("password");
-    assert!(text.contains("9,545,824 times"), "{text}");
-    assert_eq!(count, "9545824");
-    let (text, count) = browser.check("hunter2");
-    assert!(text.contains("17 times"), "{text}");
-    assert_eq!(count, "17");
-    let (text, _) = browser.check("letmein");
-    assert!(text.contains("seen once"), "{text}");
-    let (text, count) = browser.check("correct horse battery staple 7");
-    assert!(text.starts_with("Not found"), "{text}");
-    assert_eq!(count, "0");
+    for host in hosts {
+        open(&browser, host, port);
+        let (text, count) = browser.check("password");
+        assert!(text.contains("9,545,824 times"), "{host}: {text}");
+        assert_eq!(count, "9545824");
+        let (text, count) = browser.check("hunter2");
+        assert!(text.contains("17 times"), "{host}: {text}");
+        assert_eq!(count, "17");
+        let (text, _) = browser.check("letmein");
+        assert!(text.contains("seen once"), "{host}: {text}");
+        let (text, count) = browser.check("correct horse battery staple 7");
+        assert!(text.starts_with("Not found"), "{host}: {text}");
+        assert_eq!(count, "0");
+    }
     let page_text = browser.text(&browser.element("main"));
     assert!(
         page_text.contains("never leave this browser"),
@@ -337,25 +379,27 @@ fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
 
     // Only an NTLM index: the page hashes with its own MD4.
     let (server, port) = serve(&ntlm, &[]);
-    browser.go(&format!("http://127.0.0.1:{port}/"));
-    let (text, count) = browser.check("password");
-    assert!(text.contains("42 times"), "{text}");
-    assert_eq!(count, "42");
-    let (text, count) = browser.check(&long);
-    assert!(text.contains("3 times"), "{text}");
-    assert_eq!(count, "3");
-    let (text, _) = browser.check("correct horse battery staple 7");
-    assert!(text.starts_with("Not found"), "{text}");
+    for host in hosts {
+        open(&browser, host, port);
+        let (text, count) = browser.check("password");
+        assert!(text.contains("42 times"), "{host}: {text}");
+        assert_eq!(count, "42");
+        let (text, count) = browser.check(&long);
+        assert!(text.contains("3 times"), "{host}: {text}");
+        assert_eq!(count, "3");
+        let (text, _) = browser.check("correct horse battery staple 7");
+        assert!(text.starts_with("Not found"), "{host}: {text}");
+    }
     let ntlm_paths = logged_paths(server);
 
     // The log: the page, then range requests with 5-digit prefixes only,
-    // one per check; neither passwords nor whole hashes.
+    // one per check by each name; neither passwords nor whole hashes.
     for (paths, kind, query, checks) in [
         (&sha1_paths, Kind::Sha1, "", 4),
         (&ntlm_paths, Kind::Ntlm, "?mode=ntlm", 3),
     ] {
         let ranges: Vec<&String> = paths.iter().filter(|p| *p != "/").collect();
-        assert_eq!(ranges.len(), checks, "{paths:?}");
+        assert_eq!(ranges.len(), checks * hosts.len(), "{paths:?}");
         for path in ranges {
             let prefix = path
                 .strip_prefix("/range/")

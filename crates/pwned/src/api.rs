@@ -36,9 +36,10 @@
 //!   (`GET /check/sha1/{40 hex}`, `POST /check`; see `hash_api`).
 //! - [`RangeApi::metrics`]: `GET /metrics` in the Prometheus text format.
 //! - [`RangeApi::page`]: `GET /` is a page where a person checks a password:
-//!   the browser hashes it (SHA-1 by WebCrypto, or MD4 for NTLM when only an
-//!   NTLM index is served), asks for its range with padding and looks for
-//!   the rest of the hash itself; the password and its hash never leave the
+//!   the browser hashes it (SHA-1 by WebCrypto, or by the page's own script
+//!   where WebCrypto is not offered, as over plain HTTP by a name other than
+//!   localhost; MD4 for NTLM when only an NTLM index is served), asks for
+//!   its range with padding and looks for the rest of the hash itself; the password and its hash never leave the
 //!   browser. One self-contained file under a strict Content-Security-Policy
 //!   (its script and style allowed by their hashes, nothing external).
 //!
