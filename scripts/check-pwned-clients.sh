@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Checks that maintained Pwned Passwords client libraries work unchanged
-# against `seekless pwned serve`, pointed at its base URL on 127.0.0.1:
+# against `seekless pwned serve`, pointed at its base URL on 127.0.0.1, over
+# plain HTTP and over HTTPS (a certificate from a CA made here, which the
+# clients are told to trust as an operator would: NODE_EXTRA_CA_CERTS,
+# REQUESTS_CA_BUNDLE, SSL_CERT_FILE):
 #   - npm `hibp` (pwnedPassword, pwnedPasswordRange; option `baseUrl`),
 #     SHA-1 and NTLM, with and without padding;
 #   - PyPI `pyhibp` (module constant PWNED_PASSWORDS_API_BASE_URI);
@@ -11,11 +14,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-for tool in node npm python3 curl; do
+for tool in node npm python3 curl openssl; do
     command -v "$tool" >/dev/null || { echo "clients: $tool is not installed" >&2; exit 2; }
 done
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p seekless --no-default-features --features serve
+# The full binary, as users build it (a build with fewer features would
+# replace target/release/seekless with one that lacks commands).
+cargo build --release --quiet -p seekless
 seekless=$target/release/seekless
 
 work=$(mktemp -d /tmp/seekless-clients.XXXXXX)
@@ -39,15 +44,32 @@ cat >"$work/ntlm.txt" <<EOF
 EOF
 "$seekless" pwned prepare "$work/sha1.txt" -o "$work/sha1.idx" >/dev/null
 "$seekless" pwned prepare "$work/ntlm.txt" -o "$work/ntlm.idx" >/dev/null
+# A CA of this run's, and a certificate it signs for localhost.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=seekless client check CA" -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+    -keyout "$work/key.pem" -out "$work/server.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$work/san.ext"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+    -CAcreateserial -days 2 -extfile "$work/san.ext" -out "$work/cert.pem" 2>/dev/null
 "$seekless" pwned serve -i "$work/sha1.idx" -i "$work/ntlm.idx" --listen 127.0.0.1:0 \
+    --tls-listen 127.0.0.1:0 --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" \
     >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 for _ in $(seq 1 100); do
-    [ -s "$work/serve.out" ] && break
+    [ "$(wc -l <"$work/serve.out")" -ge 2 ] && break
     sleep 0.05
 done
-base=$(sed 's/^listening on //' "$work/serve.out")
-echo "== server at $base"
+http_base=$(grep -m1 '^listening on http://' "$work/serve.out" | sed 's/^listening on //')
+https_base=$(grep -m1 '^listening on https://' "$work/serve.out" | sed 's/^listening on //; s/127.0.0.1/localhost/')
+[ -n "$http_base" ] && [ -n "$https_base" ] || { cat "$work/serve.err" >&2; exit 1; }
+echo "== server at $http_base and $https_base"
+# The clients trust the run's CA beside the system's, as an operator
+# would tell them to.
+cat /etc/ssl/certs/ca-certificates.crt "$work/ca.pem" >"$work/bundle.pem" 2>/dev/null \
+    || cp "$work/ca.pem" "$work/bundle.pem"
+export NODE_EXTRA_CA_CERTS="$work/ca.pem" REQUESTS_CA_BUNDLE="$work/bundle.pem" \
+    SSL_CERT_FILE="$work/bundle.pem"
 
 echo "== npm hibp"
 (cd "$work" && npm init -y >/dev/null 2>&1 && npm install --silent hibp >/dev/null 2>&1)
@@ -73,7 +95,16 @@ const ntlm = await pwnedPasswordRange('8846F', { baseUrl, mode: 'ntlm' });
 assert.deepEqual(ntlm, { '7EAEE8FB117AD06BDD830B7586C': 9545824 });
 console.log('   pwnedPassword, pwnedPasswordRange (padding, ntlm): ok');
 EOF
-(cd "$work" && node hibp-check.mjs "$base")
+for base in "$http_base" "$https_base"; do
+    echo "   $base"
+    (cd "$work" && node hibp-check.mjs "$base")
+done
+# The certificate is really checked: without the CA, the client refuses.
+if (cd "$work" && env -u NODE_EXTRA_CA_CERTS node hibp-check.mjs "$https_base" >/dev/null 2>&1); then
+    echo "clients: hibp accepted a certificate from a CA it was not told to trust" >&2
+    exit 1
+fi
+echo "   without the run's CA trusted, the HTTPS check is refused: ok"
 
 echo "== PyPI pyhibp and pwned-passwords-django"
 python3 -m venv "$work/venv"
@@ -114,5 +145,8 @@ except ValidationError:
 validator.validate("not listed anywhere")
 print("   pwned-passwords-django check_password, PwnedPasswordsValidator: ok")
 EOF
-"$work/venv/bin/python" "$work/py-check.py" "$base"
+for base in "$http_base" "$https_base"; do
+    echo "   $base"
+    "$work/venv/bin/python" "$work/py-check.py" "$base"
+done
 echo "== all clients ok"

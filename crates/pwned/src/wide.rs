@@ -36,11 +36,14 @@ pub(crate) const BATCH: usize = 8;
 /// Bytes of a line before its count (CRLF, 35 digits, colon).
 const HEAD: usize = 38;
 
-/// Whether the processor has what [`write_lines`] needs.
+/// Whether the processor has what [`write_lines`] needs, and it was not
+/// turned off (`SEEKLESS_NO_AVX512=1` in the environment: for measuring
+/// the portable path on a processor that has AVX-512).
 fn has_avx512() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
+        std::env::var_os("SEEKLESS_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi")
             && std::arch::is_x86_feature_detected!("avx512vbmi2")
