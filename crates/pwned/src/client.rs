@@ -1,7 +1,8 @@
 //! The HTTP client of `update`: which proxies it goes through (read from
 //! the environment as curl reads it, never left to reqwest's own rules),
-//! and which certificate authorities it trusts (the system's store, and
-//! CA certificates added from PEM files).
+//! which certificate authorities it trusts (the system's store, and CA
+//! certificates added from PEM files), and what a refused certificate
+//! looks like in a message.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -266,6 +267,33 @@ fn ca_certificates(paths: &[PathBuf]) -> Result<Vec<reqwest::Certificate>> {
         }
     }
     Ok(roots)
+}
+
+/// Why a request failed, when a TLS certificate was refused: trying again
+/// would be refused again.
+pub(crate) fn refused_certificate(e: &reqwest::Error) -> Option<String> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = next {
+        if let Some(tls @ rustls::Error::InvalidCertificate(why)) = error.downcast_ref() {
+            let hint = match why {
+                rustls::CertificateError::UnknownIssuer => {
+                    " (its CA is neither in the system's store nor among the CA certificates added)"
+                }
+                _ => "",
+            };
+            return Some(format!("TLS certificate refused: {tls}{hint}"));
+        }
+        // An io::Error's source() skips the error it wraps (rustls's
+        // travels in one, sometimes in two): that error is the next.
+        next = match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner),
+            None => error.source(),
+        };
+    }
+    None
 }
 
 /// A request error with its causes, one line.

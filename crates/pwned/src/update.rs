@@ -26,7 +26,7 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
-use crate::client::{self, Proxies, describe};
+use crate::client::{self, Proxies, describe, refused_certificate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::PAGE;
 use crate::gzip::gunzip_whole;
@@ -497,7 +497,9 @@ impl Fetcher {
         }
         let validator = self.validators.as_ref().and_then(|s| s.validator(prefix));
         let mut last = String::new();
+        let mut tries = 0;
         for attempt in 0..self.tries {
+            tries += 1;
             match self.try_once(&url, prefix, validator).await {
                 Ok(body) => {
                     return Ok(Answer {
@@ -521,7 +523,7 @@ impl Fetcher {
         Err(ErrorKind::Fetch {
             prefix: prefix_hex(prefix),
             what: last,
-            tries: self.tries,
+            tries,
         }
         .into())
     }
@@ -550,7 +552,13 @@ impl Fetcher {
         if let Some(v) = validator {
             request = request.header(IF_NONE_MATCH, v);
         }
-        let mut response = request.send().await.map_err(|e| retry(describe(&e)))?;
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| match refused_certificate(&e) {
+                Some(what) => Fault::Final(what),
+                None => retry(describe(&e)),
+            })?;
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED {
             return match validator {
