@@ -64,6 +64,13 @@ pub enum Command {
     },
     /// Build an index from the HIBP range API (all 1,048,576 ranges), or
     /// refresh one: ranges the server says are unchanged are copied from it.
+    ///
+    /// Proxies are read from the environment as curl reads it: http_proxy
+    /// (lower case only), https_proxy or HTTPS_PROXY, all_proxy or
+    /// ALL_PROXY, and no_proxy or NO_PROXY for the hosts reached directly.
+    /// TLS certificates are checked against the system's CA store (on
+    /// Linux, SSL_CERT_FILE and SSL_CERT_DIR where set) and those of
+    /// --ca-cert.
     #[cfg(feature = "update")]
     Update {
         /// The index to build or refresh (replaced only when complete).
@@ -89,6 +96,10 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 8,
               value_parser = clap::value_parser!(u32).range(1..))]
         tries: u32,
+        /// Also trust the CA certificates of this PEM file (it may hold
+        /// several; repeatable), beside the system's store.
+        #[arg(long = "ca-cert", value_name = "FILE")]
+        ca_certs: Vec<PathBuf>,
     },
     /// Print the index's kind, size and format version.
     Stats {
@@ -173,6 +184,7 @@ pub fn run(command: Command) -> ExitCode {
             full,
             timeout,
             tries,
+            ca_certs,
         } => update(
             &index,
             &seekless_pwned::UpdateOptions {
@@ -182,6 +194,8 @@ pub fn run(command: Command) -> ExitCode {
                 full,
                 timeout: std::time::Duration::from_secs(timeout),
                 tries,
+                proxies: seekless_pwned::Proxies::from_env(),
+                ca_certs,
                 ..seekless_pwned::UpdateOptions::default()
             },
         ),

@@ -197,7 +197,10 @@ impl fmt::Display for Error {
                 prefix,
                 what,
                 tries,
-            } => write!(f, "range {prefix}: {what} (tried {tries} times)"),
+            } => match tries {
+                1 => write!(f, "range {prefix}: {what} (tried once)"),
+                _ => write!(f, "range {prefix}: {what} (tried {tries} times)"),
+            },
             ErrorKind::Unsorted { previous, next } => {
                 write!(f, "hashes out of order: {next} after {previous}")
             }

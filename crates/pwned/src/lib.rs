@@ -23,6 +23,8 @@
 #[cfg(feature = "serve")]
 mod api;
 mod bits;
+#[cfg(feature = "update")]
+mod client;
 pub mod date;
 mod direct;
 mod error;
@@ -62,6 +64,8 @@ mod writer;
 
 #[cfg(feature = "serve")]
 pub use api::{RangeApi, Served};
+#[cfg(feature = "update")]
+pub use client::Proxies;
 pub use error::{Error, ErrorKind, Result};
 pub use format::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "gzip")]

@@ -26,6 +26,7 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
+use crate::client::{self, Proxies, describe, refused_certificate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::PAGE;
 use crate::gzip::gunzip_whole;
@@ -72,6 +73,13 @@ pub struct UpdateOptions {
     pub backoff: Duration,
     /// Worker threads for requests and checking answers (default: all cores).
     pub threads: usize,
+    /// The HTTP proxies requests go through (default: the environment's,
+    /// read as curl reads it; see [`Proxies::from_env`]).
+    pub proxies: Proxies,
+    /// PEM files of CA certificates trusted for TLS beside the system's
+    /// store (default: none). Each file may hold several; one that cannot
+    /// be read or holds none stops the update before any request.
+    pub ca_certs: Vec<PathBuf>,
 }
 
 impl Default for UpdateOptions {
@@ -85,6 +93,8 @@ impl Default for UpdateOptions {
             tries: 8,
             backoff: Duration::from_millis(250),
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            proxies: Proxies::from_env(),
+            ca_certs: Vec::new(),
         }
     }
 }
@@ -112,6 +122,8 @@ pub fn update(
     progress: &dyn UpdateProgress,
 ) -> Result<UpdateSummary> {
     let started = Instant::now();
+    // Proxies and CA certificates checked before any file is touched.
+    let client = client::build(options)?;
     let io_err = |e| Error::io(path.to_path_buf(), e);
     let old = match Index::open(path) {
         Ok(index) => Some(index),
@@ -222,7 +234,14 @@ pub fn update(
     };
     summary.created = old.is_none();
 
-    let fetcher = Fetcher::new(options, base, validators)?;
+    let fetcher = Fetcher {
+        client,
+        base,
+        kind: options.kind,
+        tries: options.tries.max(1),
+        backoff: options.backoff,
+        validators,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(options.threads.max(1))
         .enable_all()
@@ -471,26 +490,6 @@ struct Fetcher {
 }
 
 impl Fetcher {
-    fn new(options: &UpdateOptions, base: String, validators: Option<Source>) -> Result<Fetcher> {
-        // reqwest is built without a default crypto provider; ring it is.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("seekless/", env!("CARGO_PKG_VERSION")))
-            .timeout(options.timeout)
-            .connect_timeout(options.timeout.min(Duration::from_secs(10)))
-            .pool_max_idle_per_host(options.concurrency.max(1))
-            .build()
-            .map_err(|e| Error::io(None, std::io::Error::other(e)))?;
-        Ok(Fetcher {
-            client,
-            base,
-            kind: options.kind,
-            tries: options.tries.max(1),
-            backoff: options.backoff,
-            validators,
-        })
-    }
-
     async fn fetch(&self, prefix: u32) -> Result<Answer> {
         let mut url = format!("{}/range/{}", self.base, prefix_hex(prefix));
         if self.kind == Kind::Ntlm {
@@ -498,7 +497,9 @@ impl Fetcher {
         }
         let validator = self.validators.as_ref().and_then(|s| s.validator(prefix));
         let mut last = String::new();
+        let mut tries = 0;
         for attempt in 0..self.tries {
+            tries += 1;
             match self.try_once(&url, prefix, validator).await {
                 Ok(body) => {
                     return Ok(Answer {
@@ -522,7 +523,7 @@ impl Fetcher {
         Err(ErrorKind::Fetch {
             prefix: prefix_hex(prefix),
             what: last,
-            tries: self.tries,
+            tries,
         }
         .into())
     }
@@ -551,7 +552,13 @@ impl Fetcher {
         if let Some(v) = validator {
             request = request.header(IF_NONE_MATCH, v);
         }
-        let mut response = request.send().await.map_err(|e| retry(describe(&e)))?;
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| match refused_certificate(&e) {
+                Some(what) => Fault::Final(what),
+                None => retry(describe(&e)),
+            })?;
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED {
             return match validator {
@@ -641,18 +648,6 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     let seconds = value.parse::<u64>().unwrap_or(1);
     Some(Duration::from_secs(seconds.min(120)))
-}
-
-/// A request error with its causes, one line.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn splitmix(mut z: u64) -> u64 {

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use seekless_pwned::{ErrorKind, Index, Key, Kind, NoUpdateProgress, UpdateOptions, update};
+use seekless_pwned::{
+    ErrorKind, Index, Key, Kind, NoUpdateProgress, Proxies, UpdateOptions, update,
+};
 
 /// What the server answers for one request.
 enum Reply {
@@ -302,6 +304,8 @@ fn options(server: &Server, kind: Kind) -> UpdateOptions {
         timeout: Duration::from_secs(2),
         tries: 4,
         backoff: Duration::from_millis(5),
+        // Whatever proxy the machine's environment names: not for 127.0.0.1.
+        proxies: Proxies::none(),
         ..UpdateOptions::default()
     }
 }
@@ -602,6 +606,7 @@ fn a_second_update_of_the_same_index_is_refused() {
     let options = UpdateOptions {
         base_url: "http://127.0.0.1:9".into(),
         tries: 1,
+        proxies: Proxies::none(),
         ..UpdateOptions::default()
     };
     let e = update(&path, &options, &NoUpdateProgress).unwrap_err();
