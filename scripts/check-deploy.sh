@@ -58,8 +58,9 @@ else
         rm -rf "$data"
     }
     trap cleanup EXIT
-    # No base image is pulled (FROM scratch); the context is the artifact.
-    podman build --quiet --format docker -t "$image" -f "$stage/deploy/Containerfile" "$stage" >/dev/null
+    # No base image is pulled (FROM scratch); the context is the artifact;
+    # no intermediate image is kept.
+    podman build --quiet --layers=false --format docker -t "$image" -f "$stage/deploy/Containerfile" "$stage" >/dev/null
     user=$(podman image inspect --format '{{.Config.User}}' "$image")
     [ "$user" = "65532:65532" ] || fail "the image runs as '$user', not 65532:65532"
     say "built $image from $stage ($(podman image inspect --format '{{.Size}}' "$image") bytes, user $user)"
