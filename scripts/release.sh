@@ -107,9 +107,18 @@ say "statically linked: no INTERP header, no NEEDED entry ($(du -h "$bin" | cut 
 
 work=$(mktemp -d)
 server=
+# Whether the server has exited within 20 s.
+stopped() {
+    for _ in $(seq 200); do
+        kill -0 "$server" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    return 1
+}
 cleanup() {
     if [ -n "$server" ]; then
         kill "$server" 2>/dev/null || true
+        stopped || kill -KILL "$server" 2>/dev/null || true
         wait "$server" 2>/dev/null || true
     fi
     rm -rf "$work"
@@ -131,6 +140,9 @@ cat >"$work/corpus.txt" <<'EOF'
 0000000000000000000000000000000000000001:1
 EOF
 "$bin" pwned prepare "$work/corpus.txt" -o "$work/pwned.idx" >/dev/null
+# The output file exists before serve starts, so that reading it cannot
+# race the redirection.
+: >"$work/serve.out"
 "$bin" pwned serve -i "$work/pwned.idx" --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 address=
@@ -163,6 +175,7 @@ printf '000000000000000000000000000000000FF:2\r\n1E4C9B93F3F0682250B6CF8331B7EE6
 "$bin" pwned probe "$base/health" >/dev/null || fail "pwned probe $base/health failed"
 say "pwned serve on $address: /health ok, /range/5BAA6 as expected, pwned probe ok"
 kill -TERM "$server"
+stopped || fail "serve did not stop within 20 s of SIGTERM"
 code=0
 wait "$server" || code=$?
 server=
