@@ -15,6 +15,8 @@ mod guard;
 mod index_file;
 #[cfg(feature = "pwned")]
 mod okon;
+#[cfg(feature = "pwned")]
+mod probe;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
@@ -72,8 +74,8 @@ enum Command {
 
 impl Command {
     /// Whether the command talks over sockets (`pwned serve`, `pwned
-    /// update`), where a peer that goes away must be an error to handle,
-    /// not a signal that ends the process.
+    /// update`, `pwned probe`), where a peer that goes away must be an
+    /// error to handle, not a signal that ends the process.
     fn uses_sockets(&self) -> bool {
         #[cfg(feature = "pwned")]
         #[allow(irrefutable_let_patterns)] // when pwned is the only engine built

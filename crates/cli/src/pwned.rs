@@ -132,6 +132,12 @@ pub enum Command {
     /// existing Pwned Passwords clients work unchanged.
     #[cfg(feature = "serve")]
     Serve(crate::serve::Args),
+    /// GET a URL over HTTP and print the body: a health check where there
+    /// is no curl (default: a local `serve`'s /health).
+    ///
+    /// Exit status 0 on a 2xx answer, 1 on any other status, 2 when there is
+    /// no answer (bad URL, no connection, timeout, not HTTP).
+    Probe(crate::probe::Args),
 }
 
 impl Command {
@@ -142,6 +148,7 @@ impl Command {
             Command::Serve(_) => true,
             #[cfg(feature = "update")]
             Command::Update { .. } => true,
+            Command::Probe(_) => true,
             _ => false,
         }
     }
@@ -209,6 +216,7 @@ pub fn run(command: Command) -> ExitCode {
         Command::Okon(args) => return crate::okon::run(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => return crate::serve::run(args),
+        Command::Probe(args) => return crate::probe::run(&args),
     };
     match result {
         Ok(code) => code,

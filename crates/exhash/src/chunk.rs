@@ -236,11 +236,23 @@ fn prefault_thread() -> Option<&'static Sender<Order>> {
 fn never_preempt_on_waking() {
     #[cfg(target_os = "linux")]
     {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: `param` is a valid `sched_param` for the call's
-        // duration; pid 0 is the calling thread. Failure leaves the
-        // thread's policy as it was, which only costs latency.
-        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+        // SAFETY: `sched_param` is a C struct of integers (musl's has
+        // more fields than glibc's), for which all zeros is a valid value:
+        // priority 0, the one SCHED_BATCH takes.
+        let param: libc::sched_param = unsafe { std::mem::zeroed() };
+        // The system call itself, not libc's wrapper: musl's always fails
+        // (ENOSYS), so static musl builds would never get SCHED_BATCH.
+        // SAFETY: `param` is valid for the call's duration; pid 0 is the
+        // calling thread. Failure leaves the thread's policy as it was,
+        // which only costs latency.
+        let _ = unsafe {
+            libc::syscall(
+                libc::SYS_sched_setscheduler,
+                0 as libc::pid_t,
+                libc::SCHED_BATCH,
+                &raw const param,
+            )
+        };
     }
 }
 
