@@ -567,7 +567,13 @@ fn max_age_fails_health_for_an_old_index_and_flags_turn_endpoints_off() {
     // A malformed age.
     for age in ["8x", "d", "0", "-1d"] {
         let out = Command::new(SEEKLESS)
-            .args(["pwned", "serve", "-i", index_arg, &format!("--max-age={age}")])
+            .args([
+                "pwned",
+                "serve",
+                "-i",
+                index_arg,
+                &format!("--max-age={age}"),
+            ])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{age}");

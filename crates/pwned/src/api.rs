@@ -391,6 +391,42 @@ impl RangeApi {
         (secs > 0).then(|| Duration::from_secs(secs))
     }
 
+    /// The answer to a `GET` or `HEAD` of `/range/{prefix}` or, with
+    /// `check_api`, of `/check/{kind}/{hash}`, made without the Router's
+    /// dispatch (no route matching, no boxed services): the same answer
+    /// [`RangeApi::router`] (merged with [`RangeApi::check_api`]) gives,
+    /// counted the same in the metrics. For a server that serves the API
+    /// at its root and wants the cheapest path for the requests that make
+    /// nearly all of its traffic; `None` for any other request, which the
+    /// Router answers.
+    pub fn answer_directly<B>(
+        &self,
+        request: &axum::http::Request<B>,
+        check_api: bool,
+    ) -> Option<Response> {
+        let method = request.method();
+        if *method != Method::GET && *method != Method::HEAD {
+            return None;
+        }
+        let start = Instant::now();
+        let path = request.uri().path();
+        if let Some(prefix) = path.strip_prefix("/range/").filter(|p| !p.contains('/')) {
+            let mut response = range_answer(self, prefix, method, request.uri(), request.headers());
+            response.headers_mut().insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+            return Some(self.measured(Route::Range, start, response));
+        }
+        let (kind, hash) = path
+            .strip_prefix("/check/")
+            .filter(|_| check_api)?
+            .split_once('/')
+            .filter(|(_, hash)| !hash.contains('/'))?;
+        let response = crate::hash_api::check_one(self, kind, hash, method);
+        Some(self.measured(Route::Check, start, response))
+    }
+
     /// Counts an answer of `route` begun at `start`.
     pub(crate) fn measured(&self, route: Route, start: Instant, response: Response) -> Response {
         self.shared.metrics.record(route, start, &response);
@@ -423,7 +459,9 @@ async fn check_one(
     method: Method,
 ) -> Response {
     let start = Instant::now();
-    let response = crate::hash_api::check_one(&api, &params, &method);
+    let mut params = params.iter().map(|(_, value)| value);
+    let (kind, hash) = (params.next().unwrap_or(""), params.next().unwrap_or(""));
+    let response = crate::hash_api::check_one(&api, kind, hash, &method);
     api.measured(Route::Check, start, response)
 }
 
@@ -704,31 +742,38 @@ async fn range(
     request: Request,
 ) -> Response {
     let start = Instant::now();
-    let response = range_answer(&api, &params, &request);
+    let prefix = params.iter().next().map_or("", |(_, value)| value);
+    let response = range_answer(
+        &api,
+        prefix,
+        request.method(),
+        request.uri(),
+        request.headers(),
+    );
     api.measured(Route::Range, start, response)
 }
 
+/// The answer to `method /range/{prefix}` (the prefix as it came, not yet
+/// checked).
 fn range_answer(
     api: &RangeApi,
-    params: &axum::extract::RawPathParams,
-    request: &Request,
+    prefix: &str,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
 ) -> Response {
-    match *request.method() {
+    match *method {
         Method::GET | Method::HEAD => {}
         Method::OPTIONS => return preflight(),
         _ => return method_not_allowed(),
     }
-    let Some(prefix) = params
-        .iter()
-        .next()
-        .and_then(|(_, value)| parse_prefix(value))
-    else {
+    let Some(prefix) = parse_prefix(prefix) else {
         return text(
             StatusCode::BAD_REQUEST,
             "the range prefix must be 5 hex digits: /range/5BAA6",
         );
     };
-    let kind = match parse_mode(request.uri().query()) {
+    let kind = match parse_mode(uri.query()) {
         Ok(kind) => kind,
         Err(message) => return text(StatusCode::BAD_REQUEST, &message),
     };
@@ -744,7 +789,6 @@ fn range_answer(
         };
         return text(StatusCode::NOT_FOUND, message);
     };
-    let headers = request.headers();
     let padding = wants_padding(headers);
     let damaged = |e: Error| {
         text(

@@ -164,8 +164,8 @@ fn parse_hex(kind: Kind, hex: &[u8]) -> std::result::Result<Key, String> {
 }
 
 /// A JSON answer: `body` is JSON text.
-fn json(status: StatusCode, body: String) -> Response {
-    let mut response = Response::new(Body::from(body));
+fn json(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -202,12 +202,8 @@ fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// `GET /check/{kind}/{hash}`.
-pub(crate) fn check_one(
-    api: &RangeApi,
-    params: &axum::extract::RawPathParams,
-    method: &Method,
-) -> Response {
+/// `GET /check/{kind}/{hash}` (the two as they came, not yet checked).
+pub(crate) fn check_one(api: &RangeApi, kind: &str, hex: &str, method: &Method) -> Response {
     if !matches!(*method, Method::GET | Method::HEAD) {
         let mut response = refused(Refused(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -218,8 +214,6 @@ pub(crate) fn check_one(
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let mut params = params.iter().map(|(_, value)| value);
-    let (kind, hex) = (params.next().unwrap_or(""), params.next().unwrap_or(""));
     let kind = match kind {
         k if k.eq_ignore_ascii_case("sha1") => Kind::Sha1,
         k if k.eq_ignore_ascii_case("ntlm") => Kind::Ntlm,
@@ -239,10 +233,13 @@ pub(crate) fn check_one(
     };
     match served.index().count(key) {
         Ok(count) => {
-            let mut body = String::with_capacity(80);
-            body.push_str("{\"hash\":\"");
-            body.push_str(&key.to_hex(kind));
-            let _ = write!(body, "\",\"count\":{count}}}");
+            // One allocation: the body, written in place.
+            let mut body = Vec::with_capacity(72);
+            body.extend_from_slice(b"{\"hash\":\"");
+            key.write_hex(kind, &mut body);
+            body.extend_from_slice(b"\",\"count\":");
+            let _ = std::io::Write::write_fmt(&mut body, format_args!("{count}"));
+            body.push(b'}');
             json(StatusCode::OK, body)
         }
         Err(e) => refused(Refused(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),

@@ -408,3 +408,74 @@ async fn metrics_count_requests_bytes_connections_reloads_and_indexes() {
         1.0
     );
 }
+
+#[tokio::test]
+async fn direct_answers_are_the_routers() {
+    let sha1_lines = corpus(Kind::Sha1, 20, 600, 17);
+    let ntlm_lines = corpus(Kind::Ntlm, 20, 300, 18);
+    let api = RangeApi::new();
+    api.put(Served::new(index(Kind::Sha1, &sha1_lines), "sha1").unwrap());
+    api.put(Served::new(index(Kind::Ntlm, &ntlm_lines), "ntlm").unwrap());
+    let mut app = app(&api);
+    let sha1 = &sha1_lines[3].0;
+    let ntlm = &ntlm_lines[4].0;
+    let paths = [
+        format!("/range/{}", &sha1[..5]),
+        format!("/range/{}", sha1[..5].to_lowercase()),
+        format!("/range/{}?mode=ntlm", &ntlm[..5]),
+        "/range/FFFFF".to_string(),
+        "/range/XYZ".to_string(),
+        "/range/5BAA6?mode=md5".to_string(),
+        format!("/check/sha1/{sha1}"),
+        format!("/check/ntlm/{}", ntlm.to_lowercase()),
+        format!("/check/sha1/{}", &sha1[..30]),
+        "/check/md5/00".to_string(),
+    ];
+    let with = [("if-none-match", "\"x\""), ("accept-encoding", "identity")];
+    for path in &paths {
+        for method in [Method::GET, Method::HEAD] {
+            let request = axum::http::Request::builder()
+                .method(method.clone())
+                .uri(path)
+                .header(with[0].0, with[0].1)
+                .body(())
+                .unwrap();
+            let direct = api.answer_directly(&request, true).expect("answered");
+            let (parts, body) = direct.into_parts();
+            // The length is the body's exact size, which the HTTP layer
+            // sends as Content-Length (the Router's axum writes it too).
+            let size = axum::body::HttpBody::size_hint(&body).exact();
+            let body = axum::body::to_bytes(body, 1 << 24).await.unwrap();
+            assert_eq!(size, Some(body.len() as u64), "{method} {path}");
+            let mut routed = send(&mut app, method.clone(), path, &with[..1], Vec::new()).await;
+            routed.headers.remove(header::CONTENT_LENGTH);
+            assert_eq!(parts.status, routed.status, "{method} {path}");
+            assert_eq!(parts.headers, routed.headers, "{method} {path}");
+            // A HEAD answer's body is left for the HTTP layer to drop (the
+            // Router drops it itself).
+            if method == Method::GET {
+                assert_eq!(body, routed.body, "{method} {path}");
+            }
+        }
+    }
+    // Not answered directly: other methods and paths, and the whole-hash
+    // lookups when they are off.
+    for (method, path, check_api) in [
+        (Method::POST, format!("/check/sha1/{sha1}"), true),
+        (Method::OPTIONS, "/range/00000".to_string(), true),
+        (Method::GET, "/health".to_string(), true),
+        (Method::GET, "/range/00000/x".to_string(), true),
+        (Method::GET, format!("/check/sha1/{sha1}/x"), true),
+        (Method::GET, format!("/check/sha1/{sha1}"), false),
+    ] {
+        let request = axum::http::Request::builder()
+            .method(method.clone())
+            .uri(&path)
+            .body(())
+            .unwrap();
+        assert!(
+            api.answer_directly(&request, check_api).is_none(),
+            "{method} {path}"
+        );
+    }
+}
