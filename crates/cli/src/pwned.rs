@@ -100,6 +100,28 @@ pub enum Command {
         /// several; repeatable), beside the system's store.
         #[arg(long = "ca-cert", value_name = "FILE")]
         ca_certs: Vec<PathBuf>,
+        /// Apply a delta bundle (from `pwned diff` or `update --bundle-out`)
+        /// instead of asking the network: the index must be the one the
+        /// bundle was made for, and becomes the one it was made of.
+        #[arg(long, value_name = "CHANGES", conflicts_with_all = ["base_url", "full"])]
+        from_bundle: Option<PathBuf>,
+        /// Also write the delta bundle of what this update changed, for
+        /// copies of the old index where there is no network.
+        #[arg(long, value_name = "CHANGES")]
+        bundle_out: Option<PathBuf>,
+    },
+    /// Write the delta bundle that makes NEW of OLD: the ranges whose hashes,
+    /// counts or validator differ, gzip-compressed (docs/format-bundle.md),
+    /// for `update OLD --from-bundle CHANGES` where there is no network.
+    #[cfg(feature = "update")]
+    Diff {
+        /// The index the bundle applies to.
+        old: PathBuf,
+        /// The index it makes.
+        new: PathBuf,
+        /// The bundle to write (replaced only when complete).
+        #[arg(short, long, value_name = "CHANGES")]
+        output: PathBuf,
     },
     /// Print the index's kind, size and format version.
     Stats {
@@ -192,6 +214,8 @@ pub fn run(command: Command) -> ExitCode {
             timeout,
             tries,
             ca_certs,
+            from_bundle,
+            bundle_out,
         } => update(
             &index,
             &seekless_pwned::UpdateOptions {
@@ -203,9 +227,13 @@ pub fn run(command: Command) -> ExitCode {
                 tries,
                 proxies: seekless_pwned::Proxies::from_env(),
                 ca_certs,
+                from_bundle,
+                bundle_out,
                 ..seekless_pwned::UpdateOptions::default()
             },
         ),
+        #[cfg(feature = "update")]
+        Command::Diff { old, new, output } => diff(&old, &new, &output),
         Command::Stats { index, json } => stats(&index, json),
         Command::Verify { index } => verify(&index),
         Command::Export {
@@ -360,6 +388,27 @@ impl seekless_pwned::UpdateProgress for UpdateBar {
 }
 
 #[cfg(feature = "update")]
+/// `pwned diff OLD NEW -o CHANGES`.
+#[cfg(feature = "update")]
+fn diff(old: &Path, new: &Path, output: &Path) -> Result<ExitCode> {
+    crate::guard::output_apart(output, &[old, new])?;
+    let started = std::time::Instant::now();
+    let old_index = crate::index_file::open(old)?;
+    let new_index = crate::index_file::open(new)?;
+    let s = seekless_pwned::write_bundle(output, Some(&old_index), &new_index)?;
+    println!(
+        "wrote {}: {} ranges changed, {} validators alone, {} bytes of lines in {} bytes, {:.1} s",
+        output.display(),
+        s.changed,
+        s.validators,
+        s.lines_bytes,
+        s.bytes,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "update")]
 fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitCode> {
     let progress = UpdateBar {
         bar: progress::counted(u64::from(seekless_pwned::RANGES), "ranges"),
@@ -386,10 +435,20 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
         "  {} hashes: {} added, {} removed, {} counts changed",
         s.hashes, s.added, s.removed, s.counts_changed
     );
-    println!(
-        "  {} bytes received, {} retries, {} bytes written, {:.1} s",
-        s.received, s.retries, s.bytes, s.seconds
-    );
+    if options.from_bundle.is_some() {
+        println!(
+            "  {} bytes of lines applied, {} bytes written, {:.1} s",
+            s.received, s.bytes, s.seconds
+        );
+    } else {
+        println!(
+            "  {} bytes received, {} retries, {} bytes written, {:.1} s",
+            s.received, s.retries, s.bytes, s.seconds
+        );
+    }
+    if let Some(out) = &options.bundle_out {
+        println!("  wrote the delta bundle {}", out.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

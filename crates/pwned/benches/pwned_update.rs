@@ -155,6 +155,20 @@ impl std::ops::Add for Measured {
     }
 }
 
+/// Runs `command` under `/usr/bin/time`, its output thrown away.
+fn measure_quiet(command: &[&str]) -> Measured {
+    let report = std::env::temp_dir().join(format!("seekless-time-q-{}", std::process::id()));
+    let status = Command::new("/usr/bin/time")
+        .args(["-f", "%e %U %S %M", "-o"])
+        .arg(&report)
+        .args(command)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command:?} failed");
+    parse_time(&std::fs::read_to_string(&report).unwrap())
+}
+
 /// Runs `command` under `/usr/bin/time`; returns its measures and stdout.
 fn measure(command: &[&str], stdin: Option<&Path>) -> (Measured, String) {
     let report = std::env::temp_dir().join(format!("seekless-time-{}", std::process::id()));
@@ -167,7 +181,14 @@ fn measure(command: &[&str], stdin: Option<&Path>) -> (Measured, String) {
     }
     let out = cmd.stderr(Stdio::inherit()).output().unwrap();
     assert!(out.status.success(), "{command:?} failed");
-    let text = std::fs::read_to_string(&report).unwrap();
+    (
+        parse_time(&std::fs::read_to_string(&report).unwrap()),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// `/usr/bin/time -f "%e %U %S %M"`'s last line.
+fn parse_time(text: &str) -> Measured {
     let f: Vec<f64> = text
         .split_whitespace()
         .rev()
@@ -177,14 +198,11 @@ fn measure(command: &[&str], stdin: Option<&Path>) -> (Measured, String) {
         .rev()
         .map(|x| x.parse().unwrap())
         .collect();
-    (
-        Measured {
-            wall: f[0],
-            cpu: f[1] + f[2],
-            rss_mib: f[3] / 1024.0,
-        },
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    Measured {
+        wall: f[0],
+        cpu: f[1] + f[2],
+        rss_mib: f[3] / 1024.0,
+    }
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -436,5 +454,74 @@ fn main() {
         received(&out_some)
     );
     print!("{out_some}");
+
+    // Delta bundles of the same 1%: `diff` of the served index and the
+    // changed copy against `export` reading one of them; the bundle
+    // applied offline against the online refresh above; its size against
+    // gzip (level 6) of the changed ranges' text.
+    let (served_s, changed_s) = (served.to_str().unwrap(), changed.to_str().unwrap());
+    let m_export = measure_quiet(&[b, "pwned", "export", served_s]);
+    let bundle = work.join("changes.bundle");
+    let bundle_s = bundle.to_str().unwrap();
+    let (m_diff, out_diff) = measure(
+        &[b, "pwned", "diff", served_s, changed_s, "-o", bundle_s],
+        None,
+    );
+    let offline = work.join("offline.idx");
+    std::fs::copy(&served, &offline).unwrap();
+    let (m_apply, out_apply) = measure(
+        &[
+            b,
+            "pwned",
+            "update",
+            offline.to_str().unwrap(),
+            "--from-bundle",
+            bundle_s,
+        ],
+        None,
+    );
+    let (made, want) = (
+        Index::open(&offline).unwrap(),
+        Index::open(&changed).unwrap(),
+    );
+    assert_eq!(
+        seekless_pwned::identity(&made).unwrap(),
+        seekless_pwned::identity(&want).unwrap(),
+        "the bundle made the changed index"
+    );
+    let mut text = Vec::new();
+    let mut body = Vec::new();
+    for prefix in (0..RANGES).filter(|p| p % 100 == 7) {
+        body.clear();
+        want.write_range(prefix, &mut body).unwrap();
+        text.extend_from_slice(&body);
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    gz.write_all(&text).unwrap();
+    let gzipped = gz.finish().unwrap().len() as f64;
+    let bundle_bytes = std::fs::metadata(&bundle).unwrap().len() as f64;
+    print!("{out_diff}{out_apply}");
+    println!(
+        "export of the served index (to /dev/null): {:.1} s wall, {:.1} CPU s",
+        m_export.wall, m_export.cpu
+    );
+    println!(
+        "diff of it and the changed copy: {:.1} s wall, {:.1} CPU s, {:.0} MiB: {:.2}x export's wall (target <= 1.5x)",
+        m_diff.wall,
+        m_diff.cpu,
+        m_diff.rss_mib,
+        m_diff.wall / m_export.wall
+    );
+    println!(
+        "update --from-bundle: {:.1} s wall, {:.1} CPU s: {:.2}x the online refresh of 1% (target <= 1.0x)",
+        m_apply.wall,
+        m_apply.cpu,
+        m_apply.wall / m_some.wall
+    );
+    println!(
+        "bundle {bundle_bytes:.0} bytes; gzip -6 of the changed ranges' text ({} bytes) {gzipped:.0}: {:.3}x (target <= 1.2x)",
+        text.len(),
+        bundle_bytes / gzipped
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -98,6 +98,12 @@ pub enum ErrorKind {
         /// How many times it was tried.
         tries: u32,
     },
+    /// A delta bundle cannot be read, is damaged, or does not fit the index
+    /// it is applied to.
+    BadBundle {
+        /// What is wrong.
+        what: String,
+    },
     /// An answer of the range API is malformed.
     BadRange {
         /// The range's 5-hex-digit prefix.
@@ -204,6 +210,7 @@ impl fmt::Display for Error {
             ErrorKind::Unsorted { previous, next } => {
                 write!(f, "hashes out of order: {next} after {previous}")
             }
+            ErrorKind::BadBundle { what } => write!(f, "bundle refused: {what}"),
             ErrorKind::BadRange {
                 prefix,
                 line: 0,

@@ -24,6 +24,8 @@
 mod api;
 mod bits;
 #[cfg(feature = "update")]
+mod bundle;
+#[cfg(feature = "update")]
 mod client;
 pub mod date;
 mod direct;
@@ -64,6 +66,11 @@ mod writer;
 
 #[cfg(feature = "serve")]
 pub use api::{RangeApi, Served};
+#[cfg(feature = "update")]
+pub use bundle::{
+    BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, DiffSummary, diff, identity,
+    write_bundle,
+};
 #[cfg(feature = "update")]
 pub use client::Proxies;
 pub use error::{Error, ErrorKind, Result};

@@ -26,6 +26,7 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
+use crate::bundle::{BundleEntry, BundleHeader, BundleReader, Digests, hex_identity};
 use crate::client::{self, Proxies, describe, refused_certificate};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::PAGE;
@@ -33,7 +34,7 @@ use crate::gzip::gunzip_whole;
 use crate::hash::{Key, Kind};
 use crate::index::Index;
 use crate::journal::{Journal, Record, Terms, UpdateSummary};
-use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex};
+use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex, range_digest};
 use crate::source::{RANGES, Source};
 use crate::writer::SortedWriter;
 
@@ -80,6 +81,12 @@ pub struct UpdateOptions {
     /// store (default: none). Each file may hold several; one that cannot
     /// be read or holds none stops the update before any request.
     pub ca_certs: Vec<PathBuf>,
+    /// Apply this delta bundle (docs/format-bundle.md) instead of asking
+    /// the network: the index must be the one the bundle was made for.
+    pub from_bundle: Option<PathBuf>,
+    /// Also write the bundle of what this update changed here (written
+    /// under a temporary name, renamed when complete).
+    pub bundle_out: Option<PathBuf>,
 }
 
 impl Default for UpdateOptions {
@@ -95,6 +102,8 @@ impl Default for UpdateOptions {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             proxies: Proxies::from_env(),
             ca_certs: Vec::new(),
+            from_bundle: None,
+            bundle_out: None,
         }
     }
 }
@@ -115,16 +124,22 @@ pub struct NoUpdateProgress;
 impl UpdateProgress for NoUpdateProgress {}
 
 /// Builds `path` from the range API, or refreshes it when it exists (see the
-/// module documentation).
+/// module documentation); or, with [`UpdateOptions::from_bundle`], applies
+/// a delta bundle with no network.
 pub fn update(
     path: &Path,
     options: &UpdateOptions,
     progress: &dyn UpdateProgress,
 ) -> Result<UpdateSummary> {
     let started = Instant::now();
-    // Proxies and CA certificates checked before any file is touched.
-    let client = client::build(options)?;
     let io_err = |e| Error::io(path.to_path_buf(), e);
+    // A bundle is checked whole (every size, every range's lines, the
+    // checksum) before any file is touched; proxies and CA certificates
+    // likewise before an online update.
+    let (bundle, client) = match &options.from_bundle {
+        Some(bundle) => (Some(check_bundle(bundle, options.kind)?), None),
+        None => (None, Some(client::build(options)?)),
+    };
     let old = match Index::open(path) {
         Ok(index) => Some(index),
         Err(e) if matches!(e.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
@@ -149,15 +164,32 @@ pub fn update(
         }
         .into());
     }
+    if let (Some((bundle_path, header)), old) = (&bundle, &old) {
+        let hashes = old.as_ref().map_or(0, Index::len);
+        if hashes != header.old_hashes {
+            return Err(ErrorKind::BadBundle {
+                what: format!(
+                    "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index)",
+                    bundle_path.display(),
+                    header.old_hashes,
+                    path.display()
+                ),
+            }
+            .into());
+        }
+    }
     let validators = match &old {
-        Some(old) if !options.full => old.source()?,
+        Some(old) if !options.full || bundle.is_some() => old.source()?,
         _ => None,
     };
     let base = options.base_url.trim_end_matches('/').to_string();
     let terms = Terms {
         kind: options.kind,
         full: options.full,
-        url: base.clone(),
+        url: match &bundle {
+            Some((_, header)) => format!("bundle:{}", hex_identity(&header.new_identity)),
+            None => base.clone(),
+        },
         old: match &old {
             Some(_) => identity(path).map_err(io_err)?,
             None => (0, 0),
@@ -234,45 +266,29 @@ pub fn update(
     };
     summary.created = old.is_none();
 
-    let fetcher = Fetcher {
-        client,
-        base,
-        kind: options.kind,
-        tries: options.tries.max(1),
-        backoff: options.backoff,
-        validators,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io(None, e))?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel(options.concurrency.max(1));
-    let concurrency = options.concurrency.max(1);
-    runtime.spawn(async move {
-        let fetcher = Arc::new(fetcher);
-        let mut answers = futures_util::stream::iter(start..RANGES)
-            .map(|prefix| {
-                let fetcher = Arc::clone(&fetcher);
-                tokio::spawn(async move { fetcher.fetch(prefix).await })
-            })
-            .buffered(concurrency);
-        while let Some(joined) = answers.next().await {
-            let answer = joined
-                .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
-            let failed = answer.is_err();
-            if tx.send(answer).await.is_err() || failed {
-                break;
-            }
+    let mut answers = match (&bundle, client) {
+        (Some((bundle_path, header)), _) => {
+            Answers::bundle(bundle_path, header, old.as_ref(), validators, start)?
         }
-    });
+        (None, Some(client)) => Answers::network(
+            Fetcher {
+                client,
+                base,
+                kind: options.kind,
+                tries: options.tries.max(1),
+                backoff: options.backoff,
+                validators,
+            },
+            options,
+            start,
+        )?,
+        (None, None) => unreachable!("an online update has a client"),
+    };
 
     let mut old_range = Vec::new();
     let result = (|| -> Result<()> {
         for prefix in start..RANGES {
-            let answer = rx.blocking_recv().ok_or_else(|| {
-                Error::io(None, std::io::Error::other("the fetching tasks stopped"))
-            })??;
+            let answer = answers.next(prefix)?;
             summary.checked += 1;
             summary.retries += u64::from(answer.retries);
             old_range.clear();
@@ -282,10 +298,11 @@ pub fn update(
             let (received, hashes) = match answer.body {
                 Body::NotModified { validator } => {
                     summary.not_modified += 1;
+                    answers.digested(&old_range, None);
                     for &(key, count) in &old_range {
                         writer.push(key, count)?;
                     }
-                    fresh_validators.push(Some(validator));
+                    fresh_validators.push(validator);
                     (0, old_range.len())
                 }
                 Body::Range {
@@ -301,6 +318,7 @@ pub fn update(
                     summary.added += diff.added;
                     summary.removed += diff.removed;
                     summary.counts_changed += diff.counts_changed;
+                    answers.digested(&old_range, Some(&entries));
                     for &(key, count) in &entries {
                         writer.push(key, count)?;
                     }
@@ -333,8 +351,7 @@ pub fn update(
         }
         Ok(())
     })();
-    drop(rx);
-    runtime.shutdown_background();
+    let bundled = answers.finish();
     // On an error the partial index and its journal stay: a rerun goes on
     // from the last checkpoint.
     result.map_err(|e| e.with_path(path))?;
@@ -345,6 +362,11 @@ pub fn update(
     source.updated = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    if let Some((_, header)) = &bundle {
+        // The index the bundle makes says where its hashes came from.
+        source.url = header.url.clone();
+        source.updated = header.updated;
+    }
     let (buffered, written) = writer.finish(Some(&source))?;
     buffered.into_inner().map_err(|e| io_err(e.into_error()))?;
     partial.sync_all().map_err(io_err)?;
@@ -357,6 +379,42 @@ pub fn update(
             "the new index does not read back as written",
         ));
     }
+    if let (Some((bundle_path, header)), Some(digests)) = (&bundle, bundled) {
+        // The base's identity and the result's: a bundle made for another
+        // index, or one that does not make what it says, is refused and
+        // the index left as it was.
+        let refused = |what: String| -> Error {
+            let _ = std::fs::remove_file(&partial_path);
+            let _ = std::fs::remove_file(&journal_path);
+            ErrorKind::BadBundle { what }.into()
+        };
+        let (old_identity, new_identity) = digests;
+        if old_identity != header.old_identity {
+            return Err(refused(format!(
+                "{} was made for the index of identity {}; {} has identity {} (a bundle for another index)",
+                bundle_path.display(),
+                hex_identity(&header.old_identity),
+                path.display(),
+                hex_identity(&old_identity)
+            )));
+        }
+        if new_identity != header.new_identity
+            || written.hashes != header.new_hashes
+            || check.stats().total_count != header.new_total
+        {
+            return Err(refused(format!(
+                "applied, {} does not make the index it names (identity {}, {} hashes; made {}, {} hashes)",
+                bundle_path.display(),
+                hex_identity(&header.new_identity),
+                header.new_hashes,
+                hex_identity(&new_identity),
+                written.hashes
+            )));
+        }
+    }
+    if let Some(out) = &options.bundle_out {
+        crate::bundle::write_bundle(out, old.as_ref(), &check)?;
+    }
     drop(check);
     drop(old);
     std::fs::rename(&partial_path, path).map_err(io_err)?;
@@ -367,6 +425,230 @@ pub fn update(
     summary.bytes = written.bytes;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Checks the whole bundle at `path` (every size, the order of its
+/// entries, every range's lines, the checksum) and that it is of `kind`;
+/// its header.
+fn check_bundle(path: &Path, kind: Kind) -> Result<(PathBuf, BundleHeader)> {
+    let named = |e: Error| match e.into_kind() {
+        ErrorKind::BadBundle { what } => ErrorKind::BadBundle {
+            what: format!("{}: {what}", path.display()),
+        }
+        .into(),
+        other => Error::from(other).with_path(path),
+    };
+    let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
+    let mut reader = BundleReader::new(file).map_err(named)?;
+    let header = reader.header().clone();
+    if header.kind != kind {
+        return Err(named(
+            ErrorKind::BadBundle {
+                what: format!(
+                    "a bundle of {} indexes, not {kind} (add or drop --ntlm)",
+                    header.kind
+                ),
+            }
+            .into(),
+        ));
+    }
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.next_entry().map_err(named)? {
+        if let Some(lines) = &entry.lines {
+            entries.clear();
+            parse_range(kind, entry.prefix, lines, &mut entries).map_err(|e| {
+                named(
+                    ErrorKind::BadBundle {
+                        what: format!("range {}: {e}", prefix_hex(entry.prefix)),
+                    }
+                    .into(),
+                )
+            })?;
+        }
+    }
+    reader.finish().map_err(named)?;
+    Ok((path.to_path_buf(), header))
+}
+
+/// Where the ranges' answers come from: the network, or a bundle.
+enum Answers {
+    Network {
+        answers: tokio::sync::mpsc::Receiver<Result<Answer>>,
+        runtime: tokio::runtime::Runtime,
+    },
+    Bundle {
+        reader: Box<BundleReader<File>>,
+        next: Option<BundleEntry>,
+        kind: Kind,
+        /// The validators of the index the bundle applies to.
+        validators: Option<Source>,
+        /// The digests of the ranges of the index it applies to, and of
+        /// the one it makes.
+        old: Digests,
+        new: Digests,
+    },
+}
+
+impl Answers {
+    /// Ranges from `start` on fetched by a window of concurrent requests,
+    /// taken in prefix order.
+    fn network(fetcher: Fetcher, options: &UpdateOptions, start: u32) -> Result<Answers> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.threads.max(1))
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io(None, e))?;
+        let (tx, answers) = tokio::sync::mpsc::channel(options.concurrency.max(1));
+        let concurrency = options.concurrency.max(1);
+        runtime.spawn(async move {
+            let fetcher = Arc::new(fetcher);
+            let mut answers = futures_util::stream::iter(start..RANGES)
+                .map(|prefix| {
+                    let fetcher = Arc::clone(&fetcher);
+                    tokio::spawn(async move { fetcher.fetch(prefix).await })
+                })
+                .buffered(concurrency);
+            while let Some(joined) = answers.next().await {
+                let answer = joined
+                    .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
+                let failed = answer.is_err();
+                if tx.send(answer).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Ok(Answers::Network { answers, runtime })
+    }
+
+    /// Ranges from `start` on from the bundle at `path` (checked whole
+    /// before), applied to `old`. The digests of the ranges before `start`
+    /// (done by an earlier run) are taken from `old` and the bundle.
+    fn bundle(
+        path: &Path,
+        header: &BundleHeader,
+        old: Option<&Index>,
+        validators: Option<Source>,
+        start: u32,
+    ) -> Result<Answers> {
+        let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
+        let mut reader = BundleReader::new(file).map_err(|e| e.with_path(path))?;
+        let kind = header.kind;
+        let (mut old_digests, mut new_digests) =
+            (Digests::with_capacity(), Digests::with_capacity());
+        let mut next = reader.next_entry()?;
+        let mut range = Vec::new();
+        for prefix in 0..start {
+            range.clear();
+            if let Some(old) = old {
+                old.range_into(u64::from(prefix), 20, &mut range)?;
+            }
+            let digest = range_digest(kind, &range);
+            old_digests.push(digest);
+            match next.take() {
+                Some(entry) if entry.prefix == prefix => {
+                    let digest = match &entry.lines {
+                        Some(lines) => {
+                            range.clear();
+                            parse_range(kind, prefix, lines, &mut range)?;
+                            range_digest(kind, &range)
+                        }
+                        None => digest,
+                    };
+                    new_digests.push(digest);
+                    next = reader.next_entry()?;
+                }
+                other => {
+                    new_digests.push(digest);
+                    next = other;
+                }
+            }
+        }
+        Ok(Answers::Bundle {
+            reader: Box::new(reader),
+            next,
+            kind,
+            validators,
+            old: old_digests,
+            new: new_digests,
+        })
+    }
+
+    /// The answer for `prefix` (asked in order).
+    fn next(&mut self, prefix: u32) -> Result<Answer> {
+        match self {
+            Answers::Network { answers, .. } => answers.blocking_recv().ok_or_else(|| {
+                Error::io(None, std::io::Error::other("the fetching tasks stopped"))
+            })?,
+            Answers::Bundle {
+                reader,
+                next,
+                kind,
+                validators,
+                ..
+            } => {
+                let body = match next.take() {
+                    Some(entry) if entry.prefix == prefix => {
+                        *next = reader.next_entry()?;
+                        match entry.lines {
+                            Some(lines) => {
+                                let mut entries = Vec::with_capacity(lines.len() / 40 + 1);
+                                parse_range(*kind, prefix, &lines, &mut entries)?;
+                                Body::Range {
+                                    validator: entry.validator,
+                                    entries,
+                                    received: lines.len() as u64,
+                                }
+                            }
+                            None => Body::NotModified {
+                                validator: entry.validator,
+                            },
+                        }
+                    }
+                    other => {
+                        *next = other;
+                        Body::NotModified {
+                            validator: validators
+                                .as_ref()
+                                .and_then(|s| s.validator(prefix))
+                                .map(<[u8]>::to_vec),
+                        }
+                    }
+                };
+                Ok(Answer { retries: 0, body })
+            }
+        }
+    }
+
+    /// Notes a range's content before (`old`) and after (`new`; `None`:
+    /// the same), for the identities a bundle names.
+    fn digested(&mut self, old: &[(Key, u64)], new: Option<&[(Key, u64)]>) {
+        if let Answers::Bundle {
+            kind,
+            old: old_digests,
+            new: new_digests,
+            ..
+        } = self
+        {
+            let before = range_digest(*kind, old);
+            old_digests.push(before);
+            new_digests.push(new.map_or(before, |new| range_digest(*kind, new)));
+        }
+    }
+
+    /// Stops fetching; for a bundle, the identities of the index it was
+    /// applied to and of the one it made, once every range was answered.
+    fn finish(self) -> Option<([u8; 32], [u8; 32])> {
+        match self {
+            Answers::Network { answers, runtime } => {
+                drop(answers);
+                runtime.shutdown_background();
+                None
+            }
+            Answers::Bundle { kind, old, new, .. } => {
+                (old.len() == RANGES as usize).then(|| (old.identity(kind), new.identity(kind)))
+            }
+        }
+    }
 }
 
 /// Ranges between checkpoints of the journal (64 in a full update).
@@ -459,8 +741,9 @@ struct Answer {
 }
 
 enum Body {
-    /// `304`: the stored validator still holds.
-    NotModified { validator: Vec<u8> },
+    /// `304`: the stored validator still holds (from a bundle: the range
+    /// is the same; its validator, if any).
+    NotModified { validator: Option<Vec<u8>> },
     /// `200`: the range's hashes and its new validator.
     Range {
         validator: Option<Vec<u8>>,
@@ -563,7 +846,7 @@ impl Fetcher {
         if status == StatusCode::NOT_MODIFIED {
             return match validator {
                 Some(v) => Ok(Body::NotModified {
-                    validator: v.to_vec(),
+                    validator: Some(v.to_vec()),
                 }),
                 None => Err(retry(
                     "304 Not Modified to a request without a validator".into(),

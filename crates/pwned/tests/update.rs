@@ -624,3 +624,96 @@ fn a_second_update_of_the_same_index_is_refused() {
     assert!(e.to_string().contains("range 00000"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_refresh_writes_the_bundle_that_brings_an_offline_copy_up_to_date() {
+    let kind = Kind::Sha1;
+    let mut served = corpus(kind, 20_000, 5);
+    let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
+    let dir = tempdir("bundle-out");
+    let online = dir.join("online.idx");
+    update(&online, &options(&server, kind), &NoUpdateProgress).unwrap();
+    // The offline site's copy, made when both were the same.
+    let offline = dir.join("offline.idx");
+    std::fs::copy(&online, &offline).unwrap();
+
+    // The corpus changes: hashes added, removed and recounted in some
+    // ranges, one range emptied.
+    let in_use = prefixes(&served);
+    let emptied = in_use[7];
+    served.retain(|k, _| (k.hi >> 44) as u32 != emptied);
+    let mut rng = Rng(17);
+    for i in 0..40 {
+        let prefix = in_use[(rng.next() % in_use.len() as u64) as usize];
+        let Some(&key) = served.keys().find(|k| (k.hi >> 44) as u32 == prefix) else {
+            continue;
+        };
+        match i % 3 {
+            0 => {
+                let mut new = key;
+                new.lo = new.lo.wrapping_add(3);
+                served.insert(new, 11);
+            }
+            1 => {
+                served.remove(&key);
+            }
+            _ => *served.get_mut(&key).unwrap() += 2,
+        }
+    }
+    *server.corpus.write().unwrap() = served.clone();
+    let bundle = dir.join("changes.bundle");
+    let refreshed = update(
+        &online,
+        &UpdateOptions {
+            bundle_out: Some(bundle.clone()),
+            ..options(&server, kind)
+        },
+        &NoUpdateProgress,
+    )
+    .unwrap();
+    assert_holds(&online, &served);
+    assert!(refreshed.changed > 0);
+
+    // Applied with no network: exactly what the online index holds, its
+    // validators and its source.
+    let applied = update(
+        &offline,
+        &UpdateOptions {
+            from_bundle: Some(bundle.clone()),
+            base_url: "http://127.0.0.1:9".into(),
+            ..UpdateOptions::default()
+        },
+        &NoUpdateProgress,
+    )
+    .unwrap();
+    assert_eq!(applied.changed, refreshed.changed);
+    assert_eq!(
+        (applied.added, applied.removed, applied.counts_changed),
+        (refreshed.added, refreshed.removed, refreshed.counts_changed)
+    );
+    assert_holds(&offline, &served);
+    let (a, b) = (
+        Index::open(&online).unwrap(),
+        Index::open(&offline).unwrap(),
+    );
+    assert_eq!(a.source().unwrap(), b.source().unwrap());
+    assert_eq!(
+        seekless_pwned::identity(&a).unwrap(),
+        seekless_pwned::identity(&b).unwrap()
+    );
+    drop((a, b));
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // A later online refresh of the copy downloads nothing: its validators
+    // are the online index's.
+    server.bodies.lock().unwrap().clear();
+    let later = update(&offline, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert_eq!(later.not_modified, 1 << 20);
+    assert_eq!(server.bodies_served(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,445 @@
+//! Delta bundles without a network: `diff` of two indexes, applied by
+//! `update --from-bundle`; identities that depend on content alone; and
+//! every bundle that does not fit refused with the index left as it was.
+#![cfg(feature = "update")]
+
+use std::collections::BTreeMap;
+use std::io::{Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+
+use seekless_pwned::{
+    BuildOptions, BundleReader, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, SortedWriter,
+    Source, UpdateOptions, build_to_vec, diff, identity, update, write_bundle,
+};
+
+type Corpus = BTreeMap<Key, u64>;
+/// Validators by prefix.
+type Validators = BTreeMap<u32, Vec<u8>>;
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            let key = Key {
+                hi: splitmix(&mut state),
+                mid: splitmix(&mut state),
+                lo: if kind == Kind::Ntlm {
+                    0
+                } else {
+                    splitmix(&mut state) as u32
+                },
+            };
+            (key, 1 + splitmix(&mut state) % 10_000)
+        })
+        .collect()
+}
+
+fn prefix(key: &Key) -> u32 {
+    (key.hi >> 44) as u32
+}
+
+/// An index file of `corpus` at `path`, with `validators` (by prefix) and
+/// a source section when given.
+fn write_index(path: &Path, kind: Kind, corpus: &Corpus, source: Option<(&str, u64, &Validators)>) {
+    let mut writer = SortedWriter::new(Cursor::new(Vec::new()), kind, None).unwrap();
+    for (&key, &count) in corpus {
+        writer.push(key, count).unwrap();
+    }
+    let source = source.map(|(url, updated, validators)| {
+        let mut source = Source::new(url, updated);
+        for p in 0..seekless_pwned::RANGES {
+            source.push_validator(validators.get(&p).map(Vec::as_slice));
+        }
+        source
+    });
+    let bytes = writer.finish(source.as_ref()).unwrap().0.into_inner();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn tempdir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("seekless-bundle-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn pairs(path: &Path) -> Vec<(Key, u64)> {
+    Index::open(path)
+        .unwrap()
+        .iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Applies `bundle` to `index` offline.
+fn apply(
+    index: &Path,
+    bundle: &Path,
+    kind: Kind,
+) -> seekless_pwned::Result<seekless_pwned::UpdateSummary> {
+    update(
+        index,
+        &UpdateOptions {
+            kind,
+            from_bundle: Some(bundle.to_path_buf()),
+            ..UpdateOptions::default()
+        },
+        &NoUpdateProgress,
+    )
+}
+
+/// OLD, and NEW made of it: ranges with hashes added, removed, recounted,
+/// one emptied, one filled anew; validators changed with the content, and
+/// one changed alone.
+fn old_and_new(kind: Kind) -> (Corpus, Corpus, Validators, Validators) {
+    let old = corpus(kind, 8_000, 3);
+    let mut new = old.clone();
+    let prefixes: Vec<u32> = old.keys().map(prefix).collect();
+    let emptied = prefixes[100];
+    new.retain(|k, _| prefix(k) != emptied);
+    let mut state = 77;
+    for i in 0..30u64 {
+        let key = *old
+            .keys()
+            .nth((splitmix(&mut state) % old.len() as u64) as usize)
+            .unwrap();
+        match i % 3 {
+            0 => {
+                new.insert(
+                    Key {
+                        mid: key.mid ^ 1,
+                        ..key
+                    },
+                    5,
+                );
+            }
+            1 => {
+                new.remove(&key);
+            }
+            _ => {
+                if let Some(c) = new.get_mut(&key) {
+                    *c += 1;
+                }
+            }
+        }
+    }
+    // A range that had nothing.
+    let mut fresh = Key {
+        hi: 0x0000_1234_5678_9abc,
+        mid: 1,
+        lo: 0,
+    };
+    while old.keys().any(|k| prefix(k) == prefix(&fresh)) {
+        fresh.hi += 1 << 44;
+    }
+    new.insert(fresh, 42);
+    let old_validators: Validators = prefixes
+        .iter()
+        .map(|&p| (p, format!("\"old-{p:05x}\"").into_bytes()))
+        .collect();
+    let mut new_validators = old_validators.clone();
+    for (k, _) in new.iter().filter(|(k, c)| old.get(k) != Some(c)) {
+        new_validators.insert(prefix(k), format!("\"new-{:05x}\"", prefix(k)).into_bytes());
+    }
+    new_validators.remove(&emptied);
+    // The validator alone changes in one range.
+    new_validators.insert(prefixes[200], b"\"revalidated\"".to_vec());
+    (old, new, old_validators, new_validators)
+}
+
+#[test]
+fn a_bundle_makes_new_of_old_with_its_validators_and_source() {
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        let dir = tempdir(&format!("apply-{kind}"));
+        let (old, new, old_v, new_v) = old_and_new(kind);
+        let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
+        write_index(
+            &old_path,
+            kind,
+            &old,
+            Some(("http://127.0.0.1:1", 1_000, &old_v)),
+        );
+        write_index(
+            &new_path,
+            kind,
+            &new,
+            Some(("https://mirror.example", 2_000, &new_v)),
+        );
+        let bundle = dir.join("changes.bundle");
+        let (old_index, new_index) = (
+            Index::open(&old_path).unwrap(),
+            Index::open(&new_path).unwrap(),
+        );
+        let summary = write_bundle(&bundle, Some(&old_index), &new_index).unwrap();
+        let changed: std::collections::BTreeSet<u32> = old
+            .iter()
+            .filter(|(k, c)| new.get(k) != Some(c))
+            .chain(new.iter().filter(|(k, c)| old.get(k) != Some(c)))
+            .map(|(k, _)| prefix(k))
+            .collect();
+        assert_eq!(summary.changed as usize, changed.len());
+        assert_eq!(summary.validators, 1);
+
+        // The header names both identities, computed from content alone.
+        let reader = BundleReader::new(std::fs::File::open(&bundle).unwrap()).unwrap();
+        let header = reader.header().clone();
+        assert_eq!(header.kind, kind);
+        assert_eq!(header.old_identity, identity(&old_index).unwrap());
+        assert_eq!(header.new_identity, identity(&new_index).unwrap());
+        assert_eq!(
+            (header.old_hashes, header.new_hashes, new_index.len()),
+            (old.len() as u64, new.len() as u64, new.len() as u64)
+        );
+        assert_eq!(
+            (header.url.as_str(), header.updated),
+            ("https://mirror.example", 2_000)
+        );
+        drop((old_index, new_index));
+
+        let copy = dir.join("copy.idx");
+        std::fs::copy(&old_path, &copy).unwrap();
+        let applied = apply(&copy, &bundle, kind).unwrap();
+        assert_eq!(applied.changed as usize, changed.len());
+        assert_eq!(pairs(&copy), pairs(&new_path));
+        let (got, want) = (Index::open(&copy).unwrap(), Index::open(&new_path).unwrap());
+        assert_eq!(
+            got.source().unwrap(),
+            want.source().unwrap(),
+            "validators, URL and time"
+        );
+        got.verify().unwrap();
+        // Nothing left beside it.
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn identity_depends_on_content_alone() {
+    let kind = Kind::Sha1;
+    let corpus = corpus(kind, 5_000, 9);
+    let dir = tempdir("identity");
+    let streamed = dir.join("streamed.idx");
+    write_index(
+        &streamed,
+        kind,
+        &corpus,
+        Some(("http://x", 5, &BTreeMap::new())),
+    );
+    // The same hashes built by prepare from text in another order, counts
+    // split over duplicate lines.
+    let mut text = String::new();
+    for (key, count) in corpus.iter().rev() {
+        let hex = key.to_hex(kind);
+        text.push_str(&format!("{hex}:{}\n{}:1\n", count - 1, hex.to_lowercase()));
+    }
+    let built = build_to_vec(
+        vec![Input::Bytes {
+            name: "text".into(),
+            data: text.into_bytes(),
+        }],
+        &BuildOptions {
+            threads: 2,
+            ..BuildOptions::default()
+        },
+    )
+    .unwrap()
+    .0;
+    let built = Index::from_bytes(built).unwrap();
+    let streamed = Index::open(&streamed).unwrap();
+    assert_ne!(built.stats().bytes, 0);
+    assert_eq!(identity(&built).unwrap(), identity(&streamed).unwrap());
+    // One count more: another identity.
+    let mut other = corpus.clone();
+    *other.values_mut().next().unwrap() += 1;
+    let other_path = dir.join("other.idx");
+    write_index(&other_path, kind, &other, None);
+    assert_ne!(
+        identity(&Index::open(&other_path).unwrap()).unwrap(),
+        identity(&streamed).unwrap()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every file in `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn refused(result: seekless_pwned::Result<seekless_pwned::UpdateSummary>, says: &str) {
+    let e = result.expect_err("the bundle should be refused");
+    assert!(matches!(e.kind(), ErrorKind::BadBundle { .. }), "{e}");
+    assert!(e.to_string().contains(says), "{e} should say {says:?}");
+}
+
+#[test]
+fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
+    let kind = Kind::Sha1;
+    let dir = tempdir("refused");
+    let (old, new, old_v, new_v) = old_and_new(kind);
+    let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
+    write_index(
+        &old_path,
+        kind,
+        &old,
+        Some(("http://127.0.0.1:1", 1, &old_v)),
+    );
+    write_index(
+        &new_path,
+        kind,
+        &new,
+        Some(("http://127.0.0.1:1", 2, &new_v)),
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let bundle = dir.join("changes.bundle");
+    write_bundle(
+        &bundle,
+        Some(&Index::open(&old_path).unwrap()),
+        &Index::open(&new_path).unwrap(),
+    )
+    .unwrap();
+    let good = std::fs::read(&bundle).unwrap();
+    let try_on = |index_corpus: &Corpus, bytes: &[u8], says: &str| {
+        let target = work.join("target.idx");
+        write_index(
+            &target,
+            kind,
+            index_corpus,
+            Some(("http://127.0.0.1:1", 1, &old_v)),
+        );
+        let candidate = dir.join("candidate.bundle");
+        std::fs::write(&candidate, bytes).unwrap();
+        let before = snapshot(&work);
+        refused(apply(&target, &candidate, kind), says);
+        assert_eq!(
+            snapshot(&work),
+            before,
+            "{says}: the index and its directory are as they were"
+        );
+    };
+
+    // Another index of as many hashes: found while applying, discarded.
+    let mut other = old.clone();
+    *other.values_mut().nth(10).unwrap() += 1;
+    try_on(&other, &good, "a bundle for another index");
+    // Another number of hashes: refused before anything is written.
+    let mut fewer = old.clone();
+    let first = *fewer.keys().next().unwrap();
+    fewer.remove(&first);
+    try_on(&fewer, &good, "applies to an index of 8000 hashes");
+    // Truncated anywhere.
+    for cut in [
+        0,
+        10,
+        good.len() / 3,
+        good.len() / 2,
+        good.len() - 40,
+        good.len() - 1,
+    ] {
+        try_on(&old, &good[..cut], "");
+    }
+    // A byte of the compressed stream changed: gzip's CRC or the
+    // structure catches it.
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x20;
+    try_on(&old, &flipped, "");
+    // Content changed and compressed again: the checksum catches it.
+    let mut content = Vec::new();
+    flate2::read::MultiGzDecoder::new(&good[..])
+        .read_to_end(&mut content)
+        .unwrap();
+    let at = content
+        .windows(3)
+        .position(|w| w == b":42")
+        .expect("the fresh range's line");
+    content[at + 1] = b'9';
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&content).unwrap();
+    try_on(&old, &encoder.finish().unwrap(), "checksum mismatch");
+    // Something after the end.
+    let mut longer = good.clone();
+    longer.extend_from_slice(b"more");
+    try_on(&old, &longer, "");
+    // Not a bundle at all.
+    try_on(&old, b"SEEKPWND not a bundle", "");
+
+    // The other kind.
+    let ntlm = seekless_pwned::Kind::Ntlm;
+    let ntlm_old = corpus(ntlm, 500, 4);
+    let (a, b) = (dir.join("ntlm-a.idx"), dir.join("ntlm-b.idx"));
+    write_index(&a, ntlm, &ntlm_old, None);
+    let mut ntlm_new = ntlm_old.clone();
+    ntlm_new.insert(
+        Key {
+            hi: 5,
+            mid: 5,
+            lo: 0,
+        },
+        5,
+    );
+    write_index(&b, ntlm, &ntlm_new, None);
+    let ntlm_bundle = dir.join("ntlm.bundle");
+    let mut out = Vec::new();
+    diff(
+        Some(&Index::open(&a).unwrap()),
+        &Index::open(&b).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    std::fs::write(&ntlm_bundle, &out).unwrap();
+    let target = work.join("target.idx");
+    write_index(&target, kind, &old, None);
+    let before = snapshot(&work);
+    refused(
+        apply(&target, &ntlm_bundle, kind),
+        "a bundle of NTLM indexes, not SHA-1",
+    );
+    assert_eq!(snapshot(&work), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_first_bundle_builds_the_index_from_nothing() {
+    let kind = Kind::Sha1;
+    let dir = tempdir("first");
+    let new = corpus(kind, 3_000, 12);
+    let new_path = dir.join("new.idx");
+    write_index(&new_path, kind, &new, None);
+    let bundle = dir.join("all.bundle");
+    let summary = write_bundle(&bundle, None, &Index::open(&new_path).unwrap()).unwrap();
+    let ranges: std::collections::BTreeSet<u32> = new.keys().map(prefix).collect();
+    assert_eq!(summary.changed as usize, ranges.len());
+    let made = dir.join("made.idx");
+    let applied = apply(&made, &bundle, kind).unwrap();
+    assert!(applied.created);
+    assert_eq!(pairs(&made), pairs(&new_path));
+    // Applied again to what it made: not the index it was made for.
+    refused(
+        apply(&made, &bundle, kind),
+        "applies to an index of 0 hashes",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
