@@ -415,7 +415,19 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
         received: Default::default(),
         hashes: Default::default(),
     };
-    let s = seekless_pwned::update(index, options, &progress)?;
+    let s = seekless_pwned::update(index, options, &progress).map_err(
+        |e| -> Box<dyn std::error::Error> {
+            match e.kind() {
+                // A full disk, a failing one: the partial index and its journal
+                // stay, and the same command goes on from the last checkpoint.
+                ErrorKind::Io { .. } => {
+                    format!("{e}; run the same command again to go on from the last checkpoint")
+                        .into()
+                }
+                _ => e.into(),
+            }
+        },
+    )?;
     progress.bar.finish_and_clear();
     println!(
         "{} {}: {} ranges checked, {} changed, {} not modified",

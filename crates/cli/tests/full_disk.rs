@@ -143,8 +143,13 @@ fn listing(dir: &Path) -> Vec<String> {
 /// `n` lines of random SHA-1 hashes and counts (in no order: a build
 /// of them partitions and, in a small budget, spills).
 fn corpus(n: usize) -> String {
+    corpus_of(n, 0x2545_F491_4F6C_DD1D)
+}
+
+/// [`corpus`] from another seed.
+fn corpus_of(n: usize, seed: u64) -> String {
     let mut text = String::with_capacity(n * 48);
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut x = seed;
     let mut next = || {
         x ^= x << 13;
         x ^= x >> 7;
@@ -203,6 +208,158 @@ fn prepare_writing_its_index_to_a_full_disk_names_it_and_leaves_nothing() {
         "{out}/pwned.idx",
     ];
     // The index takes ~3.5 MB.
+    assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `seekless pwned serve -i INDEX` on a free port of 127.0.0.1, killed on
+/// drop.
+struct Upstream(std::process::Child, String);
+
+impl Upstream {
+    fn start(index: &Path) -> Upstream {
+        let mut child = common::spawn(&[
+            "pwned",
+            "serve",
+            "-i",
+            index.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        let (port, _) = common::announced(&mut child);
+        Upstream(child, format!("http://127.0.0.1:{port}"))
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[cfg(feature = "update")]
+#[test]
+fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
+    let dir = tempdir("full-update");
+    let input = dir.join("corpus.txt");
+    std::fs::write(&input, corpus(200_000)).unwrap();
+    let served = dir.join("served.idx");
+    let out = seekless(
+        &[
+            "pwned",
+            "prepare",
+            input.to_str().unwrap(),
+            "-o",
+            served.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let upstream = Upstream::start(&served);
+    let export =
+        |index: &Path| seekless(&["pwned", "export", index.to_str().unwrap()], None).stdout;
+    let want = export(&served);
+    // Room for the first checkpoint (16,384 ranges), not the second.
+    for full in [Full::Tmpfs(2 << 20), Full::FileSize(1 << 20)] {
+        let out_dir = dir.join(format!("{full:?}").replace(['(', ')'], "-"));
+        let (mounted, limit) = match full {
+            Full::Tmpfs(bytes) => match Mounted::tmpfs(&out_dir, bytes) {
+                Some(m) => (Some(m), None),
+                None => continue,
+            },
+            Full::FileSize(bytes) => {
+                std::fs::create_dir_all(&out_dir).unwrap();
+                (None, Some(bytes))
+            }
+        };
+        let index = out_dir.join("pwned.idx");
+        let args = [
+            "pwned",
+            "update",
+            index.to_str().unwrap(),
+            "--base-url",
+            &upstream.1,
+        ];
+        let out = seekless(&args, limit);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{full:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{full:?}: {stderr}");
+        assert!(
+            stderr.contains(out_dir.to_str().unwrap()),
+            "{full:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("run the same command again"),
+            "{full:?}: {stderr}"
+        );
+        assert!(!index.exists(), "{full:?}: no index until complete");
+        // The journal stays: with room (the journal and the index's source
+        // section hold a validator for each of the 2^20 ranges: ~36 MB
+        // each), the same command goes on.
+        let names = listing(&out_dir);
+        assert!(
+            names.iter().any(|n| n.ends_with(".update-journal")),
+            "{names:?}"
+        );
+        if let Some(m) = &mounted {
+            assert!(
+                Command::new("mount")
+                    .args(["-o", "remount,size=256m"])
+                    .arg(&m.0)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        }
+        let out = seekless(&args, None);
+        assert!(
+            out.status.success(),
+            "{full:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("resumed"),
+            "{full:?}"
+        );
+        assert_eq!(export(&index), want, "{full:?}");
+        assert_eq!(listing(&out_dir), ["pwned.idx"], "{full:?}");
+        drop(mounted);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(feature = "update")]
+#[test]
+fn a_bundle_written_to_a_full_disk_names_it_and_leaves_nothing() {
+    let dir = tempdir("full-bundle");
+    let mut indexes = Vec::new();
+    for (name, seed) in [("old", 1), ("new", 2)] {
+        let input = dir.join(format!("{name}.txt"));
+        std::fs::write(&input, corpus_of(100_000, seed)).unwrap();
+        let index = dir.join(format!("{name}.idx"));
+        let out = seekless(
+            &[
+                "pwned",
+                "prepare",
+                input.to_str().unwrap(),
+                "-o",
+                index.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert!(out.status.success());
+        indexes.push(index);
+    }
+    // Every range changed: ~4 MB of lines, ~2 MB compressed.
+    let args = [
+        "pwned",
+        "diff",
+        indexes[0].to_str().unwrap(),
+        indexes[1].to_str().unwrap(),
+        "-o",
+        "{out}/changes.bundle",
+    ];
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

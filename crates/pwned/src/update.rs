@@ -222,7 +222,10 @@ pub fn update(
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(partial_path.clone(), e)),
     }
-    let resumed = match Journal::open(&journal_path, &terms).map_err(io_err)? {
+    let partial_err = |e| Error::io(partial_path.clone(), e);
+    let resumed = match Journal::open(&journal_path, &terms)
+        .map_err(|e| Error::io(journal_path.clone(), e))?
+    {
         Some((journal, records)) if !records.is_empty() => Some((journal, records)),
         _ => None,
     };
@@ -230,7 +233,7 @@ pub fn update(
         Some((journal, records)) => {
             let last = records.last().expect("not empty").clone();
             let pages_end = PAGE as u64 * (1 + last.checkpoint.pages);
-            let len = partial.metadata().map_err(io_err)?.len();
+            let len = partial.metadata().map_err(partial_err)?.len();
             if len < pages_end {
                 return Err(Error::corrupt(format!(
                     "{} is shorter than its journal says; remove it and {} to start over",
@@ -238,7 +241,7 @@ pub fn update(
                     journal_path.display()
                 )));
             }
-            partial.set_len(pages_end).map_err(io_err)?;
+            partial.set_len(pages_end).map_err(partial_err)?;
             let mut dir = Vec::new();
             for record in &records {
                 dir.extend_from_slice(&record.checkpoint.dir);
@@ -251,12 +254,12 @@ pub fn update(
             summary.resumed_from = last.next_prefix;
             progress.resumed(last.next_prefix);
             let mut out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
-            out.seek(SeekFrom::End(0)).map_err(io_err)?;
+            out.seek(SeekFrom::End(0)).map_err(partial_err)?;
             let writer = SortedWriter::resume(out, options.kind, &last.checkpoint, &dir)?;
             (partial, journal, writer, last.next_prefix)
         }
         None => {
-            partial.set_len(0).map_err(io_err)?;
+            partial.set_len(0).map_err(partial_err)?;
             let journal = Journal::create(&journal_path, &terms)
                 .map_err(|e| Error::io(journal_path.clone(), e))?;
             let out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
@@ -334,7 +337,7 @@ pub fn update(
             {
                 // Pages first, durable; then the record that points at them.
                 let checkpoint = writer.checkpoint()?;
-                partial.sync_data().map_err(io_err)?;
+                partial.sync_data().map_err(partial_err)?;
                 for v in &fresh_validators {
                     source.push_validator(v.as_deref());
                 }
@@ -353,8 +356,9 @@ pub fn update(
     })();
     let bundled = answers.finish();
     // On an error the partial index and its journal stay: a rerun goes on
-    // from the last checkpoint.
-    result.map_err(|e| e.with_path(path))?;
+    // from the last checkpoint. What failed to be written is the partial
+    // index (the journal's errors name it).
+    result.map_err(|e| e.with_path(&partial_path))?;
 
     for v in &fresh_validators {
         source.push_validator(v.as_deref());
@@ -367,9 +371,13 @@ pub fn update(
         source.url = header.url.clone();
         source.updated = header.updated;
     }
-    let (buffered, written) = writer.finish(Some(&source))?;
-    buffered.into_inner().map_err(|e| io_err(e.into_error()))?;
-    partial.sync_all().map_err(io_err)?;
+    let (buffered, written) = writer
+        .finish(Some(&source))
+        .map_err(|e| e.with_path(&partial_path))?;
+    buffered
+        .into_inner()
+        .map_err(|e| partial_err(e.into_error()))?;
+    partial.sync_all().map_err(partial_err)?;
     // Checked before it takes the old one's place: header, size, directory
     // and source checksums, and the totals written.
     let check = Index::from_file(clone(&partial, &partial_path)?)
