@@ -443,3 +443,103 @@ fn a_first_bundle_builds_the_index_from_nothing() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A writer whose device fails with `errno` after `room` bytes.
+struct Failing {
+    written: Vec<u8>,
+    room: usize,
+    errno: i32,
+}
+
+impl Write for Failing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.written.len() + buf.len() > self.room {
+            return Err(std::io::Error::from_raw_os_error(self.errno));
+        }
+        self.written.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::io::Seek for Failing {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        match pos {
+            std::io::SeekFrom::Start(0) => Ok(0),
+            std::io::SeekFrom::Current(0) | std::io::SeekFrom::End(0) => {
+                Ok(self.written.len() as u64)
+            }
+            _ => Err(std::io::Error::from_raw_os_error(self.errno)),
+        }
+    }
+}
+
+#[test]
+fn a_failing_device_is_an_error_never_a_panic() {
+    // EIO (5), ENOSPC (28), EDQUOT (122) at every tenth of what is written.
+    let kind = Kind::Sha1;
+    let dir = tempdir("faults");
+    let (old, new, old_v, new_v) = old_and_new(kind);
+    let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
+    write_index(
+        &old_path,
+        kind,
+        &old,
+        Some(("http://127.0.0.1:1", 1, &old_v)),
+    );
+    write_index(
+        &new_path,
+        kind,
+        &new,
+        Some(("http://127.0.0.1:1", 2, &new_v)),
+    );
+    let (old_index, new_index) = (
+        Index::open(&old_path).unwrap(),
+        Index::open(&new_path).unwrap(),
+    );
+    let mut whole = Vec::new();
+    diff(Some(&old_index), &new_index, &mut whole).unwrap();
+    // What the writer below writes in all: no source section.
+    let index_bytes = {
+        let mut writer = SortedWriter::new(Cursor::new(Vec::new()), kind, None).unwrap();
+        for (&key, &count) in &new {
+            writer.push(key, count).unwrap();
+        }
+        writer.finish(None).unwrap().0.into_inner().len()
+    };
+    for errno in [5, 28, 122] {
+        for tenth in 0..10 {
+            let mut out = Failing {
+                written: Vec::new(),
+                room: whole.len() * tenth / 10,
+                errno,
+            };
+            let e = diff(Some(&old_index), &new_index, &mut out).unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::Io { source, .. } if source.raw_os_error() == Some(errno)),
+                "{e}"
+            );
+            // The index writer: every page, the directory, the trailer.
+            let failing = Failing {
+                written: Vec::new(),
+                room: index_bytes * tenth / 10,
+                errno,
+            };
+            let finished =
+                SortedWriter::new(failing, kind, Some(new.len() as u64)).and_then(|mut writer| {
+                    new.iter()
+                        .try_for_each(|(&key, &count)| writer.push(key, count))?;
+                    writer.finish(None).map(|_| ())
+                });
+            let e = finished.expect_err("the device filled up");
+            assert!(
+                matches!(e.kind(), ErrorKind::Io { source, .. } if source.raw_os_error() == Some(errno)),
+                "{e}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
