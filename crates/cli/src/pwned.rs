@@ -41,6 +41,12 @@ pub enum Command {
         /// `serve` and `export`, which need whole hashes, refuse the index.
         #[arg(long, value_name = "N")]
         key_bits: Option<u32>,
+        /// A subset: keep only the hashes seen at least N times (counts
+        /// summed over the whole input). The whole index is built first, in
+        /// a temporary file beside the spill files (--tmp-dir).
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        min_count: u64,
     },
     /// Check passwords (or hashes) against an index: one line per input,
     /// its count first (0 = not found).
@@ -186,6 +192,7 @@ pub fn run(command: Command) -> ExitCode {
             tmp_dir,
             skip_invalid,
             key_bits,
+            min_count,
         } => prepare(
             inputs,
             &output,
@@ -193,6 +200,7 @@ pub fn run(command: Command) -> ExitCode {
                 tmp_dir,
                 skip_invalid,
                 key_bits,
+                min_count,
                 threads: threads.map_or(BuildOptions::default().threads, |t| t.max(1)),
                 memory: memory.unwrap_or_else(seekless_pwned::default_memory),
             },
@@ -351,6 +359,13 @@ fn prepare(inputs: Vec<String>, output: &Path, options: BuildOptions) -> Result<
     }
     if summary.streamed {
         println!("  input in hash order: written as it was read (no sort, no spill)");
+    }
+    if summary.min_count > 1 {
+        println!(
+            "  only the hashes seen at least {} times kept: {} left out",
+            summary.min_count,
+            count(summary.left_out, "hash", "hashes")
+        );
     }
     if let Some(bits) = summary.key_bits {
         println!(
@@ -684,6 +699,7 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
             json!(s.bucket_bits),
         ),
         ("key_bits", s.key_bits.to_string(), json!(s.key_bits)),
+        ("min_count", s.min_count.to_string(), json!(s.min_count)),
     ];
     if s.is_compact() {
         let rate = s.false_positive_rate();
