@@ -115,6 +115,13 @@ pub enum Command {
         /// copies of the old index where there is no network.
         #[arg(long, value_name = "CHANGES")]
         bundle_out: Option<PathBuf>,
+        /// A subset: keep only the hashes seen at least N times (default:
+        /// the index's own minimum, every hash for a new index). Raising
+        /// an index's minimum filters it; lowering it needs --full, as the
+        /// index lacks the hashes it left out.
+        #[arg(long, value_name = "N", conflicts_with = "from_bundle",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        min_count: Option<u64>,
     },
     /// Write the delta bundle that makes NEW of OLD: the ranges whose hashes,
     /// counts or validator differ, gzip-compressed (docs/format-bundle.md),
@@ -224,6 +231,7 @@ pub fn run(command: Command) -> ExitCode {
             ca_certs,
             from_bundle,
             bundle_out,
+            min_count,
         } => update(
             &index,
             &seekless_pwned::UpdateOptions {
@@ -237,6 +245,7 @@ pub fn run(command: Command) -> ExitCode {
                 ca_certs,
                 from_bundle,
                 bundle_out,
+                min_count,
                 ..seekless_pwned::UpdateOptions::default()
             },
         ),
@@ -458,8 +467,12 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
             seekless_pwned::prefix_hex(s.resumed_from)
         );
     }
+    let only = match s.min_count {
+        1 => String::new(),
+        m => format!(" (only those seen at least {m} times)"),
+    };
     println!(
-        "  {} hashes: {} added, {} removed, {} counts changed",
+        "  {} hashes{only}: {} added, {} removed, {} counts changed",
         s.hashes, s.added, s.removed, s.counts_changed
     );
     if options.from_bundle.is_some() {

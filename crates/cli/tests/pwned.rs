@@ -672,9 +672,30 @@ F7C3BC1D808E04732ADF679965CCC34CA7AE3441
          7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\n"
     );
 
-    // 0 is no minimum.
+    // 0 is no minimum; a bundle cannot take an index to another minimum.
     let out = prepare(&corpus, &dir.join("zero.idx"), &["--min-count", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    #[cfg(feature = "update")]
+    {
+        let out = seekless(
+            &[
+                "pwned",
+                "update",
+                idx,
+                "--from-bundle",
+                "changes.bundle",
+                "--min-count",
+                "2",
+            ],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("cannot be used with"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
     assert_eq!(files(&dir), ["corpus.txt", "top.idx"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
