@@ -335,6 +335,17 @@ impl Index {
         self.header.layout
     }
 
+    /// Advises the kernel that the pages are about to be read in order,
+    /// once: a mapped index is otherwise advised random access, which
+    /// reads one 4 KiB page a fault (10M hashes copied from a file just
+    /// written past the page cache: 4.0 s against 0.6 s).
+    pub(crate) fn advise_sequential(&self) {
+        #[cfg(unix)]
+        if let Data::Map(map, _) = &self.data {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
+    }
+
     /// The page `i`, its checksum checked the first time it is touched.
     fn page(&self, i: usize) -> Result<Page<'_>> {
         let bytes = &self.data.bytes()[PAGE * (1 + i)..PAGE * (2 + i)];

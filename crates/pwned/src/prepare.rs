@@ -168,11 +168,13 @@ impl Summary {
         })
     }
 
-    /// Takes the figures of the subset copied from the whole index.
-    fn keep(&mut self, subset: Written) {
+    /// Takes the figures of the subset copied from the whole index, the
+    /// copy begun at `copying`.
+    fn keep(&mut self, subset: Written, copying: Instant) {
         self.left_out = self.hashes - subset.hashes;
         self.hashes = subset.hashes;
         self.bytes = subset.bytes;
+        self.seconds += copying.elapsed().as_secs_f64();
     }
 
     /// Index bytes per distinct hash.
@@ -216,13 +218,14 @@ pub fn build(
             Nameless::scratch(&spill_dir, "whole").map_err(|e| Error::io(spill_dir.clone(), e))?;
         let mut summary = build_file(inputs, &whole.file, &spill_dir, options, progress)
             .map_err(|e| e.with_path(&spill_dir))?;
+        let copying = Instant::now();
         let file = whole.file.try_clone().map_err(io_err)?;
         let index = Index::from_file(file).map_err(|e| e.with_path(&spill_dir))?;
         let out_file = DirectWriter::new(&out.file);
         let (mut writer, subset) =
             write_subset(&index, options.min_count, out_file).map_err(|e| e.with_path(output))?;
         writer.flush().map_err(io_err)?;
-        summary.keep(subset);
+        summary.keep(subset, copying);
         summary
     } else {
         build_file(inputs, &out.file, &spill_dir, options, progress)
@@ -276,10 +279,11 @@ pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u
     let mut bytes = cursor.into_inner();
     bytes.truncate(summary.bytes as usize);
     if options.min_count > 1 {
+        let copying = Instant::now();
         let index = Index::from_bytes(bytes)?;
         let (subset, written) =
             write_subset(&index, options.min_count, io::Cursor::new(Vec::new()))?;
-        summary.keep(written);
+        summary.keep(written, copying);
         bytes = subset.into_inner();
     }
     Ok((bytes, summary))

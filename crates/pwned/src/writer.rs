@@ -405,6 +405,7 @@ pub(crate) fn write_subset<W: Write + Seek>(
     out: W,
 ) -> Result<(W, Written)> {
     let stats = index.stats();
+    index.advise_sequential();
     let mut writer = SortedWriter::compact(out, stats.kind, stats.key_bits, None)?
         .with_min_count(min_count.max(stats.min_count));
     for item in index.iter() {
