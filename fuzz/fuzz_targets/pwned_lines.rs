@@ -1,6 +1,7 @@
 //! Arbitrary corpus text: prepare must give an index or a clear error,
 //! never a panic, and an index built with --skip-invalid must verify, with
-//! whole hashes or kept to their top bits (the last byte chooses how many).
+//! whole hashes or kept to their top bits (the last byte chooses how many),
+//! every hash or those seen at least 2 to 4 times (the first byte chooses).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,14 +12,22 @@ fuzz_target!(|data: &[u8]| {
         Some(&b) if b >= 0x80 => Some(32 + u32::from(b & 0x7f)),
         _ => None,
     };
+    let min_count = data.first().map_or(1, |&b| 1 + u64::from(b % 4));
     for skip_invalid in [false, true] {
-        let options =
-            BuildOptions { threads: 2, memory: 1 << 16, tmp_dir: None, skip_invalid, key_bits };
+        let options = BuildOptions {
+            threads: 2,
+            memory: 1 << 16,
+            tmp_dir: None,
+            skip_invalid,
+            key_bits,
+            min_count,
+        };
         let input = Input::Bytes { name: "fuzz".into(), data: data.to_vec() };
         if let Ok((bytes, summary)) = build_to_vec(vec![input], &options) {
             let index = Index::from_bytes(bytes).expect("a fresh index opens");
             index.verify().expect("a fresh index verifies");
             assert_eq!(index.len(), summary.hashes);
+            assert_eq!(index.stats().min_count, min_count);
         }
     }
 });

@@ -41,6 +41,12 @@ pub enum Command {
         /// `serve` and `export`, which need whole hashes, refuse the index.
         #[arg(long, value_name = "N")]
         key_bits: Option<u32>,
+        /// A subset: keep only the hashes seen at least N times (counts
+        /// summed over the whole input). The whole index is built first, in
+        /// a temporary file beside the spill files (--tmp-dir).
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        min_count: u64,
     },
     /// Check passwords (or hashes) against an index: one line per input,
     /// its count first (0 = not found).
@@ -109,6 +115,13 @@ pub enum Command {
         /// copies of the old index where there is no network.
         #[arg(long, value_name = "CHANGES")]
         bundle_out: Option<PathBuf>,
+        /// A subset: keep only the hashes seen at least N times (default:
+        /// the index's own minimum, every hash for a new index). Raising
+        /// an index's minimum filters it; lowering it needs --full, as the
+        /// index lacks the hashes it left out.
+        #[arg(long, value_name = "N", conflicts_with = "from_bundle",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        min_count: Option<u64>,
     },
     /// Write the delta bundle that makes NEW of OLD: the ranges whose hashes,
     /// counts or validator differ, gzip-compressed (docs/format-bundle.md),
@@ -186,6 +199,7 @@ pub fn run(command: Command) -> ExitCode {
             tmp_dir,
             skip_invalid,
             key_bits,
+            min_count,
         } => prepare(
             inputs,
             &output,
@@ -193,6 +207,7 @@ pub fn run(command: Command) -> ExitCode {
                 tmp_dir,
                 skip_invalid,
                 key_bits,
+                min_count,
                 threads: threads.map_or(BuildOptions::default().threads, |t| t.max(1)),
                 memory: memory.unwrap_or_else(seekless_pwned::default_memory),
             },
@@ -216,6 +231,7 @@ pub fn run(command: Command) -> ExitCode {
             ca_certs,
             from_bundle,
             bundle_out,
+            min_count,
         } => update(
             &index,
             &seekless_pwned::UpdateOptions {
@@ -229,6 +245,7 @@ pub fn run(command: Command) -> ExitCode {
                 ca_certs,
                 from_bundle,
                 bundle_out,
+                min_count,
                 ..seekless_pwned::UpdateOptions::default()
             },
         ),
@@ -352,6 +369,13 @@ fn prepare(inputs: Vec<String>, output: &Path, options: BuildOptions) -> Result<
     if summary.streamed {
         println!("  input in hash order: written as it was read (no sort, no spill)");
     }
+    if summary.min_count > 1 {
+        println!(
+            "  only the hashes seen at least {} times kept: {} left out",
+            summary.min_count,
+            count(summary.left_out, "hash", "hashes")
+        );
+    }
     if let Some(bits) = summary.key_bits {
         println!(
             "  top {bits} bits of each hash kept: a hash not in the corpus is found by chance with probability {:.2e}",
@@ -443,8 +467,12 @@ fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitC
             seekless_pwned::prefix_hex(s.resumed_from)
         );
     }
+    let only = match s.min_count {
+        1 => String::new(),
+        m => format!(" (only those seen at least {m} times)"),
+    };
     println!(
-        "  {} hashes: {} added, {} removed, {} counts changed",
+        "  {} hashes{only}: {} added, {} removed, {} counts changed",
         s.hashes, s.added, s.removed, s.counts_changed
     );
     if options.from_bundle.is_some() {
@@ -684,6 +712,7 @@ fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
             json!(s.bucket_bits),
         ),
         ("key_bits", s.key_bits.to_string(), json!(s.key_bits)),
+        ("min_count", s.min_count.to_string(), json!(s.min_count)),
     ];
     if s.is_compact() {
         let rate = s.false_positive_rate();

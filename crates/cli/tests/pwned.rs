@@ -38,6 +38,21 @@ fn files(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The count at the head of each line `pwned check` printed.
+fn counts(out: &Output) -> Vec<String> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect()
+}
+
+/// What the okon-cli mode answers for `hash` in `index`: its exit status
+/// and output.
+fn okon(index: &str, hash: &str) -> (Option<i32>, String) {
+    let out = seekless(&["--path", index, "--hash", hash], b"");
+    (out.status.code(), text(&out.stdout))
+}
+
 const CORPUS: &str = "7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\r\n\
     5baa61e4c9b93f3f0682250b6cf8331b7ee68fd8:9545824\r\n\
     B1B3773A05C0ED0176787A4F1574FF0075F7521E:4\r\n\
@@ -100,11 +115,7 @@ fn prepare_check_stats_verify_export() {
         ],
         b"",
     );
-    let counts: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| l.split('\t').next().unwrap().to_string())
-        .collect();
-    assert_eq!(counts, ["9545825", "37359195", "0", "0"]);
+    assert_eq!(counts(&out), ["9545825", "37359195", "0", "0"]);
 
     let out = seekless(&["pwned", "check", "-i", idx, "--hashes"], b"f7c3bc1d808e04732adf679965ccc34ca7ae3441\nB1B3773A05C0ED0176787A4F1574FF0075F7521E\n0000000000000000000000000000000000000000\n");
     assert_eq!(
@@ -128,7 +139,8 @@ fn prepare_check_stats_verify_export() {
     assert!(
         stats.contains("kind\tsha1")
             && stats.contains("hashes\t4")
-            && stats.contains("format_version\t3"),
+            && stats.contains("format_version\t3")
+            && stats.contains("min_count\t1"),
         "{stats}"
     );
     // --json: every field of the text form, numbers unrounded.
@@ -527,23 +539,14 @@ fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() 
         &["pwned", "check", "-i", idx, "password", "123456", "nope"],
         b"",
     );
-    let counts: Vec<&str> = std::str::from_utf8(&out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').next().unwrap())
-        .collect();
     // "password" shares its top 64 bits with the twin: the counts summed.
-    assert_eq!(counts, ["9545835", "37359195", "0"]);
-    let okon = |hash: &str| {
-        let out = seekless(&["--path", idx, "--hash", hash], b"");
-        (out.status.code(), text(&out.stdout))
-    };
+    assert_eq!(counts(&out), ["9545835", "37359195", "0"]);
     assert_eq!(
-        okon("7C4A8D09CA3762AF61E59520943DC26494F8941B"),
+        okon(idx, "7C4A8D09CA3762AF61E59520943DC26494F8941B"),
         (Some(1), "1\n".into())
     );
     assert_eq!(
-        okon("7C4A8D09CA3762AE61E59520943DC26494F8941B"),
+        okon(idx, "7C4A8D09CA3762AE61E59520943DC26494F8941B"),
         (Some(0), "0\n".into())
     );
 
@@ -610,6 +613,85 @@ fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() 
 }
 
 #[test]
+fn a_subset_answers_0_for_the_hashes_it_left_out() {
+    let dir = tempdir("subset");
+    let corpus = dir.join("corpus.txt");
+    std::fs::write(&corpus, CORPUS).unwrap();
+    let index = dir.join("top.idx");
+    let idx = index.to_str().unwrap();
+    // "password" is listed twice (9545824 and 1): kept, by its sum.
+    let out = prepare(&corpus, &index, &["--min-count", "9545825"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(summary.contains("2 SHA-1 hashes from 5 lines"), "{summary}");
+    assert!(
+        summary.contains("only the hashes seen at least 9545825 times kept: 2 hashes left out"),
+        "{summary}"
+    );
+
+    let out = seekless(
+        &["pwned", "check", "-i", idx, "--hashes"],
+        b"5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8\n7C4A8D09CA3762AF61E59520943DC26494F8941B\n\
+          B1B3773A05C0ED0176787A4F1574FF0075F7521E\nF7C3BC1D808E04732ADF679965CCC34CA7AE3441\n",
+    );
+    assert!(out.status.success());
+    assert_eq!(counts(&out), ["9545825", "37359195", "0", "0"]);
+    assert_eq!(
+        okon(idx, "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8"),
+        (Some(1), "1\n".into())
+    );
+    assert_eq!(
+        okon(idx, "B1B3773A05C0ED0176787A4F1574FF0075F7521E"),
+        (Some(0), "0\n".into()),
+        "left out: not found"
+    );
+
+    let out = seekless(&["pwned", "stats", idx], b"");
+    let stats = text(&out.stdout);
+    assert!(
+        stats.contains("format_version\t5") && stats.contains("min_count\t9545825"),
+        "{stats}"
+    );
+    let out = seekless(&["pwned", "stats", "--json", idx], b"");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["min_count"], 9545825);
+    assert!(seekless(&["pwned", "verify", idx], b"").status.success());
+    let out = seekless(&["pwned", "export", idx], b"");
+    assert_eq!(
+        text(&out.stdout),
+        "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545825\n\
+         7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\n"
+    );
+
+    // 0 is no minimum; a bundle cannot take an index to another minimum.
+    let out = prepare(&corpus, &dir.join("zero.idx"), &["--min-count", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    #[cfg(feature = "update")]
+    {
+        let out = seekless(
+            &[
+                "pwned",
+                "update",
+                idx,
+                "--from-bundle",
+                "changes.bundle",
+                "--min-count",
+                "2",
+            ],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("cannot be used with"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(files(&dir), ["corpus.txt", "top.idx"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn check_reports_malformed_inputs_by_line() {
     let dir = tempdir("check-lines");
     let corpus = dir.join("corpus.txt");
@@ -634,11 +716,7 @@ fn check_reports_malformed_inputs_by_line() {
         input,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let counts: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| l.split('\t').next().unwrap().to_string())
-        .collect();
-    assert_eq!(counts, ["1", "4", "0"]);
+    assert_eq!(counts(&out), ["1", "4", "0"]);
     assert_eq!(
         text(&out.stderr),
         "-:3: blank line: expected a hash (skipped)\n\

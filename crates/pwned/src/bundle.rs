@@ -164,6 +164,10 @@ pub struct DiffSummary {
 /// Writes to `out` the bundle that makes `new` of `old` (`None`: an index
 /// with no hash, as before a first `update`). Both indexes are read once
 /// (each on a thread of its own), then the changed ranges of `new` again.
+///
+/// A bundle carries no minimum count: the index it makes keeps the one
+/// of the index it is applied to. So `old` and `new` must have the same
+/// (no `old` counting as every hash).
 pub fn diff(old: Option<&Index>, new: &Index, out: impl Write) -> Result<DiffSummary> {
     let kind = new.kind();
     if let Some(old) = old
@@ -172,6 +176,24 @@ pub fn diff(old: Option<&Index>, new: &Index, out: impl Write) -> Result<DiffSum
         return Err(ErrorKind::WrongKind {
             found: old.kind(),
             wanted: kind,
+        }
+        .into());
+    }
+    let (old_min, new_min) = (
+        old.map_or(1, |old| old.stats().min_count),
+        new.stats().min_count,
+    );
+    if old_min != new_min {
+        let held = |m: u64| match m {
+            1 => "every hash".to_string(),
+            m => format!("only the hashes seen at least {m} times"),
+        };
+        return Err(ErrorKind::BadBundle {
+            what: format!(
+                "the old index holds {}, the new one {}: a bundle joins only indexes of the same minimum count (the index it makes keeps the minimum of the one it is applied to)",
+                held(old_min),
+                held(new_min)
+            ),
         }
         .into());
     }

@@ -89,6 +89,16 @@ pub enum ErrorKind {
         /// The bits of each hash the index keeps.
         key_bits: u32,
     },
+    /// An index's minimum count (a subset, `--min-count`) cannot become
+    /// the one asked for this way.
+    MinCount {
+        /// The index's minimum count (1: it holds every hash).
+        index: u64,
+        /// The minimum count asked for.
+        asked: u64,
+        /// Why not, and what would do it.
+        what: &'static str,
+    },
     /// A range could not be fetched.
     Fetch {
         /// The range's 5-hex-digit prefix.
@@ -199,6 +209,18 @@ impl fmt::Display for Error {
                 f,
                 "the index keeps only the top {key_bits} bits of each hash (built with --key-bits); this needs whole hashes"
             ),
+            ErrorKind::MinCount { index, asked, what } => {
+                let held = |m: u64| match m {
+                    0 | 1 => "every hash".to_string(),
+                    m => format!("the hashes seen at least {m} times"),
+                };
+                write!(
+                    f,
+                    "the index holds {}, and {} were asked for: {what}",
+                    held(*index),
+                    held(*asked)
+                )
+            }
             ErrorKind::Fetch {
                 prefix,
                 what,

@@ -7,10 +7,16 @@ use crate::hash::Kind;
 pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";
 /// The newest format version this build reads and writes. It writes the
 /// oldest version that can describe an index: 3 for whole hashes, 4 for
-/// hashes kept to their top bits (`--key-bits`); it reads every version.
-pub const VERSION: u16 = 4;
+/// hashes kept to their top bits (`--key-bits`), 5 for a subset of the
+/// hashes seen at least a given number of times (`--min-count`); it reads
+/// every version.
+pub const VERSION: u16 = 5;
 /// The version of an index of whole hashes.
 pub(crate) const VERSION_WHOLE: u16 = 3;
+/// The version of a compact index (hashes kept to their top bits).
+pub(crate) const VERSION_COMPACT: u16 = 4;
+/// The first version that records a minimum count.
+pub(crate) const VERSION_SUBSET: u16 = 5;
 /// Fewest hash bits an index may keep.
 pub const MIN_KEY_BITS: u32 = 32;
 /// Page size: one random read per lookup.
@@ -129,11 +135,45 @@ pub(crate) struct Header {
     pub source_len: u64,
     /// CRC-32C of the source section.
     pub source_crc: u32,
+    /// The index holds only the hashes seen at least this many times (1:
+    /// every hash; more only in version 5).
+    pub min_count: u64,
 }
 
-pub(crate) const HEADER_LEN: usize = 64;
+/// The longest header (version 5); earlier versions have 64 bytes, and
+/// the rest of the header block is zero.
+pub(crate) const HEADER_LEN: usize = 72;
+
+/// Where the header checksum is; the bytes it covers are all the others.
+const HEADER_CRC: usize = 60;
 
 impl Header {
+    /// Bytes of the header of `version`.
+    pub(crate) fn len_of(version: u16) -> usize {
+        if version >= VERSION_SUBSET { 72 } else { 64 }
+    }
+
+    /// The header checksum of `b` as `version` computes it: over every
+    /// header byte but the checksum's own.
+    fn checksum(b: &[u8], version: u16) -> u32 {
+        let crc = crc32c::crc32c(&b[..HEADER_CRC]);
+        crc32c::crc32c_append(crc, &b[HEADER_CRC + 4..Header::len_of(version)])
+    }
+
+    /// The oldest version that describes an index of `layout` holding the
+    /// hashes seen at least `min_count` times.
+    pub(crate) fn version_for(layout: Layout, min_count: u64) -> u16 {
+        if min_count > 1 {
+            VERSION_SUBSET
+        } else if layout.is_compact() {
+            VERSION_COMPACT
+        } else {
+            VERSION_WHOLE
+        }
+    }
+
+    /// The header as written: [`HEADER_LEN`] bytes (those past the
+    /// version's header are zero).
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(MAGIC);
@@ -147,16 +187,19 @@ impl Header {
         b[40..44].copy_from_slice(&self.dir_crc.to_le_bytes());
         b[44..52].copy_from_slice(&self.source_len.to_le_bytes());
         b[52..56].copy_from_slice(&self.source_crc.to_le_bytes());
-        if self.version >= 4 {
+        if self.version >= VERSION_COMPACT {
             b[56..58].copy_from_slice(&(self.layout.key_bits as u16).to_le_bytes());
         }
-        let crc = crc32c::crc32c(&b[0..60]);
+        if self.version >= VERSION_SUBSET {
+            b[64..72].copy_from_slice(&self.min_count.to_le_bytes());
+        }
+        let crc = Header::checksum(&b, self.version);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
     pub(crate) fn decode(b: &[u8]) -> Result<Header> {
-        if b.len() < HEADER_LEN || &b[0..8] != MAGIC {
+        if b.len() < Header::len_of(0) || &b[0..8] != MAGIC {
             return Err(ErrorKind::NotAnIndex.into());
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
@@ -173,7 +216,10 @@ impl Header {
         if version == 0 {
             return Err(Error::corrupt("format version 0"));
         }
-        if crc32c::crc32c(&b[0..60]) != u32_at(60) {
+        if b.len() < Header::len_of(version) {
+            return Err(Error::corrupt("header cut short"));
+        }
+        if Header::checksum(b, version) != u32_at(HEADER_CRC) {
             return Err(Error::corrupt("header checksum mismatch"));
         }
         let kind = Kind::from_code(b[10])
@@ -191,7 +237,7 @@ impl Header {
         if version < 3 && b[44..60].iter().any(|&x| x != 0) {
             return Err(Error::corrupt("reserved header bytes are not zero"));
         }
-        let key_bits = if version < 4 {
+        let key_bits = if version < VERSION_COMPACT {
             kind.bits()
         } else {
             u32::from(u16_at(56))
@@ -204,6 +250,16 @@ impl Header {
         if b[58..60] != [0, 0] {
             return Err(Error::corrupt("reserved header bytes are not zero"));
         }
+        let min_count = if version < VERSION_SUBSET {
+            1
+        } else {
+            u64_at(64)
+        };
+        if version >= VERSION_SUBSET && min_count < 2 {
+            return Err(Error::corrupt(format!(
+                "minimum count {min_count} in a version {version} index"
+            )));
+        }
         Ok(Header {
             version,
             layout: Layout { kind, h, key_bits },
@@ -214,7 +270,13 @@ impl Header {
             // Reserved and zero before version 3.
             source_len: u64_at(44),
             source_crc: u32_at(52),
+            min_count,
         })
+    }
+
+    /// Bytes of this header.
+    pub(crate) fn len(&self) -> usize {
+        Header::len_of(self.version)
     }
 
     /// Checksummed blocks of the directory (0 for version 1, which has one
@@ -274,6 +336,7 @@ mod tests {
             dir_crc: 0xdead_beef,
             source_len: 1234,
             source_crc: 0x0123_4567,
+            min_count: 1,
         };
         let bytes = h.encode();
         assert_eq!(Header::decode(&bytes).unwrap(), h);
@@ -284,14 +347,14 @@ mod tests {
             ErrorKind::Corrupt { .. }
         ));
         let mut newer = bytes;
-        newer[8] = 5;
+        newer[8] = 6;
         assert!(matches!(
             Header::decode(&newer).unwrap_err().kind(),
-            ErrorKind::NewerVersion { version: 5, .. }
+            ErrorKind::NewerVersion { version: 6, .. }
         ));
         // Version 4 records the key bits; they must make sense.
         let compact = Header {
-            version: VERSION,
+            version: VERSION_COMPACT,
             layout: Layout::compact(Kind::Sha1, 1 << 20, 64),
             ..h
         };
@@ -316,5 +379,67 @@ mod tests {
             Header::decode(b"hello").unwrap_err().kind(),
             ErrorKind::NotAnIndex
         ));
+    }
+
+    #[test]
+    fn a_minimum_count_makes_version_5_and_nothing_else_changes() {
+        let whole = Layout::whole(Kind::Sha1, 20);
+        let compact = Layout::compact(Kind::Sha1, 1 << 20, 64);
+        assert_eq!(Header::version_for(whole, 1), VERSION_WHOLE);
+        assert_eq!(Header::version_for(compact, 1), VERSION_COMPACT);
+        assert_eq!(Header::version_for(whole, 2), VERSION_SUBSET);
+        assert_eq!(Header::version_for(compact, 10), VERSION_SUBSET);
+        let plain = Header {
+            version: VERSION_WHOLE,
+            layout: whole,
+            hashes: 1000,
+            pages: 7,
+            total: 5000,
+            dir_crc: 1,
+            source_len: 0,
+            source_crc: 0,
+            min_count: 1,
+        };
+        // Without a minimum count: 64 bytes, the checksum over 0..60 as
+        // version 3 always had it.
+        let bytes = plain.encode();
+        assert_eq!(plain.len(), 64);
+        assert_eq!(bytes[64..], [0; 8]);
+        assert_eq!(
+            bytes[60..64],
+            crc32c::crc32c(&bytes[..60]).to_le_bytes(),
+            "version 3 as before"
+        );
+        for (layout, min_count) in [(whole, 2), (compact, 1 << 40)] {
+            let subset = Header {
+                version: Header::version_for(layout, min_count),
+                layout,
+                min_count,
+                ..plain
+            };
+            let bytes = subset.encode();
+            assert_eq!(subset.len(), 72);
+            assert_eq!(Header::decode(&bytes).unwrap(), subset);
+            assert_eq!(bytes[64..72], min_count.to_le_bytes());
+            // The checksum covers the minimum count.
+            let mut flipped = bytes;
+            flipped[64] ^= 4;
+            assert!(matches!(
+                Header::decode(&flipped).unwrap_err().kind(),
+                ErrorKind::Corrupt { .. }
+            ));
+            // Cut before it ends.
+            assert!(Header::decode(&bytes[..64]).is_err());
+        }
+        // A version 5 header must name a minimum count of 2 or more.
+        for min_count in [0, 1] {
+            let bad = Header {
+                version: VERSION_SUBSET,
+                min_count,
+                ..plain
+            };
+            let e = Header::decode(&bad.encode()).unwrap_err();
+            assert!(e.to_string().contains("minimum count"), "{e}");
+        }
     }
 }

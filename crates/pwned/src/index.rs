@@ -77,6 +77,9 @@ pub struct Stats {
     pub key_bits: u32,
     /// File size in bytes.
     pub bytes: u64,
+    /// The index holds only the hashes seen at least this many times (a
+    /// subset, `--min-count`); 1 when it holds every hash.
+    pub min_count: u64,
 }
 
 impl Stats {
@@ -187,7 +190,7 @@ impl Index {
                 bytes.len()
             )));
         }
-        if bytes[HEADER_LEN..PAGE].iter().any(|&b| b != 0) {
+        if bytes[header.len()..PAGE].iter().any(|&b| b != 0) {
             return Err(Error::corrupt("header block padding is not zero"));
         }
         let pages = usize::try_from(header.pages).map_err(|_| ErrorKind::TooLarge)?;
@@ -294,6 +297,7 @@ impl Index {
             bucket_bits: self.header.layout.h,
             key_bits: self.header.layout.key_bits,
             bytes: self.data.bytes().len() as u64,
+            min_count: self.header.min_count,
         }
     }
 
@@ -329,6 +333,17 @@ impl Index {
 
     fn layout(&self) -> Layout {
         self.header.layout
+    }
+
+    /// Advises the kernel that the pages are about to be read in order,
+    /// once: a mapped index is otherwise advised random access, which
+    /// reads one 4 KiB page a fault (10M hashes copied from a file just
+    /// written past the page cache: 4.0 s against 0.6 s).
+    pub(crate) fn advise_sequential(&self) {
+        #[cfg(unix)]
+        if let Data::Map(map, _) = &self.data {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
     }
 
     /// The page `i`, its checksum checked the first time it is touched.
@@ -608,7 +623,8 @@ impl Index {
         Source::decode(section).map(Some)
     }
 
-    /// Checks every checksum, the order of every hash and the header's totals.
+    /// Checks every checksum, the order of every hash, that no count is
+    /// below the index's minimum, and the header's totals.
     pub fn verify(&self) -> Result<()> {
         self.source()?;
         let mut hashes = 0u64;
@@ -620,6 +636,13 @@ impl Index {
                 return Err(Error::corrupt(format!(
                     "hash {} out of order",
                     key.to_hex(self.kind())
+                )));
+            }
+            if count < self.header.min_count {
+                return Err(Error::corrupt(format!(
+                    "hash {} has a count of {count}, below the index's minimum of {}",
+                    key.to_hex(self.kind()),
+                    self.header.min_count
                 )));
             }
             prev = Some(key);

@@ -7,6 +7,7 @@
 //! ```text
 //! header:  "SEEKUPJ1" | kind u8 | full u8 | URL length u16 | URL
 //!          | old index length u64 | CRC-32C of the old index's header u32
+//!          | [minimum count u64, only when above 1]
 //!          | CRC-32C of the header's bytes before it u32
 //! record:  payload length u32 | payload | CRC-32C of the payload u32
 //! payload: next prefix u32 | bucket bits u8 | has last bucket u8
@@ -52,6 +53,9 @@ pub struct UpdateSummary {
     pub counts_changed: u64,
     /// Hashes in the new index.
     pub hashes: u64,
+    /// The new index holds only the hashes seen at least this many times
+    /// (1: every hash).
+    pub min_count: u64,
     /// Bytes of answer bodies received, as sent (compressed).
     pub received: u64,
     /// Requests repeated after a fault.
@@ -71,6 +75,8 @@ pub(crate) struct Terms {
     pub url: String,
     /// Length and header checksum of the index being refreshed (0, 0: none).
     pub old: (u64, u32),
+    /// The new index keeps the hashes seen at least this many times.
+    pub min_count: u64,
 }
 
 impl Terms {
@@ -83,6 +89,11 @@ impl Terms {
         b.extend_from_slice(url);
         b.extend_from_slice(&self.old.0.to_le_bytes());
         b.extend_from_slice(&self.old.1.to_le_bytes());
+        // Only for a subset, so that the journal of an update of a whole
+        // corpus is what it was before subsets.
+        if self.min_count > 1 {
+            b.extend_from_slice(&self.min_count.to_le_bytes());
+        }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -316,6 +327,7 @@ mod tests {
             full: false,
             url: "http://127.0.0.1:1".into(),
             old: (123, 456),
+            min_count: 1,
         };
         let mut j = Journal::create(&path, &terms).unwrap();
         j.append(&record(100)).unwrap();
@@ -354,6 +366,10 @@ mod tests {
             },
             Terms {
                 kind: Kind::Ntlm,
+                ..terms.clone()
+            },
+            Terms {
+                min_count: 2,
                 ..terms.clone()
             },
         ] {

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, PAGE};
+use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, PAGE};
 use crate::hash::{Key, Kind};
 use crate::index::{Index, parse_hex};
 use crate::page::Page;
@@ -162,7 +162,7 @@ fn count_in<S: Source + ?Sized>(
             "file is {len} bytes, its header says {expected} (truncated or damaged)"
         )));
     }
-    if head[HEADER_LEN..].iter().any(|&b| b != 0) {
+    if head[header.len()..].iter().any(|&b| b != 0) {
         return Err(Error::corrupt("header block padding is not zero"));
     }
     let pages = header.pages;

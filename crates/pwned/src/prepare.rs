@@ -35,7 +35,7 @@ use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
 use crate::page::{DirEntry, Encoder, PageBuf, page_bytes};
 use crate::partition::{Budget, PART_BITS, Partitions, ReadAhead, Segment, Spill};
 use crate::sort::{self, RECORD_BYTES, Record, Sink};
-use crate::writer::{Written, check_key_bits, write_trailer};
+use crate::writer::{Written, check_key_bits, write_subset, write_trailer};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
@@ -59,6 +59,12 @@ pub struct BuildOptions {
     /// Keep only the top bits of each hash (a compact index; `None`: whole
     /// hashes). Hashes that share them are merged, their counts summed.
     pub key_bits: Option<u32>,
+    /// Keep only the hashes seen at least this many times, counts summed
+    /// over the whole input (a subset; 1 keeps every hash). The whole
+    /// index is built first, in a temporary file beside the spill files,
+    /// and its hashes at or above the threshold are copied from it: a
+    /// line late in the input may still add to any count.
+    pub min_count: u64,
 }
 
 impl Default for BuildOptions {
@@ -69,6 +75,7 @@ impl Default for BuildOptions {
             tmp_dir: None,
             skip_invalid: false,
             key_bits: None,
+            min_count: 1,
         }
     }
 }
@@ -141,6 +148,10 @@ pub struct Summary {
     pub spilled: u64,
     /// The top bits of each hash kept, for a compact index.
     pub key_bits: Option<u32>,
+    /// The fewest times a hash kept was seen (1: every hash is kept).
+    pub min_count: u64,
+    /// Distinct hashes seen fewer than `min_count` times, left out.
+    pub left_out: u64,
     /// Whether the input was in hash order from its first line to its last,
     /// so that it went straight into pages (no partitions, sort or spill).
     pub streamed: bool,
@@ -155,6 +166,15 @@ impl Summary {
         self.key_bits.map_or(0.0, |bits| {
             crate::index::false_positive_rate(self.hashes, bits)
         })
+    }
+
+    /// Takes the figures of the subset copied from the whole index, the
+    /// copy begun at `copying`.
+    fn keep(&mut self, subset: Written, copying: Instant) {
+        self.left_out = self.hashes - subset.hashes;
+        self.hashes = subset.hashes;
+        self.bytes = subset.bytes;
+        self.seconds += copying.elapsed().as_secs_f64();
     }
 
     /// Index bytes per distinct hash.
@@ -190,24 +210,57 @@ pub fn build(
     }
     let out = Nameless::create(&dir, "index").map_err(io_err)?;
     let spill_dir = options.tmp_dir.clone().unwrap_or(dir);
-    let read_back = |w: &mut DirectWriter| {
-        w.flush().map_err(|e| Error::io(None, e))?;
-        Index::from_file(out.file.try_clone().map_err(|e| Error::io(None, e))?)
+    let summary = if options.min_count > 1 {
+        // The whole index first, in a scratch file beside the spills: which
+        // hashes fall below the threshold is known only once every line is
+        // read. Then the others are copied into the output.
+        let whole =
+            Nameless::scratch(&spill_dir, "whole").map_err(|e| Error::io(spill_dir.clone(), e))?;
+        let mut summary = build_file(inputs, &whole.file, &spill_dir, options, progress)
+            .map_err(|e| e.with_path(&spill_dir))?;
+        let copying = Instant::now();
+        let file = whole.file.try_clone().map_err(io_err)?;
+        let index = Index::from_file(file).map_err(|e| e.with_path(&spill_dir))?;
+        let out_file = DirectWriter::new(&out.file);
+        let (mut writer, subset) =
+            write_subset(&index, options.min_count, out_file).map_err(|e| e.with_path(output))?;
+        writer.flush().map_err(io_err)?;
+        summary.keep(subset, copying);
+        summary
+    } else {
+        build_file(inputs, &out.file, &spill_dir, options, progress)
+            .map_err(|e| e.with_path(output))?
     };
-    let (writer, summary) = build_into(
-        inputs,
-        DirectWriter::new(&out.file),
-        &read_back,
-        &spill_dir,
-        options,
-        progress,
-    )
-    .map_err(|e| e.with_path(output))?;
-    let mut writer = writer;
-    writer.flush().map_err(io_err)?;
     out.file.set_len(summary.bytes).map_err(io_err)?;
     out.file.sync_all().map_err(io_err)?;
     out.persist(output).map_err(io_err)?;
+    Ok(summary)
+}
+
+/// Builds the whole index into `file` (from its start, written past the
+/// page cache), cut to its size.
+fn build_file(
+    inputs: Vec<Input>,
+    file: &fs::File,
+    spill_dir: &Path,
+    options: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<Summary> {
+    let io_err = |e| Error::io(None, e);
+    let read_back = |w: &mut DirectWriter| {
+        w.flush().map_err(io_err)?;
+        Index::from_file(file.try_clone().map_err(io_err)?)
+    };
+    let (mut writer, summary) = build_into(
+        inputs,
+        DirectWriter::new(file),
+        &read_back,
+        spill_dir,
+        options,
+        progress,
+    )?;
+    writer.flush().map_err(io_err)?;
+    file.set_len(summary.bytes).map_err(io_err)?;
     Ok(summary)
 }
 
@@ -215,7 +268,7 @@ pub fn build(
 pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u8>, Summary)> {
     let spill_dir = options.tmp_dir.clone().unwrap_or_else(std::env::temp_dir);
     let read_back = |w: &mut io::Cursor<Vec<u8>>| Index::from_bytes(w.get_ref().clone());
-    let (cursor, summary) = build_into(
+    let (cursor, mut summary) = build_into(
         inputs,
         io::Cursor::new(Vec::new()),
         &read_back,
@@ -225,6 +278,14 @@ pub fn build_to_vec(inputs: Vec<Input>, options: &BuildOptions) -> Result<(Vec<u
     )?;
     let mut bytes = cursor.into_inner();
     bytes.truncate(summary.bytes as usize);
+    if options.min_count > 1 {
+        let copying = Instant::now();
+        let index = Index::from_bytes(bytes)?;
+        let (subset, written) =
+            write_subset(&index, options.min_count, io::Cursor::new(Vec::new()))?;
+        summary.keep(written, copying);
+        bytes = subset.into_inner();
+    }
     Ok((bytes, summary))
 }
 
@@ -268,6 +329,7 @@ fn build_into<W: Write + Seek>(
     let kind = kind.unwrap_or(Kind::Sha1);
     summary.kind = Some(kind);
     summary.key_bits = options.key_bits;
+    summary.min_count = options.min_count.max(1);
     match output {
         Output::Written(written) => {
             // In hash order from the first line to the last: done.
@@ -401,7 +463,7 @@ fn build_into<W: Write + Seek>(
         return Err(e);
     }
     summary.duplicates = duplicates.max(0) as u64;
-    let header = write_trailer(&mut out, layout, &dir, summary.hashes, total, None)?;
+    let header = write_trailer(&mut out, layout, &dir, (summary.hashes, total), 1, None)?;
     summary.bytes = header.file_len().unwrap_or(0);
     summary.spilled = spill.bytes.load(Ordering::Relaxed);
     summary.seconds = started.elapsed().as_secs_f64();

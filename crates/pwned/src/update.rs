@@ -87,6 +87,12 @@ pub struct UpdateOptions {
     /// Also write the bundle of what this update changed here (written
     /// under a temporary name, renamed when complete).
     pub bundle_out: Option<PathBuf>,
+    /// Keep only the hashes seen at least this many times (a subset).
+    /// `None` keeps the existing index's minimum (every hash for a new
+    /// one). A higher minimum than the index's filters the ranges copied
+    /// from it too; a lower one needs [`full`](UpdateOptions::full), since
+    /// the index lacks the hashes it left out.
+    pub min_count: Option<u64>,
 }
 
 impl Default for UpdateOptions {
@@ -104,6 +110,7 @@ impl Default for UpdateOptions {
             ca_certs: Vec::new(),
             from_bundle: None,
             bundle_out: None,
+            min_count: None,
         }
     }
 }
@@ -178,6 +185,8 @@ pub fn update(
             .into());
         }
     }
+    let held = old.as_ref().map_or(1, |old| old.stats().min_count);
+    let min_count = min_count(held, options)?;
     let validators = match &old {
         Some(old) if !options.full || bundle.is_some() => old.source()?,
         _ => None,
@@ -194,6 +203,7 @@ pub fn update(
             Some(_) => identity(path).map_err(io_err)?,
             None => (0, 0),
         },
+        min_count,
     };
     let (partial_path, journal_path) = beside(path)?;
     let mut source = Source::new(base.clone(), 0);
@@ -255,7 +265,8 @@ pub fn update(
             progress.resumed(last.next_prefix);
             let mut out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
             out.seek(SeekFrom::End(0)).map_err(partial_err)?;
-            let writer = SortedWriter::resume(out, options.kind, &last.checkpoint, &dir)?;
+            let writer = SortedWriter::resume(out, options.kind, &last.checkpoint, &dir)?
+                .with_min_count(min_count);
             (partial, journal, writer, last.next_prefix)
         }
         None => {
@@ -263,7 +274,9 @@ pub fn update(
             let journal = Journal::create(&journal_path, &terms)
                 .map_err(|e| Error::io(journal_path.clone(), e))?;
             let out = BufWriter::with_capacity(1 << 20, clone(&partial, &partial_path)?);
-            let writer = SortedWriter::new(out, options.kind, old.as_ref().map(Index::len))?;
+            // The old index's size, unless another minimum makes it another.
+            let expected = old.as_ref().filter(|_| min_count == held).map(Index::len);
+            let writer = SortedWriter::new(out, options.kind, expected)?.with_min_count(min_count);
             (partial, journal, writer, 0)
         }
     };
@@ -302,6 +315,13 @@ pub fn update(
                 Body::NotModified { validator } => {
                     summary.not_modified += 1;
                     answers.digested(&old_range, None);
+                    // A minimum raised above the old index's leaves some out.
+                    let before = old_range.len();
+                    old_range.retain(|&(_, count)| count >= min_count);
+                    if old_range.len() < before {
+                        summary.changed += 1;
+                        summary.removed += (before - old_range.len()) as u64;
+                    }
                     for &(key, count) in &old_range {
                         writer.push(key, count)?;
                     }
@@ -310,9 +330,10 @@ pub fn update(
                 }
                 Body::Range {
                     validator,
-                    entries,
+                    mut entries,
                     received,
                 } => {
+                    entries.retain(|&(_, count)| count >= min_count);
                     summary.received += received;
                     let diff = Diff::of(&old_range, &entries);
                     if diff != Diff::default() || old.is_none() {
@@ -430,9 +451,40 @@ pub fn update(
     std::fs::remove_file(&journal_path).map_err(|e| Error::io(journal_path.clone(), e))?;
     sync_parent(path);
     summary.hashes = written.hashes;
+    summary.min_count = min_count;
     summary.bytes = written.bytes;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The minimum count of the new index, from the one asked for and the
+/// old index's (`held`, 1 for none): refused where it cannot be had.
+fn min_count(held: u64, options: &UpdateOptions) -> Result<u64> {
+    let asked = options.min_count.map_or(held, |m| m.max(1));
+    let refused = |what| -> Result<u64> {
+        Err(ErrorKind::MinCount {
+            index: held,
+            asked,
+            what,
+        }
+        .into())
+    };
+    if asked != held && options.from_bundle.is_some() {
+        return refused(
+            "a delta bundle makes an index of the same minimum as the one it applies to",
+        );
+    }
+    if asked != held && options.bundle_out.is_some() {
+        return refused(
+            "a delta bundle joins only indexes of the same minimum (a new index counts as holding every hash); copy the new index whole instead",
+        );
+    }
+    if asked < held && !options.full {
+        return refused(
+            "the ranges the server reports unchanged are copied from the index, which lacks the hashes it left out; add --full to download every range again",
+        );
+    }
+    Ok(asked)
 }
 
 /// Checks the whole bundle at `path` (every size, the order of its

@@ -6,10 +6,9 @@
 use std::io::{Seek, SeekFrom, Write};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{
-    BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE, VERSION, VERSION_WHOLE,
-};
+use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE};
 use crate::hash::{Key, Kind};
+use crate::index::Index;
 use crate::page::{DirEntry, Encoder, Merged, page_bytes};
 use crate::source::Source;
 
@@ -35,6 +34,8 @@ pub struct SortedWriter<W: Write + Seek> {
     kind: Kind,
     /// The top bits of each hash that are kept.
     key_bits: u32,
+    /// Hashes whose summed count is below this are left out.
+    min_count: u64,
     /// Pairs held until the layout is chosen.
     held: Vec<(Key, u64)>,
     encoder: Option<Encoder>,
@@ -145,6 +146,7 @@ impl<W: Write + Seek> SortedWriter<W> {
             out,
             kind,
             key_bits,
+            min_count: 1,
             held: Vec::new(),
             encoder,
             last: None,
@@ -152,6 +154,16 @@ impl<W: Write + Seek> SortedWriter<W> {
             dir: Vec::new(),
             checkpointed: 0,
         })
+    }
+
+    /// Keeps only the hashes whose count, summed over equal hashes given
+    /// one after the other, is at least `min_count`: a subset of the
+    /// corpus, which the index records (format version 5). 1, the
+    /// default, keeps every hash. A writer resumed from a checkpoint is
+    /// given its minimum again.
+    pub fn with_min_count(mut self, min_count: u64) -> SortedWriter<W> {
+        self.min_count = min_count.max(1);
+        self
     }
 
     /// Adds pages packed elsewhere with this writer's layout, whose hashes
@@ -165,6 +177,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         merged: Merged,
         last: Key,
     ) -> Result<()> {
+        debug_assert_eq!(self.min_count, 1, "packed pages are not filtered");
         if let Some((key, count)) = self.last.take() {
             self.emit(key, count)?;
         }
@@ -230,6 +243,9 @@ impl<W: Write + Seek> SortedWriter<W> {
     }
 
     fn emit(&mut self, key: Key, count: u64) -> Result<()> {
+        if count < self.min_count {
+            return Ok(());
+        }
         self.written.hashes += 1;
         self.written.total = self.written.total.saturating_add(count);
         match &mut self.encoder {
@@ -338,6 +354,7 @@ impl<W: Write + Seek> SortedWriter<W> {
             out,
             kind,
             key_bits,
+            min_count: 1,
             held: Vec::new(),
             encoder: Some(encoder),
             last: None,
@@ -369,14 +386,33 @@ impl<W: Write + Seek> SortedWriter<W> {
             &mut self.out,
             layout,
             &self.dir,
-            self.written.hashes,
-            self.written.total,
+            (self.written.hashes, self.written.total),
+            self.min_count,
             source,
         )?;
         self.written.pages = header.pages;
         self.written.bytes = header.file_len().unwrap_or(0);
         Ok((self.out, self.written))
     }
+}
+
+/// Writes to `out` an index of the hashes of `index` seen at least
+/// `min_count` times, kept to the same bits; its layout is chosen for the
+/// hashes kept.
+pub(crate) fn write_subset<W: Write + Seek>(
+    index: &Index,
+    min_count: u64,
+    out: W,
+) -> Result<(W, Written)> {
+    let stats = index.stats();
+    index.advise_sequential();
+    let mut writer = SortedWriter::compact(out, stats.kind, stats.key_bits, None)?
+        .with_min_count(min_count.max(stats.min_count));
+    for item in index.iter() {
+        let (key, count) = item?;
+        writer.push(key, count)?;
+    }
+    writer.finish(None)
 }
 
 /// Refuses to keep fewer than [`MIN_KEY_BITS`] bits of a hash, or more
@@ -395,15 +431,18 @@ pub(crate) fn check_key_bits(kind: Kind, key_bits: u32) -> Result<()> {
 }
 
 /// Writes what follows the pages (the directory, its block checksums, the
-/// source section) and then the header at the start of `out`.
+/// source section) and then the header at the start of `out`, for an index
+/// of `totals` (distinct hashes, sum of counts), each seen at least
+/// `min_count` times.
 pub(crate) fn write_trailer<W: Write + Seek>(
     out: &mut W,
     layout: Layout,
     dir: &[DirEntry],
-    hashes: u64,
-    total: u64,
+    totals: (u64, u64),
+    min_count: u64,
     source: Option<&Source>,
 ) -> Result<Header> {
+    let (hashes, total) = totals;
     let io_err = |e| Error::io(None, e);
     let dir_bytes: Vec<u8> = dir.iter().flat_map(|&e| DirEntryBytes::from(e).0).collect();
     // One checksum per block of directory entries, so that a single lookup
@@ -414,11 +453,7 @@ pub(crate) fn write_trailer<W: Write + Seek>(
         .collect();
     let section = source.map(Source::encode).unwrap_or_default();
     let header = Header {
-        version: if layout.is_compact() {
-            VERSION
-        } else {
-            VERSION_WHOLE
-        },
+        version: Header::version_for(layout, min_count),
         layout,
         hashes,
         pages: dir.len() as u64,
@@ -430,6 +465,7 @@ pub(crate) fn write_trailer<W: Write + Seek>(
         } else {
             crc32c::crc32c(&section)
         },
+        min_count,
     };
     out.write_all(&dir_bytes).map_err(io_err)?;
     out.write_all(&table).map_err(io_err)?;
@@ -445,7 +481,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::Index;
+    use crate::format::VERSION_WHOLE;
 
     fn keys(n: usize, seed: u64) -> Vec<(Key, u64)> {
         let mut state = seed;
@@ -563,6 +599,53 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_minimum_count_keeps_the_hashes_whose_sum_reaches_it() {
+        let pairs = keys(5000, 13);
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None)
+            .unwrap()
+            .with_min_count(500);
+        for &(k, c) in &pairs {
+            // Each count in two parts: the sum decides.
+            w.push(k, c / 2).unwrap();
+            w.push(k, c - c / 2).unwrap();
+        }
+        let (out, written) = w.finish(None).unwrap();
+        let want: Vec<(Key, u64)> = pairs.iter().copied().filter(|p| p.1 >= 500).collect();
+        assert_eq!(written.hashes, want.len() as u64);
+        let index = Index::from_bytes(out.into_inner()).unwrap();
+        index.verify().unwrap();
+        let back: Vec<(Key, u64)> = index.iter().map(Result::unwrap).collect();
+        assert_eq!(back, want);
+        let stats = index.stats();
+        assert_eq!((stats.version, stats.min_count), (5, 500));
+        // The layout fits the hashes kept, not those given.
+        assert_eq!(
+            stats.bucket_bits,
+            Layout::for_count(Kind::Sha1, want.len() as u64).h
+        );
+        for &(k, c) in pairs.iter().step_by(11) {
+            let kept = if c >= 500 { c } else { 0 };
+            assert_eq!(index.count(k).unwrap(), kept);
+        }
+        // An index whose header claims a minimum its counts do not reach
+        // fails verify.
+        let mut w = SortedWriter::new(Cursor::new(Vec::new()), Kind::Sha1, None).unwrap();
+        for &(k, c) in &pairs {
+            w.push(k, c).unwrap();
+        }
+        let mut bytes = w.finish(None).unwrap().0.into_inner();
+        let mut header = Header::decode(&bytes).unwrap();
+        (header.version, header.min_count) = (5, 500);
+        bytes[..72].copy_from_slice(&header.encode());
+        let claimed = Index::from_bytes(bytes).unwrap();
+        let e = claimed.verify().unwrap_err();
+        assert!(
+            e.to_string().contains("below the index's minimum of 500"),
+            "{e}"
+        );
     }
 
     #[test]

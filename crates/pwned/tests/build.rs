@@ -911,6 +911,7 @@ fn input_in_hash_order_streams_and_any_disorder_falls_back() {
                         tmp_dir: Some(std::env::temp_dir()),
                         skip_invalid: false,
                         key_bits: None,
+                        min_count: 1,
                     };
                     let what =
                         format!("{kind:?} {name}, {pieces} pieces, {threads} threads, {memory} B");
@@ -1005,6 +1006,7 @@ fn compact_indexes_sum_the_counts_of_hashes_that_share_their_top_bits() {
                         tmp_dir: Some(std::env::temp_dir()),
                         skip_invalid: false,
                         key_bits: Some(key_bits),
+                        min_count: 1,
                     };
                     let (bytes, summary) = build_pieces(&text, 3, &options).unwrap();
                     assert_eq!(summary.streamed, order == "in hash order", "{what}");
@@ -1092,4 +1094,116 @@ fn a_compact_index_finds_random_non_members_at_the_stated_rate() {
         .false_positive_rate(),
         0.0
     );
+}
+
+/// The hashes of `expect` seen at least `min` times.
+fn at_least(expect: &BTreeMap<Key, u64>, min: u64) -> BTreeMap<Key, u64> {
+    expect
+        .iter()
+        .filter(|&(_, &count)| count >= min)
+        .map(|(&key, &count)| (key, count))
+        .collect()
+}
+
+#[test]
+fn subsets_keep_exactly_the_hashes_seen_at_least_n_times() {
+    let dir = tempdir("subset");
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        // Counts of the long tail (half seen once), some hashes again.
+        let mut entries = random_entries(kind, 12_000, 67);
+        let mut rng = Rng(71);
+        // Listed twice, 1 and 2: seen 3 times. Listed once with 2: twice.
+        // Listed three times with 1, far apart in the input: 3 times.
+        let (twice, once, thrice) = (rng.key(kind), rng.key(kind), rng.key(kind));
+        entries.extend([(twice, 1), (once, 2), (thrice, 1)]);
+        entries.insert(3, (thrice, 1));
+        entries.insert(5_000, (twice, 2));
+        entries.insert(9_000, (thrice, 1));
+        let whole = expected(&entries);
+        assert_eq!((whole[&twice], whole[&once], whole[&thrice]), (3, 2, 3));
+        let mut sorted = entries.clone();
+        sorted.sort_by_key(|&(key, _)| key);
+        for (order, lines) in [("in hash order", &sorted), ("in any order", &entries)] {
+            let text = corpus(kind, lines, 73);
+            for (min_count, threads) in [(3, 2), (10, 1), (2, 2), (1000, 2)] {
+                let what = format!("{kind} {order}, at least {min_count}, {threads} threads");
+                let options = BuildOptions {
+                    min_count,
+                    ..options(threads)
+                };
+                let (bytes, summary) = build_pieces(&text, 3, &options).unwrap();
+                // Both build paths: straight into pages, and partitions.
+                assert_eq!(summary.streamed, order == "in hash order", "{what}");
+                let want = at_least(&whole, min_count);
+                assert!(want.len() > 3 && want.len() < whole.len(), "{what}");
+                assert_eq!(summary.hashes, want.len() as u64, "{what}");
+                assert_eq!(summary.left_out, (whole.len() - want.len()) as u64);
+                assert_eq!(summary.min_count, min_count);
+                assert_eq!(summary.bytes, bytes.len() as u64, "{what}");
+                for (&key, &count) in &whole {
+                    let kept = if count >= min_count { count } else { 0 };
+                    assert_eq!(Index::count_once_in(&bytes, key).unwrap(), kept, "{what}");
+                }
+                let index = Index::from_bytes(bytes).unwrap();
+                let stats = index.stats();
+                assert_eq!((stats.version, stats.min_count), (5, min_count));
+                assert_eq!(stats.total_count, want.values().sum::<u64>());
+                check_index(&index, &want, &mut Rng(79));
+                if min_count == 3 {
+                    assert_eq!(index.count(twice).unwrap(), 3, "{what}: 1 + 2");
+                    assert_eq!(index.count(thrice).unwrap(), 3, "{what}: 1 + 1 + 1");
+                    assert_eq!(index.count(once).unwrap(), 0, "{what}: 2 < 3");
+                }
+            }
+        }
+        // Kept to their top 40 bits: the threshold applies to the entries'
+        // sums. And a minimum of 1 is no subset: version 3, as before.
+        let text = corpus(kind, &entries, 83);
+        let compact = BuildOptions {
+            key_bits: Some(40),
+            min_count: 4,
+            ..options(2)
+        };
+        let (bytes, summary) = build_pieces(&text, 2, &compact).unwrap();
+        let want = at_least(&kept(&whole, 40), 4);
+        assert_eq!(summary.hashes, want.len() as u64);
+        let listed: BTreeMap<Key, u64> = Index::from_bytes(bytes)
+            .unwrap()
+            .iter()
+            .map(Result::unwrap)
+            .collect();
+        assert!(listed == want, "{kind} compact");
+        let every = BuildOptions {
+            min_count: 1,
+            ..options(2)
+        };
+        let (bytes, summary) = build_pieces(&text, 2, &every).unwrap();
+        assert_eq!((summary.hashes, summary.left_out), (whole.len() as u64, 0));
+        assert_eq!(Index::from_bytes(bytes).unwrap().stats().version, 3);
+    }
+    // Into a file, spilling: the whole index is a scratch file beside the
+    // spills, and nothing but the subset is left.
+    let source = dir.join("corpus.txt");
+    let entries = random_entries(Kind::Sha1, 50_000, 89);
+    std::fs::write(&source, corpus(Kind::Sha1, &entries, 97)).unwrap();
+    let out = dir.join("top.idx");
+    let spill = dir.join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let options = BuildOptions {
+        min_count: 5,
+        ..spilling(spill.clone())
+    };
+    let summary = build_file(&source, &out, &options).unwrap();
+    assert!(summary.spilled > 0);
+    let want = at_least(&expected(&entries), 5);
+    assert_eq!(summary.hashes, want.len() as u64);
+    check_index(&Index::open(&out).unwrap(), &want, &mut Rng(101));
+    assert_eq!(std::fs::read_dir(dir.join("spill")).unwrap().count(), 0);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["corpus.txt", "spill", "top.idx"]);
+    std::fs::remove_dir_all(dir).unwrap();
 }

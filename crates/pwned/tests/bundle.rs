@@ -543,3 +543,43 @@ fn a_failing_device_is_an_error_never_a_panic() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An index in memory of `corpus`, keeping the hashes seen at least
+/// `min_count` times.
+fn subset(kind: Kind, corpus: &Corpus, min_count: u64) -> Index {
+    let writer = SortedWriter::new(Cursor::new(Vec::new()), kind, None).unwrap();
+    let mut writer = writer.with_min_count(min_count);
+    for (&key, &count) in corpus {
+        writer.push(key, count).unwrap();
+    }
+    Index::from_bytes(writer.finish(None).unwrap().0.into_inner()).unwrap()
+}
+
+#[test]
+fn a_bundle_joins_only_indexes_of_the_same_minimum_count() {
+    let kind = Kind::Sha1;
+    let old = corpus(kind, 3_000, 7);
+    let mut new = old.clone();
+    for count in new.values_mut().step_by(5) {
+        *count += 3000;
+    }
+    let (whole, top) = (subset(kind, &new, 1), subset(kind, &new, 5000));
+    let old_top = subset(kind, &old, 5000);
+    // The same minimum: a bundle, whose identities are the subsets'.
+    let mut bytes = Vec::new();
+    diff(Some(&old_top), &top, &mut bytes).unwrap();
+    let header = BundleReader::new(Cursor::new(bytes))
+        .unwrap()
+        .header()
+        .clone();
+    assert_eq!(header.new_identity, identity(&top).unwrap());
+    assert_ne!(header.new_identity, identity(&whole).unwrap());
+    // Another minimum, or none against a subset: refused, nothing written.
+    for (old, new) in [(Some(&whole), &top), (Some(&top), &whole), (None, &top)] {
+        let mut bytes = Vec::new();
+        let e = diff(old, new, &mut bytes).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::BadBundle { .. }), "{e}");
+        assert!(e.to_string().contains("same minimum count"), "{e}");
+        assert!(bytes.is_empty());
+    }
+}

@@ -717,3 +717,108 @@ fn a_refresh_writes_the_bundle_that_brings_an_offline_copy_up_to_date() {
     assert_eq!(server.bodies_served(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The hashes of `corpus` seen at least `min` times.
+fn at_least(corpus: &Corpus, min: u64) -> Corpus {
+    corpus
+        .iter()
+        .filter(|&(_, &count)| count >= min)
+        .map(|(&key, &count)| (key, count))
+        .collect()
+}
+
+#[test]
+fn a_subset_stays_one_through_refreshes_and_its_minimum_moves_up_not_down() {
+    let kind = Kind::Sha1;
+    // Counts from 1 to 5,000: a minimum of 2,500 keeps about half.
+    let mut served = corpus(kind, 20_000, 13);
+    let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
+    let dir = tempdir("subset");
+    let path = dir.join("top.idx");
+    let subset = |min_count| UpdateOptions {
+        min_count: Some(min_count),
+        ..options(&server, kind)
+    };
+    let first = update(&path, &subset(2500), &NoUpdateProgress).unwrap();
+    let kept = at_least(&served, 2500);
+    assert!(kept.len() > 8_000 && kept.len() < 12_000, "{}", kept.len());
+    assert_eq!(
+        (first.hashes, first.added),
+        (kept.len() as u64, kept.len() as u64)
+    );
+    assert_eq!(first.min_count, 2500);
+    assert_holds(&path, &kept);
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.stats().version, index.stats().min_count), (5, 2500));
+    let (below, _) = served.iter().find(|&(_, &c)| c < 2500).unwrap();
+    assert_eq!(index.count(*below).unwrap(), 0);
+    drop(index);
+
+    // Between the runs: a hash rises past the minimum, one falls below it,
+    // one is added above it and one below.
+    let pick = |skip: usize, above: bool| {
+        let mut keys = served.iter().filter(|&(_, &c)| (c >= 2500) == above);
+        *keys.nth(skip).unwrap().0
+    };
+    let (rises, falls) = (pick(10, false), pick(20, true));
+    let (mut new_above, mut new_below) = (pick(30, true), pick(40, true));
+    served.insert(rises, 4000);
+    served.insert(falls, 2499);
+    new_above.lo ^= 1;
+    new_below.lo ^= 1;
+    served.insert(new_above, 2500);
+    served.insert(new_below, 2499);
+    *server.corpus.write().unwrap() = served.clone();
+    server.bodies.lock().unwrap().clear();
+
+    // A refresh without --min-count keeps the index's minimum, and fetches
+    // only the ranges that changed.
+    let second = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
+    assert_eq!(server.bodies_served(), 4);
+    assert_eq!((second.added, second.removed), (2, 1));
+    assert_eq!(second.min_count, 2500);
+    assert_holds(&path, &at_least(&served, 2500));
+
+    // Raised: the unchanged ranges are copied and filtered, none fetched.
+    server.bodies.lock().unwrap().clear();
+    let raised = update(&path, &subset(4000), &NoUpdateProgress).unwrap();
+    assert_eq!(server.bodies_served(), 0);
+    assert_eq!(raised.not_modified, 1 << 20);
+    let removed = at_least(&served, 2500).len() - at_least(&served, 4000).len();
+    assert_eq!((raised.added, raised.removed), (0, removed as u64));
+    assert_holds(&path, &at_least(&served, 4000));
+    assert_eq!(Index::open(&path).unwrap().stats().min_count, 4000);
+
+    // Lowered: the index lacks what it left out, so only --full will do;
+    // refused before any request, the index untouched.
+    let before = std::fs::read(&path).unwrap();
+    for lower in [
+        subset(100),
+        UpdateOptions {
+            bundle_out: Some(dir.join("changes.bundle")),
+            ..subset(5000)
+        },
+    ] {
+        let e = update(&path, &lower, &NoUpdateProgress).unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::MinCount { index: 4000, .. }),
+            "{e}"
+        );
+        assert_eq!(server.bodies_served(), 0);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+    let e = update(&path, &subset(100), &NoUpdateProgress).unwrap_err();
+    assert!(e.to_string().contains("--full"), "{e}");
+    let full = UpdateOptions {
+        full: true,
+        ..subset(1)
+    };
+    let whole = update(&path, &full, &NoUpdateProgress).unwrap();
+    assert_eq!(whole.hashes, served.len() as u64);
+    assert_holds(&path, &served);
+    let index = Index::open(&path).unwrap();
+    assert_eq!((index.stats().version, index.stats().min_count), (3, 1));
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "only the index");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
