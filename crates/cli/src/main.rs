@@ -30,6 +30,8 @@ mod serve;
 ))]
 mod size;
 #[cfg(feature = "pwned")]
+mod stdout_file;
+#[cfg(feature = "pwned")]
 mod terminal;
 #[cfg(feature = "serve")]
 mod tls;

@@ -1,6 +1,5 @@
 //! `seekless pwned …`: Have I Been Pwned passwords, offline.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -149,16 +148,32 @@ pub enum Command {
         /// The index.
         index: PathBuf,
     },
-    /// Write the corpus back as HASH:COUNT lines, uppercase, sorted by hash.
+    /// Write the corpus back as text: HASH:COUNT lines, uppercase, sorted
+    /// by hash (the downloader's single file), or with --ranges one file
+    /// per range as the downloader writes them with `-s false`.
     Export {
         /// The index.
         index: PathBuf,
-        /// Output file (default: standard output).
-        #[arg(short, long)]
+        /// Output file (default: standard output); replaced only when
+        /// complete.
+        #[arg(short, long, conflicts_with = "ranges")]
         output: Option<PathBuf>,
-        /// End lines with CRLF, as the published files do.
-        #[arg(long)]
+        /// Write 00000.txt … FFFFF.txt into DIR (a new or empty directory):
+        /// each file the range API's answer (SUFFIX:COUNT, CRLF between
+        /// lines, none after the last; an empty range an empty file). DIR
+        /// appears only when complete.
+        #[arg(long, value_name = "DIR")]
+        ranges: Option<PathBuf>,
+        /// End the sorted file's lines with CRLF, as the published files do.
+        #[arg(long, conflicts_with = "ranges")]
         crlf: bool,
+        /// Only hashes seen at least N times.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        min_count: u64,
+        /// Threads writing per-range files (default: all cores).
+        #[arg(long, value_name = "N", requires = "ranges")]
+        threads: Option<usize>,
     },
     /// Answer like okon's CLI (for KeePassXC): print 1 and exit 1 when the
     /// hash is present, print 0 and exit 0 when absent, exit 2 on error.
@@ -256,8 +271,23 @@ pub fn run(command: Command) -> ExitCode {
         Command::Export {
             index,
             output,
+            ranges,
             crlf,
-        } => export(&index, output.as_deref(), crlf),
+            min_count,
+            threads,
+        } => {
+            let defaults = seekless_pwned::ExportOptions::default();
+            let options = seekless_pwned::ExportOptions {
+                min_count,
+                crlf,
+                threads: threads.map_or(defaults.threads, |t| t.max(1)),
+            };
+            match (output, ranges) {
+                (_, Some(dir)) => export_ranges(&index, &dir, &options),
+                (Some(file), None) => export_file(&index, &file, &options),
+                (None, None) => export_stdout(&index, &options),
+            }
+        }
         Command::Okon(args) => return crate::okon::run(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => return crate::serve::run(args),
@@ -767,48 +797,78 @@ fn verify(path: &Path) -> Result<ExitCode> {
     }
 }
 
-fn export(path: &Path, output: Option<&Path>, crlf: bool) -> Result<ExitCode> {
+/// `pwned export INDEX -o FILE`.
+fn export_file(
+    path: &Path,
+    output: &Path,
+    options: &seekless_pwned::ExportOptions,
+) -> Result<ExitCode> {
+    crate::guard::output_apart(output, &[path])?;
     let index = crate::index_file::open(path)?;
-    if let s @ seekless_pwned::Stats { key_bits, .. } = index.stats()
-        && s.is_compact()
-    {
-        return Err(seekless_pwned::Error::from(ErrorKind::Compact { key_bits }).into());
-    }
-    let kind = index.kind();
-    let write = |out: &mut dyn Write| -> Result<()> {
-        let mut line = Vec::with_capacity(64);
-        for item in index.iter() {
-            let (key, count) = item?;
-            line.clear();
-            key.write_hex(kind, &mut line);
-            line.push(b':');
-            line.extend_from_slice(count.to_string().as_bytes());
-            line.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
-            out.write_all(&line)?;
-        }
-        out.flush()?;
-        Ok(())
-    };
-    match output {
-        None => {
-            let mut out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-            write(&mut out)?;
-        }
-        Some(output) => {
-            crate::guard::output_apart(output, &[path])?;
-            let tmp = output.with_extension(format!("seekless-tmp-{}", std::process::id()));
-            let result = (|| -> Result<()> {
-                let mut out = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-                write(&mut out)?;
-                out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                std::fs::rename(&tmp, output)?;
-                Ok(())
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result?;
-        }
-    }
+    let s = seekless_pwned::export_sorted(&index, output, options)?;
+    println!(
+        "wrote {}: {} hashes, {} bytes in {:.1} s",
+        output.display(),
+        s.hashes,
+        s.bytes,
+        s.seconds
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `pwned export INDEX`: the sorted lines on standard output. When that is
+/// a file and a write fails (a full disk), the file is cut back to where
+/// it was, so no partial corpus is left in it.
+fn export_stdout(path: &Path, options: &seekless_pwned::ExportOptions) -> Result<ExitCode> {
+    let index = crate::index_file::open(path)?;
+    let start = crate::stdout_file::Start::now();
+    let written = match start.file() {
+        Some(file) => seekless_pwned::write_sorted(&index, file, options),
+        None => seekless_pwned::write_sorted(&index, io::stdout().lock(), options),
+    };
+    match written {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) => match e.into_kind() {
+            ErrorKind::Io { path: None, source } => {
+                let cut = start.restore();
+                Err(format!("standard output: {source}{cut}").into())
+            }
+            kind => Err(seekless_pwned::Error::from(kind).into()),
+        },
+    }
+}
+
+/// `pwned export INDEX --ranges DIR`.
+fn export_ranges(
+    path: &Path,
+    dir: &Path,
+    options: &seekless_pwned::ExportOptions,
+) -> Result<ExitCode> {
+    let index = crate::index_file::open(path)?;
+    let progress = RangesBar(progress::counted(
+        u64::from(seekless_pwned::RANGES),
+        "ranges",
+    ));
+    let written = seekless_pwned::export_ranges(&index, dir, options, &progress);
+    progress.0.finish_and_clear();
+    let s = written?;
+    println!(
+        "wrote {}: {} files, {} hashes, {} bytes in {:.1} s ({:.0} MB/s)",
+        dir.display(),
+        s.files,
+        s.hashes,
+        s.bytes,
+        s.seconds,
+        s.bytes_per_second() / 1e6
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Progress of a per-range export, drawn only on a terminal.
+struct RangesBar(ProgressBar);
+
+impl seekless_pwned::ExportProgress for RangesBar {
+    fn ranges(&self, ranges: u32) {
+        self.0.inc(u64::from(ranges));
+    }
 }

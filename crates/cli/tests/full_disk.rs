@@ -53,8 +53,17 @@ impl Drop for Mounted {
 /// `seekless ARGS` with every file it writes limited to `limit` bytes
 /// (`None`: no limit).
 fn seekless(args: &[&str], limit: Option<u64>) -> Output {
+    seekless_to(args, limit, None)
+}
+
+/// [`seekless`] with its standard output redirected to `stdout` (as a
+/// shell's `>` does) instead of captured.
+fn seekless_to(args: &[&str], limit: Option<u64>, stdout: Option<std::fs::File>) -> Output {
     let mut command = Command::new(SEEKLESS);
     command.args(args);
+    if let Some(file) = stdout {
+        command.stdout(file);
+    }
     if let Some(limit) = limit {
         // SAFETY: between fork and exec only async-signal-safe calls are
         // made (setrlimit, signal), touching no memory of the parent's.
@@ -77,10 +86,17 @@ fn seekless(args: &[&str], limit: Option<u64>) -> Output {
 
 /// Runs `args` (in which `{out}` stands for `out`, a directory on the
 /// file system that fills up) the ways this machine allows, and checks
-/// each time that the command fails cleanly, naming `names` (a path that
-/// begins with `out`, or the directory itself), and leaves `out` as it
-/// found it. Returns how many ways ran.
+/// each time that the command fails cleanly, naming a path that begins
+/// with `out` (or the directory itself), and leaves `out` as it found it.
+/// Returns how many ways ran.
 fn fails_cleanly(dir: &Path, args: &[&str], bytes: u64) -> usize {
+    fails_cleanly_to(dir, args, bytes, None)
+}
+
+/// [`fails_cleanly`], with standard output redirected to the file `stdout`
+/// in `out` when given (created empty first, as a shell's `>` does): the
+/// message then names "standard output", and the file must be left empty.
+fn fails_cleanly_to(dir: &Path, args: &[&str], bytes: u64, stdout: Option<&str>) -> usize {
     let mut ran = 0;
     for full in [Full::Tmpfs(bytes), Full::FileSize(bytes)] {
         let out = dir.join(match full {
@@ -104,7 +120,8 @@ fn fails_cleanly(dir: &Path, args: &[&str], bytes: u64) -> usize {
         let out_text = out.to_str().unwrap();
         let args: Vec<String> = args.iter().map(|a| a.replace("{out}", out_text)).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let output = seekless(&args, limit);
+        let redirected = stdout.map(|name| std::fs::File::create(out.join(name)).unwrap());
+        let output = seekless_to(&args, limit, redirected);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(
             output.status.code(),
@@ -115,8 +132,13 @@ fn fails_cleanly(dir: &Path, args: &[&str], bytes: u64) -> usize {
         assert_eq!(lines.len(), 1, "{full:?}: one line expected:\n{stderr}");
         let line = lines[0];
         assert!(line.starts_with("seekless: "), "{full:?}: {line}");
+        let named = if stdout.is_some() {
+            "standard output"
+        } else {
+            out_text
+        };
         assert!(
-            line.contains(out_text),
+            line.contains(named),
             "{full:?}: the path is not named: {line}"
         );
         let failed = match full {
@@ -124,6 +146,11 @@ fn fails_cleanly(dir: &Path, args: &[&str], bytes: u64) -> usize {
             Full::FileSize(_) => "File too large",
         };
         assert!(line.contains(failed), "{full:?}: {line}");
+        if let Some(name) = stdout {
+            let left = std::fs::metadata(out.join(name)).unwrap().len();
+            assert_eq!(left, 0, "{full:?}: partial output left in {name}");
+            std::fs::remove_file(out.join(name)).unwrap();
+        }
         assert_eq!(listing(&out), before, "{full:?}: files left in {out_text}");
         ran += 1;
     }
@@ -361,5 +388,67 @@ fn a_bundle_written_to_a_full_disk_names_it_and_leaves_nothing() {
         "{out}/changes.bundle",
     ];
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An index of `n` random SHA-1 hashes (several chunks of each range) and
+/// 400 more in the range 00000, whose file is then ~16 KB: larger than a
+/// page of tmpfs and than a small file size limit, and written first.
+fn export_source(dir: &Path, n: usize) -> PathBuf {
+    let mut text = corpus(n);
+    for i in 0..400u32 {
+        text.push_str(&format!("00000{i:035X}:{}\n", 1 + i));
+    }
+    let input = dir.join("corpus.txt");
+    std::fs::write(&input, text).unwrap();
+    let index = dir.join("pwned.idx");
+    let out = seekless(
+        &[
+            "pwned",
+            "prepare",
+            input.to_str().unwrap(),
+            "-o",
+            index.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    index
+}
+
+#[test]
+fn an_export_to_a_full_disk_names_its_file_and_leaves_nothing() {
+    let dir = tempdir("full-export");
+    let index = export_source(&dir, 200_000);
+    // ~8.6 MB of lines; the file system holds 1 MiB.
+    let args = [
+        "pwned",
+        "export",
+        index.to_str().unwrap(),
+        "-o",
+        "{out}/pwned.txt",
+    ];
+    assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
+    // To standard output redirected to a file there: what was written of
+    // it is cut off again.
+    let args = ["pwned", "export", index.to_str().unwrap()];
+    assert!(fails_cleanly_to(&dir, &args, 1 << 20, Some("pwned.txt")) > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn per_range_files_on_a_full_disk_name_the_file_and_leave_nothing() {
+    let dir = tempdir("full-ranges");
+    let index = export_source(&dir, 1_000);
+    // The first range's file takes more than the one page the file system
+    // holds, and more than the file size limit.
+    let args = [
+        "pwned",
+        "export",
+        index.to_str().unwrap(),
+        "--ranges",
+        "{out}/ranges",
+    ];
+    assert!(fails_cleanly(&dir, &args, 4096) > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

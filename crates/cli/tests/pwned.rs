@@ -911,3 +911,231 @@ fn typed_passwords_are_not_echoed() {
 fn text_of(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// `n` random hashes of `hex` digits with counts from 1 to 1,000, a few
+/// of them in the first and last ranges, as `HASH:COUNT` lines.
+fn random_corpus(hex: usize, n: usize, seed: u64) -> String {
+    let mut x = seed;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut text = String::new();
+    for i in 0..n {
+        let digits: String = (0..hex.div_ceil(16))
+            .map(|_| format!("{:016X}", next()))
+            .collect();
+        let digits = match i % 100 {
+            0 => format!("00000{}", &digits[5..hex]),
+            1 => format!("FFFFF{}", &digits[5..hex]),
+            _ => digits[..hex].to_string(),
+        };
+        text.push_str(&format!("{digits}:{}\n", 1 + next() % 1000));
+    }
+    text
+}
+
+/// `pwned export --ranges` writes every range as the downloader does (the
+/// range API's answer: CRLF between lines, none after the last), and
+/// `prepare` reads the directory back into the same index, for SHA-1 and
+/// NTLM; `--min-count` leaves out the rarer hashes in both forms.
+#[test]
+fn export_ranges_reads_back_as_the_same_index() {
+    let dir = tempdir("export-ranges");
+    let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    for (kind, hex) in [("sha1", 40), ("ntlm", 32)] {
+        let corpus = random_corpus(hex, 20_000, 0x9E37_79B9 + hex as u64);
+        let index = d(&format!("{kind}.idx"));
+        common::prepare_index(&corpus, &dir.join(format!("{kind}.txt")), Path::new(&index));
+        let ranges = d(&format!("{kind}-ranges"));
+        // An empty directory is filled; the new one appears whole.
+        std::fs::create_dir(&ranges).unwrap();
+        let out = seekless(&["pwned", "export", &index, "--ranges", &ranges], b"");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("1048576 files, 20000 hashes"),
+            "{}",
+            text(&out.stdout)
+        );
+        let names = files(Path::new(&ranges));
+        assert_eq!(names.len(), 1 << 20);
+        assert_eq!(
+            (&names[0][..], &names[(1 << 20) - 1][..]),
+            ("00000.txt", "FFFFF.txt")
+        );
+        // The first range as the API answers it: its lines sorted, suffixes
+        // uppercase, CRLF between lines and none after the last.
+        let mut want: Vec<String> = corpus
+            .lines()
+            .filter(|l| l.starts_with("00000"))
+            .map(|l| l[5..].to_string())
+            .collect();
+        want.sort();
+        let first = std::fs::read_to_string(dir.join(format!("{kind}-ranges/00000.txt"))).unwrap();
+        assert_eq!(first, want.join("\r\n"));
+        let empty = names.iter().any(|n| {
+            std::fs::metadata(dir.join(format!("{kind}-ranges")).join(n))
+                .unwrap()
+                .len()
+                == 0
+        });
+        assert!(empty, "20,000 hashes leave most ranges empty");
+        let back = d(&format!("{kind}-back.idx"));
+        let out = prepare(Path::new(&ranges), Path::new(&back), &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let exported = |index: &str, extra: &[&str]| {
+            let mut args = vec!["pwned", "export", index];
+            args.extend_from_slice(extra);
+            seekless(&args, b"").stdout
+        };
+        let whole = exported(&index, &[]);
+        assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 20_000);
+        assert!(whole == exported(&back, &[]), "{kind}: not the same corpus");
+        std::fs::remove_dir_all(&ranges).unwrap();
+
+        // Only counts of 500 and more (per-range files filter the same
+        // way: the library's tests check it, without a million files).
+        let common = exported(&index, &["--min-count", "500"]);
+        let whole = text(&whole);
+        let want: Vec<&str> = whole
+            .lines()
+            .filter(|l| l.rsplit(':').next().unwrap().parse::<u64>().unwrap() >= 500)
+            .collect();
+        assert!(!want.is_empty() && want.len() < 20_000);
+        assert_eq!(text(&common).lines().collect::<Vec<_>>(), want);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A directory in the way of `export --ranges` (not empty, or a file) is
+/// refused before anything is written, and left as it was.
+#[test]
+fn export_ranges_refuses_what_is_in_the_way() {
+    let dir = tempdir("export-refused");
+    let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let index = d("p.idx");
+    common::prepare_index(CORPUS, &dir.join("p.txt"), Path::new(&index));
+    std::fs::create_dir(dir.join("taken")).unwrap();
+    std::fs::write(dir.join("taken/00000.txt"), b"mine").unwrap();
+    let before = snapshot(&dir);
+    for (target, what) in [
+        (d("taken"), "exists and is not empty"),
+        (index.clone(), "exists and is not a directory"),
+    ] {
+        let out = seekless(&["pwned", "export", &index, "--ranges", &target], b"");
+        assert_eq!(out.status.code(), Some(2), "{target}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&target) && stderr.contains(what) && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+        assert_eq!(snapshot(&dir), before, "{target}");
+    }
+    // --crlf is for the sorted file; -o and --ranges exclude each other.
+    for extra in [&["--crlf"][..], &["-o", "x.txt"]] {
+        let mut args = vec!["pwned", "export", &index, "--ranges", "elsewhere"];
+        args.extend_from_slice(extra);
+        assert_eq!(seekless(&args, b"").status.code(), Some(2), "{extra:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `text` as UTF-16 after its byte-order mark, as Windows PowerShell 5.1's
+/// `>` and `Out-File` write it (little-endian), or big-endian.
+fn utf16(text: &str, big: bool) -> Vec<u8> {
+    let mut bytes = if big {
+        vec![0xFE, 0xFF]
+    } else {
+        vec![0xFF, 0xFE]
+    };
+    for unit in text.encode_utf16() {
+        bytes.extend(if big {
+            unit.to_be_bytes()
+        } else {
+            unit.to_le_bytes()
+        });
+    }
+    bytes
+}
+
+/// Text written on Windows: a UTF-8 byte-order mark is skipped, UTF-16 LE
+/// and BE with their marks are read as they are (files, gzip, standard
+/// input), each to the same index as the plain file; UTF-16 without a
+/// mark, or cut in the middle of a character, is refused saying so.
+#[test]
+fn corpora_written_on_windows_are_read() {
+    use std::io::Write as _;
+    let dir = tempdir("windows-text");
+    // Larger than prepare maps (8 MiB), CRLF as Windows writes.
+    let corpus = random_corpus(40, 200_000, 77).replace('\n', "\r\n");
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, &corpus).unwrap();
+    let want = dir.join("plain.idx");
+    assert!(prepare(&plain, &want, &[]).status.success());
+    let export = |index: &Path| seekless(&["pwned", "export", index.to_str().unwrap()], b"").stdout;
+    let want = export(&want);
+    let mut bom = vec![0xEF, 0xBB, 0xBF];
+    bom.extend_from_slice(corpus.as_bytes());
+    let gzip = |bytes: &[u8]| {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    };
+    let le = utf16(&corpus, false);
+    for (name, bytes) in [
+        ("utf8-bom.txt", bom.clone()),
+        ("utf16le.txt", le.clone()),
+        ("utf16be.txt", utf16(&corpus, true)),
+        ("utf16le.txt.gz", gzip(&le)),
+        ("utf8-bom.txt.gz", gzip(&bom)),
+    ] {
+        let input = dir.join(name);
+        std::fs::write(&input, bytes).unwrap();
+        let index = dir.join(format!("{name}.idx"));
+        let out = prepare(&input, &index, &[]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("200000 SHA-1 hashes"), "{name}");
+        assert!(export(&index) == want, "{name}: another corpus");
+    }
+    // Standard input: a pipe, and a file redirected (which prepare maps
+    // when it can).
+    let index = dir.join("stdin.idx");
+    let args = ["pwned", "prepare", "-", "-o", index.to_str().unwrap()];
+    let out = seekless(&args, &le);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(export(&index) == want, "UTF-16 on a pipe");
+    for name in ["utf8-bom.txt", "utf16be.txt"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_seekless"))
+            .args(args)
+            .stdin(std::fs::File::open(dir.join(name)).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert!(export(&index) == want, "{name} on standard input");
+    }
+    // Refused: no mark, an odd length; nothing is written.
+    let no_mark = dir.join("no-mark.txt");
+    std::fs::write(&no_mark, &le[2..]).unwrap();
+    let mut odd = le.clone();
+    odd.push(b'7');
+    let odd_file = dir.join("odd.txt");
+    std::fs::write(&odd_file, odd).unwrap();
+    for (input, what) in [
+        (&no_mark, "looks like UTF-16 LE without a byte-order mark"),
+        (&odd_file, "odd number of bytes"),
+    ] {
+        let index = dir.join("refused.idx");
+        let out = prepare(input, &index, &[]);
+        assert_eq!(out.status.code(), Some(2), "{what}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(input.to_str().unwrap()) && stderr.contains(what),
+            "{stderr}"
+        );
+        assert!(!index.exists());
+    }
+    assert!(text(&prepare(&no_mark, &dir.join("r.idx"), &[]).stderr).contains("iconv -f UTF-16LE"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::encoding::{self, Encoding};
 use crate::hash::{Key, Kind, prefix_ascii};
 
 /// One input of `prepare`.
@@ -54,8 +55,8 @@ pub(crate) enum PartSource {
 /// What a file's first bytes say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sniffed {
-    /// Text, presumably `HASH:COUNT` lines.
-    Text,
+    /// Text, presumably `HASH:COUNT` lines, in this encoding.
+    Text(Encoding),
     /// gzip (read through a decompressor, streaming).
     Gzip,
     /// Something prepare cannot read, and what to do instead.
@@ -90,22 +91,23 @@ fn sniff(path: &Path) -> io::Result<Sniffed> {
              (`seekless pwned export` turns an index back into one)",
         )
     } else {
-        Sniffed::Text
+        Sniffed::Text(encoding::detect(head))
     })
 }
 
 impl Part {
-    /// The part's text: a gzip file through a streaming decompressor; a
-    /// compressed or archive format prepare cannot read, or an index, is
-    /// an error saying what to do instead.
+    /// The part's text as UTF-8 (see [`encoding`]: a byte-order mark
+    /// skipped, UTF-16 transcoded): a gzip file through a streaming
+    /// decompressor; a compressed or archive format prepare cannot read,
+    /// or an index, is an error saying what to do instead.
     pub(crate) fn open(&mut self) -> io::Result<Box<dyn Read + '_>> {
-        Ok(match &mut self.source {
+        let raw: Box<dyn Read + '_> = match &mut self.source {
             PartSource::Stdin => {
                 widen_stdin_pipe();
                 Box::new(io::stdin().lock())
             }
             PartSource::File(path) => match sniff(path)? {
-                Sniffed::Text => Box::new(File::open(path)?),
+                Sniffed::Text(_) => Box::new(File::open(path)?),
                 Sniffed::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
                     io::BufReader::with_capacity(1 << 16, File::open(path)?),
                 )),
@@ -114,18 +116,26 @@ impl Part {
                 }
             },
             PartSource::Bytes(data) => Box::new(io::Cursor::new(std::mem::take(data))),
-        })
+        };
+        encoding::decoded(raw)
     }
 
     /// The part mapped into memory, when it is a plain text file of at
-    /// least `min` bytes (read through the mapping, the page cache's bytes
-    /// are not copied once more); `None` for anything else, and when it
-    /// cannot be mapped (the part is then read, which reports any error).
+    /// least `min` bytes, without a byte-order mark (read through the
+    /// mapping, the page cache's bytes are not copied once more); `None`
+    /// for anything else, and when it cannot be mapped (the part is then
+    /// read, which reports any error).
     pub(crate) fn map(&self, min: u64) -> Option<memmap2::Mmap> {
         let file = match &self.source {
-            PartSource::Stdin => stdin_file()?,
+            PartSource::Stdin => {
+                let file = stdin_file()?;
+                if encoding::detect(&head_at_start(&file)?) != Encoding::Plain {
+                    return None;
+                }
+                file
+            }
             PartSource::File(path) => {
-                if sniff(path).ok()? != Sniffed::Text {
+                if sniff(path).ok()? != Sniffed::Text(Encoding::Plain) {
                     return None;
                 }
                 File::open(path).ok()?
@@ -154,7 +164,9 @@ impl Part {
                 .and_then(|f| f.metadata().ok())
                 .map_or(0, |m| m.len()),
             PartSource::File(path) => match sniff(path) {
-                Ok(Sniffed::Text) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                Ok(Sniffed::Text(encoding)) => {
+                    encoding.text_len(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0))
+                }
                 _ => 0,
             },
             PartSource::Bytes(data) => data.len() as u64,
@@ -191,6 +203,30 @@ fn stdin_file() -> Option<File> {
         (regular && file.stream_position().ok()? == 0).then_some(file)
     }
     #[cfg(not(unix))]
+    None
+}
+
+/// The first bytes of standard input's file, read without moving its
+/// offset (the part may yet be read as a stream from there).
+#[cfg(unix)]
+fn head_at_start(file: &File) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; encoding::HEAD];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(more) => n += more,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(head[..n].to_vec())
+}
+
+/// Elsewhere standard input is never mapped ([`stdin_file`]).
+#[cfg(not(unix))]
+fn head_at_start(_file: &File) -> Option<Vec<u8>> {
     None
 }
 

@@ -29,7 +29,9 @@ mod bundle;
 mod client;
 pub mod date;
 mod direct;
+mod encoding;
 mod error;
+mod export;
 mod format;
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -74,6 +76,10 @@ pub use bundle::{
 #[cfg(feature = "update")]
 pub use client::Proxies;
 pub use error::{Error, ErrorKind, Result};
+pub use export::{
+    ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,
+    range_file_name, write_sorted,
+};
 pub use format::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "gzip")]
 pub use gzip::gzip;

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use seekless_bencode::{Kind as BencodeKind, Node};
-use seekless_pwned::{ErrorKind, Index, Kind};
+use seekless_pwned::{ErrorKind, Index, Key, Kind};
 
 pyo3::create_exception!(
     seekless,
@@ -98,8 +98,24 @@ impl PwnedIndex {
             .try_iter()?
             .map(|item| item?.extract::<PyBackedStr>())
             .collect::<PyResult<_>>()?;
-        py.detach(|| count_passwords(&index, &passwords))
-            .map_err(to_py)
+        let kind = index.kind();
+        py.detach(|| count_each(&index, &passwords, |p| Ok(kind.hash_password(p))))
+            .map_err(Failure::into_py)
+    }
+
+    /// The counts of many hashes in hex (of the index's kind, 40 digits
+    /// for SHA-1, 32 for NTLM, either case), in order; parsing and lookups
+    /// run with the GIL released, as `count_many`'s. A malformed hash
+    /// raises `ValueError` naming its position (0-based) and what is wrong.
+    fn count_many_hashes(&self, py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let index = self.index()?;
+        let hashes: Vec<PyBackedStr> = hashes
+            .try_iter()?
+            .map(|item| item?.extract::<PyBackedStr>())
+            .collect::<PyResult<_>>()?;
+        let kind = index.kind();
+        py.detach(|| count_each(&index, &hashes, |hex| parse_hash(kind, hex)))
+            .map_err(Failure::into_py)
     }
 
     /// One lookup without opening the index: reads the header, checksums,
@@ -187,27 +203,91 @@ impl PwnedIndex {
     }
 }
 
-/// Passwords below which a batch is not worth a second thread.
+/// Inputs below which a batch is not worth a second thread.
 const PER_THREAD: usize = 1 << 15;
 
-/// The counts of `passwords`, in order, on up to every core.
-fn count_passwords(index: &Index, passwords: &[PyBackedStr]) -> seekless_pwned::Result<Vec<u64>> {
-    let run = |part: &[PyBackedStr]| {
-        let kind = index.kind();
-        let keys: Vec<_> = part.iter().map(|p| kind.hash_password(p)).collect();
+/// Why a batch of lookups stopped.
+enum Failure {
+    /// The input at this position (0-based) is malformed, as said.
+    Bad(usize, String),
+    /// A lookup failed (a damaged page).
+    Lookup(seekless_pwned::Error),
+}
+
+impl Failure {
+    fn into_py(self) -> PyErr {
+        match self {
+            Failure::Bad(at, what) => PyValueError::new_err(format!("hash {at}: {what}")),
+            Failure::Lookup(e) => to_py(e),
+        }
+    }
+}
+
+/// The key of a hash in hex of `kind` (either case), or what is wrong.
+fn parse_hash(kind: Kind, hex: &str) -> Result<Key, String> {
+    let shown: String = hex.chars().take(48).collect();
+    let shown = if shown.len() < hex.len() {
+        format!("{shown:?}…")
+    } else {
+        format!("{shown:?}")
+    };
+    let other = match kind {
+        Kind::Sha1 => Kind::Ntlm,
+        Kind::Ntlm => Kind::Sha1,
+    };
+    let a = |kind: Kind| match kind {
+        Kind::Sha1 => "a SHA-1",
+        Kind::Ntlm => "an NTLM",
+    };
+    let chars = hex.chars().count();
+    if chars == other.hex_len() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "{shown} is {chars} hex digits, {} hash; the index holds {kind} hashes ({} digits)",
+            a(other),
+            kind.hex_len()
+        ));
+    }
+    if chars != kind.hex_len() {
+        return Err(format!(
+            "{shown} is {chars} characters long; {} hash is {} hex digits",
+            a(kind),
+            kind.hex_len()
+        ));
+    }
+    Key::from_hex(kind, hex.as_bytes()).ok_or_else(|| format!("{shown} is not hexadecimal"))
+}
+
+/// The counts of `inputs`, in order, each turned into a key by `key_of`,
+/// on up to every core; the first malformed input (by position) stops it.
+fn count_each(
+    index: &Index,
+    inputs: &[PyBackedStr],
+    key_of: impl Fn(&str) -> Result<Key, String> + Sync,
+) -> Result<Vec<u64>, Failure> {
+    let run = |first: usize, part: &[PyBackedStr]| {
+        let keys = part
+            .iter()
+            .enumerate()
+            .map(|(i, input)| key_of(input).map_err(|what| Failure::Bad(first + i, what)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut counts = Vec::with_capacity(keys.len());
-        index.count_many(&keys, &mut counts).map(|()| counts)
+        index
+            .count_many(&keys, &mut counts)
+            .map_err(Failure::Lookup)?;
+        Ok(counts)
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(passwords.len() / PER_THREAD).max(1);
+    let threads = cores.min(inputs.len() / PER_THREAD).max(1);
     if threads == 1 {
-        return run(passwords);
+        return run(0, inputs);
     }
-    let per = passwords.len().div_ceil(threads);
+    let per = inputs.len().div_ceil(threads);
     let parts: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = passwords
+        let run = &run;
+        let handles: Vec<_> = inputs
             .chunks(per)
-            .map(|part| scope.spawn(move || run(part)))
+            .enumerate()
+            .map(|(n, part)| scope.spawn(move || run(n * per, part)))
             .collect();
         handles
             .into_iter()
@@ -217,7 +297,8 @@ fn count_passwords(index: &Index, passwords: &[PyBackedStr]) -> seekless_pwned::
             })
             .collect()
     });
-    let mut counts = Vec::with_capacity(passwords.len());
+    let mut counts = Vec::with_capacity(inputs.len());
+    // In order: the first failure reported is the earliest input's.
     for part in parts {
         counts.extend(part?);
     }

@@ -52,6 +52,55 @@ def test_count_many_matches_one_at_a_time(sha1_index):
             index.count_many(5)
 
 
+def test_count_many_hashes_matches_count_hash(sha1_index, ntlm_index, random_hashes):
+    with seekless.PwnedIndex(sha1_index) as index:
+        hashes = [sha1(p) for p in LISTED] + [h for h, _ in random_hashes[:1000]]
+        hashes += [h.lower() for h, _ in random_hashes[1000:1100]] + ["0" * 40]
+        want = [index.count_hash(h) for h in hashes]
+        assert want[: len(LISTED)] == list(LISTED.values()) and want[-1] == 0
+        assert index.count_many_hashes(hashes) == want
+        assert index.count_many_hashes(h for h in hashes) == want
+        assert index.count_many_hashes([]) == []
+        # Batches this large are split across threads: order is kept, and
+        # the error names the first bad hash's position in the whole.
+        many = [random_hashes[i % 5000][0] for i in range(70_000)]
+        assert index.count_many_hashes(many) == [random_hashes[i % 5000][1] for i in range(70_000)]
+        many[50_000] = "G" * 40
+        many[60_000] = "1234"
+        with pytest.raises(ValueError, match=r'hash 50000: "G{40}" is not hexadecimal'):
+            index.count_many_hashes(many)
+        with pytest.raises(TypeError):
+            index.count_many_hashes([sha1("password"), 7])
+        with pytest.raises(TypeError):
+            index.count_many_hashes(5)
+    with seekless.PwnedIndex(ntlm_index) as index:
+        assert index.count_many_hashes(
+            ["8846F7EAEE8FB117AD06BDD830B7586C", "8846f7eaee8fb117ad06bdd830b7586c", "0" * 32]
+        ) == [42, 42, 0]
+        with pytest.raises(ValueError, match=r"hash 1: .* a SHA-1 hash; the index holds NTLM"):
+            index.count_many_hashes(["0" * 32, sha1("password")])
+
+
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ("", '"" is 0 characters long; a SHA-1 hash is 40 hex digits'),
+        ("5BAA6", '"5BAA6" is 5 characters long'),
+        ("5" * 41, "is 41 characters long"),
+        (" " + "5" * 39, "is not hexadecimal"),
+        ("é" * 40, "is not hexadecimal"),
+        ("8846F7EAEE8FB117AD06BDD830B7586C", "is 32 hex digits, an NTLM hash; the index holds SHA-1"),
+        ("x" * 100, '"' + "x" * 48 + '"… is 100 characters long'),
+    ],
+)
+def test_count_many_hashes_says_where_and_what(sha1_index, bad, what):
+    with seekless.PwnedIndex(sha1_index) as index:
+        with pytest.raises(ValueError) as raised:
+            index.count_many_hashes([sha1("password"), sha1("hunter2"), bad])
+        assert str(raised.value).startswith("hash 2: ")
+        assert what in str(raised.value)
+
+
 def test_count_once_reads_without_opening(sha1_index):
     assert seekless.PwnedIndex.count_once(sha1_index, sha1("password")) == 9545824
     assert seekless.PwnedIndex.count_once(str(sha1_index), "0" * 40) == 0

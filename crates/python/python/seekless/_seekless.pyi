@@ -29,6 +29,10 @@ class PwnedIndex:
         """The count of a hash in hex (40 digits for SHA-1, 32 for NTLM)."""
     def count_many(self, passwords: Iterable[str]) -> list[int]:
         """The counts of many passwords, in order, with the GIL released."""
+    def count_many_hashes(self, hashes: Iterable[str]) -> list[int]:
+        """The counts of many hashes in hex (of the index's kind, either case),
+        in order, with the GIL released; a malformed hash raises
+        ``ValueError`` naming its position (0-based)."""
     @staticmethod
     def count_once(path: Union[str, os.PathLike[str]], hex: str) -> int:
         """One lookup without opening the index (about 2 ms cold)."""
