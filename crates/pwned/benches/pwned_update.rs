@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release -p seekless
-//! cargo bench -p seekless-pwned --features update --bench pwned_update -- [--per-range 100] [--data DIR]
+//! cargo bench -p seekless-pwned --features update --bench pwned_update -- [--per-range 100] [--data DIR] [--ranges-dir DIR]…
 //! ```
 //!
 //! It builds (once, cached in DIR, default `bench-data/`) an index with
@@ -20,7 +20,12 @@
 //! - full updates with 16 and 256 requests in flight (the default is 64);
 //! - the client's CPU per range at the real size (1,800 lines, gzip):
 //!   decompressing and checking one answer, without the HTTP exchange
-//!   (`--client-cpu`: only this).
+//!   (`--client-cpu`: only this);
+//! - delta bundles of that 1%: `diff` against `export` reading one index,
+//!   `update --from-bundle` against the online refresh, the bundle's size
+//!   against gzip of the changed ranges' text (medians of 3);
+//! - `export --ranges` into each `--ranges-dir` (a tmpfs, say; DIR when
+//!   none), beside the same command creating the million files empty.
 //!
 //! Server and client share the machine's cores, as on one box they would.
 
@@ -257,12 +262,14 @@ fn main() {
     let mut per_range = 100usize;
     let mut data = PathBuf::from("bench-data");
     let mut client_only = false;
+    let mut ranges_dirs = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--per-range" => per_range = args.next().unwrap().parse().unwrap(),
             "--data" => data = PathBuf::from(args.next().unwrap()),
             "--client-cpu" => client_only = true,
+            "--ranges-dir" => ranges_dirs.push(PathBuf::from(args.next().unwrap())),
             _ => {}
         }
     }
@@ -460,26 +467,37 @@ fn main() {
     // applied offline against the online refresh above; its size against
     // gzip (level 6) of the changed ranges' text.
     let (served_s, changed_s) = (served.to_str().unwrap(), changed.to_str().unwrap());
-    let m_export = measure_quiet(&[b, "pwned", "export", served_s]);
+    // Three runs each, alternating, medians reported.
     let bundle = work.join("changes.bundle");
     let bundle_s = bundle.to_str().unwrap();
-    let (m_diff, out_diff) = measure(
-        &[b, "pwned", "diff", served_s, changed_s, "-o", bundle_s],
-        None,
-    );
     let offline = work.join("offline.idx");
-    std::fs::copy(&served, &offline).unwrap();
-    let (m_apply, out_apply) = measure(
-        &[
-            b,
-            "pwned",
-            "update",
-            offline.to_str().unwrap(),
-            "--from-bundle",
-            bundle_s,
-        ],
-        None,
-    );
+    let (mut exports, mut diffs, mut applies) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut out_diff, mut out_apply) = (String::new(), String::new());
+    for _ in 0..3 {
+        exports.push(measure_quiet(&[b, "pwned", "export", served_s]));
+        let _ = std::fs::remove_file(&bundle);
+        let (m, out) = measure(
+            &[b, "pwned", "diff", served_s, changed_s, "-o", bundle_s],
+            None,
+        );
+        diffs.push(m);
+        out_diff = out;
+        std::fs::copy(&served, &offline).unwrap();
+        let (m, out) = measure(
+            &[
+                b,
+                "pwned",
+                "update",
+                offline.to_str().unwrap(),
+                "--from-bundle",
+                bundle_s,
+            ],
+            None,
+        );
+        applies.push(m);
+        out_apply = out;
+    }
+    let (m_export, m_diff, m_apply) = (median(exports), median(diffs), median(applies));
     let (made, want) = (
         Index::open(&offline).unwrap(),
         Index::open(&changed).unwrap(),
@@ -502,18 +520,18 @@ fn main() {
     let bundle_bytes = std::fs::metadata(&bundle).unwrap().len() as f64;
     print!("{out_diff}{out_apply}");
     println!(
-        "export of the served index (to /dev/null): {:.1} s wall, {:.1} CPU s",
+        "export of the served index (to /dev/null): {:.2} s wall, {:.1} CPU s (median of 3)",
         m_export.wall, m_export.cpu
     );
     println!(
-        "diff of it and the changed copy: {:.1} s wall, {:.1} CPU s, {:.0} MiB: {:.2}x export's wall (target <= 1.5x)",
+        "diff of it and the changed copy: {:.2} s wall, {:.1} CPU s, {:.0} MiB: {:.2}x export's wall (target <= 1.5x; median of 3)",
         m_diff.wall,
         m_diff.cpu,
         m_diff.rss_mib,
         m_diff.wall / m_export.wall
     );
     println!(
-        "update --from-bundle: {:.1} s wall, {:.1} CPU s: {:.2}x the online refresh of 1% (target <= 1.0x)",
+        "update --from-bundle: {:.2} s wall, {:.1} CPU s: {:.2}x the online refresh of 1% (target <= 1.0x; median of 3)",
         m_apply.wall,
         m_apply.cpu,
         m_apply.wall / m_some.wall
@@ -523,5 +541,70 @@ fn main() {
         text.len(),
         bundle_bytes / gzipped
     );
+    export_ranges(b, served_s, &work, &ranges_dirs);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The measure of the middle wall time.
+fn median(mut runs: Vec<Measured>) -> Measured {
+    runs.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    runs.swap_remove(runs.len() / 2)
+}
+
+/// `export --ranges` of `index` into each of `dirs` (say a tmpfs; `work`
+/// when none is given), three runs each, against the same command writing no line
+/// (`--min-count` above every count): a million empty files, what the file
+/// system alone takes to create them.
+fn export_ranges(b: &str, index: &str, work: &Path, dirs: &[PathBuf]) {
+    let text_bytes: f64 = {
+        let i = Index::open(index).unwrap();
+        let mut body = Vec::new();
+        (0..RANGES)
+            .map(|p| {
+                body.clear();
+                i.write_range(p, &mut body).unwrap();
+                body.len() as f64
+            })
+            .sum()
+    };
+    let dirs = if dirs.is_empty() {
+        vec![work.to_path_buf()]
+    } else {
+        dirs.to_vec()
+    };
+    for dir in dirs {
+        let out = dir.join("seekless-bench-ranges");
+        let out_s = out.to_str().unwrap();
+        let (mut full, mut empty) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let _ = std::fs::remove_dir_all(&out);
+            full.push(measure_quiet(&[
+                b, "pwned", "export", index, "--ranges", out_s,
+            ]));
+            let _ = std::fs::remove_dir_all(&out);
+            empty.push(measure_quiet(&[
+                b,
+                "pwned",
+                "export",
+                index,
+                "--ranges",
+                out_s,
+                "--min-count",
+                "18446744073709551615",
+            ]));
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        let (full, empty) = (median(full), median(empty));
+        println!(
+            "export --ranges into {}: {:.2} s wall, {:.1} CPU s, {:.2} GB/s of text ({:.2} GB); \
+             a million empty files: {:.2} s wall, {:.1} CPU s (medians of 3)",
+            dir.display(),
+            full.wall,
+            full.cpu,
+            text_bytes / full.wall / 1e9,
+            text_bytes / 1e9,
+            empty.wall,
+            empty.cpu
+        );
+    }
 }
