@@ -63,6 +63,14 @@ pub enum ErrorKind {
     BadMerkleRoot,
     /// A block's transaction list is mutated (a duplicated subtree, CVE-2012-2459).
     MutatedMerkleTree,
+    /// A block's witness commitment (BIP 141) does not match its
+    /// transactions' witness data.
+    BadWitnessCommitment,
+    /// A block with a witness commitment whose coinbase witness is not one
+    /// 32-byte reserved value.
+    BadWitnessReservedValue,
+    /// A block with witness data and no witness commitment.
+    UnexpectedWitness,
     /// A block's weight is above 4,000,000.
     WeightTooHigh {
         /// The block weight.
@@ -219,6 +227,18 @@ impl fmt::Display for Error {
             ErrorKind::MutatedMerkleTree => {
                 write!(f, "mutated merkle tree (duplicate transactions)")
             }
+            ErrorKind::BadWitnessCommitment => write!(
+                f,
+                "witness commitment does not match the transactions' witness data (BIP 141)"
+            ),
+            ErrorKind::BadWitnessReservedValue => write!(
+                f,
+                "coinbase witness is not one 32-byte reserved value, as a witness commitment needs (BIP 141)"
+            ),
+            ErrorKind::UnexpectedWitness => write!(
+                f,
+                "witness data in a block without a witness commitment (BIP 141)"
+            ),
             ErrorKind::WeightTooHigh { weight } => {
                 write!(f, "block weight {weight} is above 4000000")
             }

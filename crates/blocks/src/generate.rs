@@ -105,6 +105,44 @@ fn coinbase_tx(script_sig: &[u8], value: u64, script_pubkey: &[u8], version: i32
     tx
 }
 
+/// A coinbase in segwit serialization with the witness commitment of a
+/// block holding `others` after it (BIP 141): a second output, of nothing,
+/// `OP_RETURN` the commitment header and the double SHA-256 of the witness
+/// merkle root and the reserved value, all zero bytes, which the coinbase's
+/// one witness item holds.
+fn committed_coinbase(
+    script_sig: &[u8],
+    value: u64,
+    script_pubkey: &[u8],
+    others: &[Vec<u8>],
+) -> Vec<u8> {
+    let wtxids = std::iter::once([0; 32])
+        .chain(others.iter().map(|tx| crate::hash::sha256d(tx)))
+        .collect();
+    let mut root_and_reserved = merkle_root(wtxids).0.to_vec();
+    root_and_reserved.extend_from_slice(&[0; 32]);
+    let mut commitment = vec![0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
+    commitment.extend_from_slice(&crate::hash::sha256d(&root_and_reserved));
+    let mut tx = Vec::new();
+    tx.extend_from_slice(&2i32.to_le_bytes());
+    tx.extend_from_slice(&[0, 1, 1]);
+    tx.extend_from_slice(&[0; 32]);
+    tx.extend_from_slice(&u32::MAX.to_le_bytes());
+    write_compact_size(&mut tx, script_sig.len() as u64);
+    tx.extend_from_slice(script_sig);
+    tx.extend_from_slice(&u32::MAX.to_le_bytes());
+    tx.push(2);
+    for (value, script) in [(value, script_pubkey), (0, &commitment[..])] {
+        tx.extend_from_slice(&value.to_le_bytes());
+        write_compact_size(&mut tx, script.len() as u64);
+        tx.extend_from_slice(script);
+    }
+    tx.extend_from_slice(&[1, 32]);
+    tx.extend_from_slice(&[0; 32]);
+    tx.extend_from_slice(&0u32.to_le_bytes());
+    tx
+}
+
 /// A random spending transaction with `inputs` inputs and `outputs`
 /// outputs, in segwit serialization when `segwit` (then every input has a
 /// two-item witness), legacy otherwise; `script_len` sizes the scripts.
@@ -242,6 +280,9 @@ impl ChainBuilder {
             let segwit = rng.below(2) == 0;
             let (inputs, outputs) = (rng.range(1, 3), rng.range(1, 3));
             txs.push(random_tx(rng, segwit, inputs, outputs, script_len));
+        }
+        if txs.len() > 1 && txs[1..].iter().any(|tx| tx[4..6] == [0, 1]) {
+            txs[0] = committed_coinbase(&script_sig, 50 * 100_000_000, &[0x51], &txs[1..]);
         }
         let txids = txs.iter().map(|tx| txid(tx)).collect();
         let parent_block = &self.blocks[parent];

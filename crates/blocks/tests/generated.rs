@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use seekless_blocks::generate::{self, ChainBuilder, Rng, SizeMix};
 use seekless_blocks::{
-    BadKind, BadRecord, BlockHash, Chain, Event, HEADER_LEN, Network, RecordScanner, ScanOptions,
-    ScanOutput, XorKey, check_pow, header_hash, list_block_files, scan, scan_bytes,
+    BadKind, BadRecord, BlockHash, Chain, ErrorKind, Event, HEADER_LEN, Network, RecordScanner,
+    ScanOptions, ScanOutput, XorKey, check_pow, header_hash, list_block_files, scan, scan_bytes,
 };
 
 const REGTEST: Network = Network::Regtest;
@@ -707,6 +707,76 @@ fn verify_rejects_a_damaged_body_and_the_tip_moves_back() {
     let new_tip = chain.tip().unwrap();
     assert_eq!(
         new_tip.hash,
+        builder.blocks[builder.blocks[victim].parent.unwrap()].hash
+    );
+    assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Where the last witness byte of each segwit transaction after the
+/// coinbase is in `block` (under 253 transactions: a one-byte count).
+fn witness_bytes(block: &[u8]) -> Vec<usize> {
+    assert!(block[HEADER_LEN] < 0xfd);
+    let mut at = HEADER_LEN + 1;
+    let mut found = Vec::new();
+    for i in 0..block[HEADER_LEN] {
+        let (tx, len) = seekless_blocks::Transaction::parse(&block[at..], at).unwrap();
+        if i > 0 && tx.is_segwit() {
+            // The lock time's 4 bytes end it; the witness's last byte is before.
+            found.push(at + len - 5);
+        }
+        at += len;
+    }
+    found
+}
+
+#[test]
+fn verify_rejects_altered_witness_data_and_the_tip_moves_back() {
+    let mut builder = ChainBuilder::new(41, SizeMix::Small);
+    let tip = builder.extend_chain(0, 30);
+    // The highest block below the tip with a segwit transaction besides
+    // the coinbase.
+    let mut victim = builder.blocks[tip].parent.unwrap();
+    while witness_bytes(&builder.blocks[victim].bytes).is_empty() {
+        victim = builder.blocks[victim].parent.unwrap();
+    }
+    let mut blocks: Vec<Vec<u8>> = builder.blocks.iter().map(|b| b.bytes.clone()).collect();
+    let at = witness_bytes(&blocks[victim])[0];
+    blocks[victim][at] ^= 0x01;
+    // The header and the merkle root stay valid: only the commitment tells.
+    assert!(matches!(
+        seekless_blocks::check_block(&blocks[victim], REGTEST.pow_limit())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::BadWitnessCommitment
+    ));
+    let (files, _) = generate::layout_files(
+        REGTEST,
+        blocks.iter().map(Vec::as_slice),
+        usize::MAX,
+        XorKey::default(),
+    );
+    let dir = tempdir("verify-witness");
+    write_dir(&dir, &files, None);
+    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
+    assert!(output.invalid.is_empty());
+    assert_eq!(chain.tip().unwrap().hash, builder.blocks[tip].hash);
+    let (output, chain) = scan_dir(
+        &dir,
+        None,
+        &ScanOptions {
+            verify: true,
+            ..ScanOptions::default()
+        },
+    );
+    assert_eq!(output.invalid.len(), 1);
+    assert_eq!(output.invalid[0].hash, builder.blocks[victim].hash);
+    assert!(matches!(
+        output.invalid[0].error.kind(),
+        ErrorKind::BadWitnessCommitment
+    ));
+    assert_eq!(
+        chain.tip().unwrap().hash,
         builder.blocks[builder.blocks[victim].parent.unwrap()].hash
     );
     assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);

@@ -1,5 +1,6 @@
-//! Real blocks from Bitcoin Core's test data: a busy mainnet block and a
-//! 104-block regtest chain.
+//! Real blocks: a busy mainnet block and a 104-block regtest chain from
+//! Bitcoin Core's test data, and two mainnet blocks with segwit
+//! transactions and witness commitments (data/README.md says where from).
 
 use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
@@ -9,6 +10,21 @@ use seekless_blocks::{
 
 const BLOCK_413567: &[u8] = include_bytes!("data/block413567.raw");
 const STATS_JSON: &str = include_str!("data/rpc_getblockstats.json");
+/// Mainnet segwit blocks: (bytes, hash, transactions, segwit transactions).
+const SEGWIT_BLOCKS: [(&[u8], &str, u64, u64); 2] = [
+    (
+        include_bytes!("data/482683.raw"),
+        "000000000000000000c238240ef6dcb26c37e75e16514e6ffc0aef7eee73e747",
+        12,
+        2,
+    ),
+    (
+        include_bytes!("data/542213.raw"),
+        "000000000000000000143a2c56c0214236dadfd30df41d4a0345492ad6d861ec",
+        4,
+        2,
+    ),
+];
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -42,6 +58,60 @@ fn block_413567_verifies() {
     assert_eq!(summary.tx_count, 1557);
     assert_eq!(summary.segwit_txs, 0, "block 413567 predates segwit");
     assert_eq!(summary.weight, 999_887 * 4);
+}
+
+#[test]
+fn mainnet_segwit_blocks_verify_and_witness_damage_is_caught() {
+    let pow_limit = Network::Main.pow_limit();
+    for (bytes, hash, txs, segwit) in SEGWIT_BLOCKS {
+        let header: &[u8; HEADER_LEN] = bytes[..HEADER_LEN].try_into().unwrap();
+        assert_eq!(header_hash(header), BlockHash::from_hex(hash).unwrap());
+        let summary = check_block(bytes, pow_limit).unwrap();
+        // The coinbase (with its reserved value) counts as segwit.
+        assert_eq!(
+            (summary.tx_count, summary.segwit_txs),
+            (txs, segwit),
+            "{hash}"
+        );
+        // Every byte of every witness after the coinbase's is committed to:
+        // changed, the txids and the merkle root stay, the commitment fails.
+        let mut at = HEADER_LEN + 1;
+        let mut witness_bytes = 0;
+        for i in 0..txs {
+            let (tx, len) = Transaction::parse(&bytes[at..], at).unwrap();
+            if i > 0 && tx.is_segwit() {
+                let witness: usize = tx.witnesses().flatten().map(|item| item.len()).sum();
+                assert!(witness > 0);
+                // The items' bytes lie before the lock time; change the last
+                // ones, one at a time.
+                for back in 0..witness.min(64) {
+                    let mut block = bytes.to_vec();
+                    block[at + len - 5 - back] ^= 0x20;
+                    let err = check_block(&block, pow_limit).unwrap_err();
+                    // A changed length byte may break parsing instead.
+                    assert!(
+                        matches!(
+                            err.kind(),
+                            ErrorKind::BadWitnessCommitment
+                                | ErrorKind::UnexpectedEof { .. }
+                                | ErrorKind::TrailingBytes { .. }
+                                | ErrorKind::SizeTooLarge { .. }
+                        ),
+                        "{hash} byte {}: {err}",
+                        at + len - 5 - back
+                    );
+                    witness_bytes += matches!(err.kind(), ErrorKind::BadWitnessCommitment) as u32;
+                }
+            }
+            at += len;
+        }
+        assert_eq!(at, bytes.len());
+        assert!(witness_bytes > 32, "{hash}: {witness_bytes}");
+        // Every truncation is an error, never a panic.
+        for len in 0..bytes.len() {
+            assert!(check_block(&bytes[..len], pow_limit).is_err());
+        }
+    }
 }
 
 #[test]
