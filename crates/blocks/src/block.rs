@@ -176,8 +176,8 @@ mod tests {
         assert_eq!(merkle_root(vec![[7; 32]]), ([7; 32], false));
     }
 
-    /// A generated block with `segwit` transactions (and a commitment), its
-    /// header re-mined over `txs` when they change.
+    /// `header`'s block with the transactions `txs`: the merkle root
+    /// recomputed and the header mined again.
     fn mined(header: &[u8], txs: &[Vec<u8>]) -> Vec<u8> {
         let limit = crate::Network::Regtest.pow_limit();
         let mut header = crate::BlockHeader::parse(header[..HEADER_LEN].try_into().unwrap());
@@ -303,17 +303,7 @@ mod tests {
         // A coinbase that is not first.
         let tx = generate::random_tx(&mut generate::Rng::new(2), false, 1, 1, 30);
         let txs = vec![tx, builder.blocks[tip].bytes[HEADER_LEN + 1..].to_vec()];
-        let mut header = crate::BlockHeader::parse(block[..HEADER_LEN].try_into().unwrap());
-        header.merkle_root = merkle_root(
-            txs.iter()
-                .map(|t| crate::Transaction::parse(t, 0).unwrap().0.txid())
-                .collect(),
-        )
-        .0;
-        while !check_pow(&header_hash(&header.serialize()), header.bits, limit) {
-            header.nonce += 1;
-        }
-        let swapped = generate::assemble(&header, &txs);
+        let swapped = mined(&block, &txs);
         let err = check_block(&swapped, limit).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::BadCoinbase { offset: 81 }),

@@ -674,6 +674,43 @@ fn missing_blocks_make_orphans() {
     }
 }
 
+/// The chain of `builder` written with `blocks` (its blocks, `victim`
+/// damaged below `tip`) into `tempdir(name)`: a scan finds `tip`, a scan with `--verify` finds
+/// `victim` invalid and the tip at its parent. The error `--verify` gave.
+fn verify_moves_the_tip_below(
+    builder: &ChainBuilder,
+    blocks: &[Vec<u8>],
+    tip: usize,
+    victim: usize,
+    name: &str,
+) -> seekless_blocks::Error {
+    let (files, _) = generate::layout_files(
+        REGTEST,
+        blocks.iter().map(Vec::as_slice),
+        usize::MAX,
+        XorKey::default(),
+    );
+    let dir = tempdir(name);
+    write_dir(&dir, &files, None);
+    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
+    assert!(output.invalid.is_empty());
+    assert_eq!(chain.tip().unwrap().hash, builder.blocks[tip].hash);
+    let verify = ScanOptions {
+        verify: true,
+        ..ScanOptions::default()
+    };
+    let (mut output, chain) = scan_dir(&dir, None, &verify);
+    assert_eq!(output.invalid.len(), 1);
+    assert_eq!(output.invalid[0].hash, builder.blocks[victim].hash);
+    assert_eq!(
+        chain.tip().unwrap().hash,
+        builder.blocks[builder.blocks[victim].parent.unwrap()].hash
+    );
+    assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);
+    std::fs::remove_dir_all(&dir).unwrap();
+    output.invalid.remove(0).error
+}
+
 #[test]
 fn verify_rejects_a_damaged_body_and_the_tip_moves_back() {
     let mut builder = ChainBuilder::new(40, SizeMix::Small);
@@ -683,34 +720,7 @@ fn verify_rejects_a_damaged_body_and_the_tip_moves_back() {
     // Flip a byte after the header: the header (and its hash) stay valid.
     let len = blocks[victim].len();
     blocks[victim][len - 3] ^= 0x55;
-    let (files, _) = generate::layout_files(
-        REGTEST,
-        blocks.iter().map(Vec::as_slice),
-        usize::MAX,
-        XorKey::default(),
-    );
-    let dir = tempdir("verify");
-    write_dir(&dir, &files, None);
-    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
-    assert!(output.invalid.is_empty());
-    assert_eq!(chain.tip().unwrap().hash, builder.blocks[tip].hash);
-    let (output, chain) = scan_dir(
-        &dir,
-        None,
-        &ScanOptions {
-            verify: true,
-            ..ScanOptions::default()
-        },
-    );
-    assert_eq!(output.invalid.len(), 1);
-    assert_eq!(output.invalid[0].hash, builder.blocks[victim].hash);
-    let new_tip = chain.tip().unwrap();
-    assert_eq!(
-        new_tip.hash,
-        builder.blocks[builder.blocks[victim].parent.unwrap()].hash
-    );
-    assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);
-    std::fs::remove_dir_all(&dir).unwrap();
+    verify_moves_the_tip_below(&builder, &blocks, tip, victim, "verify");
 }
 
 /// Where the last witness byte of each segwit transaction after the
@@ -750,37 +760,11 @@ fn verify_rejects_altered_witness_data_and_the_tip_moves_back() {
             .kind(),
         ErrorKind::BadWitnessCommitment
     ));
-    let (files, _) = generate::layout_files(
-        REGTEST,
-        blocks.iter().map(Vec::as_slice),
-        usize::MAX,
-        XorKey::default(),
+    let error = verify_moves_the_tip_below(&builder, &blocks, tip, victim, "verify-witness");
+    assert!(
+        matches!(error.kind(), ErrorKind::BadWitnessCommitment),
+        "{error}"
     );
-    let dir = tempdir("verify-witness");
-    write_dir(&dir, &files, None);
-    let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
-    assert!(output.invalid.is_empty());
-    assert_eq!(chain.tip().unwrap().hash, builder.blocks[tip].hash);
-    let (output, chain) = scan_dir(
-        &dir,
-        None,
-        &ScanOptions {
-            verify: true,
-            ..ScanOptions::default()
-        },
-    );
-    assert_eq!(output.invalid.len(), 1);
-    assert_eq!(output.invalid[0].hash, builder.blocks[victim].hash);
-    assert!(matches!(
-        output.invalid[0].error.kind(),
-        ErrorKind::BadWitnessCommitment
-    ));
-    assert_eq!(
-        chain.tip().unwrap().hash,
-        builder.blocks[builder.blocks[victim].parent.unwrap()].hash
-    );
-    assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

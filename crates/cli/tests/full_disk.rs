@@ -194,6 +194,22 @@ fn corpus_of(n: usize, seed: u64) -> String {
     text
 }
 
+/// `text` written to `dir/NAME.txt` and prepared into `dir/NAME.idx`
+/// (room enough); the index's path.
+fn prepared(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let input = dir.join(format!("{name}.txt"));
+    std::fs::write(&input, text).unwrap();
+    let index = dir.join(format!("{name}.idx"));
+    let (i, o) = (input.to_str().unwrap(), index.to_str().unwrap());
+    let out = seekless(&["pwned", "prepare", i, "-o", o], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
 #[test]
 fn prepare_spilling_to_a_full_disk_names_it_and_leaves_nothing() {
     let dir = tempdir("full-spill");
@@ -269,20 +285,7 @@ impl Drop for Upstream {
 #[test]
 fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
     let dir = tempdir("full-update");
-    let input = dir.join("corpus.txt");
-    std::fs::write(&input, corpus(200_000)).unwrap();
-    let served = dir.join("served.idx");
-    let out = seekless(
-        &[
-            "pwned",
-            "prepare",
-            input.to_str().unwrap(),
-            "-o",
-            served.to_str().unwrap(),
-        ],
-        None,
-    );
-    assert!(out.status.success());
+    let served = prepared(&dir, "served", &corpus(200_000));
     let upstream = Upstream::start(&served);
     let export =
         |index: &Path| seekless(&["pwned", "export", index.to_str().unwrap()], None).stdout;
@@ -362,21 +365,7 @@ fn a_bundle_written_to_a_full_disk_names_it_and_leaves_nothing() {
     let dir = tempdir("full-bundle");
     let mut indexes = Vec::new();
     for (name, seed) in [("old", 1), ("new", 2)] {
-        let input = dir.join(format!("{name}.txt"));
-        std::fs::write(&input, corpus_of(100_000, seed)).unwrap();
-        let index = dir.join(format!("{name}.idx"));
-        let out = seekless(
-            &[
-                "pwned",
-                "prepare",
-                input.to_str().unwrap(),
-                "-o",
-                index.to_str().unwrap(),
-            ],
-            None,
-        );
-        assert!(out.status.success());
-        indexes.push(index);
+        indexes.push(prepared(&dir, name, &corpus_of(100_000, seed)));
     }
     // Every range changed: ~4 MB of lines, ~2 MB compressed.
     let args = [
@@ -399,21 +388,7 @@ fn export_source(dir: &Path, n: usize) -> PathBuf {
     for i in 0..400u32 {
         text.push_str(&format!("00000{i:035X}:{}\n", 1 + i));
     }
-    let input = dir.join("corpus.txt");
-    std::fs::write(&input, text).unwrap();
-    let index = dir.join("pwned.idx");
-    let out = seekless(
-        &[
-            "pwned",
-            "prepare",
-            input.to_str().unwrap(),
-            "-o",
-            index.to_str().unwrap(),
-        ],
-        None,
-    );
-    assert!(out.status.success());
-    index
+    prepared(dir, "pwned", &text)
 }
 
 #[test]

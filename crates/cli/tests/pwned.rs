@@ -1045,19 +1045,9 @@ fn export_ranges_refuses_what_is_in_the_way() {
 /// `text` as UTF-16 after its byte-order mark, as Windows PowerShell 5.1's
 /// `>` and `Out-File` write it (little-endian), or big-endian.
 fn utf16(text: &str, big: bool) -> Vec<u8> {
-    let mut bytes = if big {
-        vec![0xFE, 0xFF]
-    } else {
-        vec![0xFF, 0xFE]
-    };
-    for unit in text.encode_utf16() {
-        bytes.extend(if big {
-            unit.to_be_bytes()
-        } else {
-            unit.to_le_bytes()
-        });
-    }
-    bytes
+    let units = "\u{feff}".encode_utf16().chain(text.encode_utf16());
+    let swap = |u: u16| if big { u.swap_bytes() } else { u };
+    units.flat_map(|u| swap(u).to_le_bytes()).collect()
 }
 
 /// Text written on Windows: a UTF-8 byte-order mark is skipped, UTF-16 LE

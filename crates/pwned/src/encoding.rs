@@ -229,19 +229,9 @@ mod tests {
 
     /// `text` encoded as UTF-16 (little- or big-endian) after its mark.
     fn utf16(text: &str, big: bool) -> Vec<u8> {
-        let mut bytes = if big {
-            vec![0xFE, 0xFF]
-        } else {
-            vec![0xFF, 0xFE]
-        };
-        for unit in text.encode_utf16() {
-            bytes.extend(if big {
-                unit.to_be_bytes()
-            } else {
-                unit.to_le_bytes()
-            });
-        }
-        bytes
+        let units = "\u{feff}".encode_utf16().chain(text.encode_utf16());
+        let swap = |u: u16| if big { u.swap_bytes() } else { u };
+        units.flat_map(|u| swap(u).to_le_bytes()).collect()
     }
 
     /// Reads all of `bytes` through [`decoded`], `chunk` bytes a read.

@@ -293,24 +293,36 @@ fn refused(result: seekless_pwned::Result<seekless_pwned::UpdateSummary>, says: 
     assert!(e.to_string().contains(says), "{e} should say {says:?}");
 }
 
+/// `old` and `new` written as `dir/old.idx` and `dir/new.idx`, updated
+/// from the same base URL at times 1 and 2; their paths.
+fn write_old_and_new(
+    dir: &Path,
+    kind: Kind,
+    old: (&Corpus, &Validators),
+    new: (&Corpus, &Validators),
+) -> (PathBuf, PathBuf) {
+    let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
+    write_index(
+        &old_path,
+        kind,
+        old.0,
+        Some(("http://127.0.0.1:1", 1, old.1)),
+    );
+    write_index(
+        &new_path,
+        kind,
+        new.0,
+        Some(("http://127.0.0.1:1", 2, new.1)),
+    );
+    (old_path, new_path)
+}
+
 #[test]
 fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
     let kind = Kind::Sha1;
     let dir = tempdir("refused");
     let (old, new, old_v, new_v) = old_and_new(kind);
-    let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
-    write_index(
-        &old_path,
-        kind,
-        &old,
-        Some(("http://127.0.0.1:1", 1, &old_v)),
-    );
-    write_index(
-        &new_path,
-        kind,
-        &new,
-        Some(("http://127.0.0.1:1", 2, &new_v)),
-    );
+    let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let bundle = dir.join("changes.bundle");
@@ -483,19 +495,7 @@ fn a_failing_device_is_an_error_never_a_panic() {
     let kind = Kind::Sha1;
     let dir = tempdir("faults");
     let (old, new, old_v, new_v) = old_and_new(kind);
-    let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
-    write_index(
-        &old_path,
-        kind,
-        &old,
-        Some(("http://127.0.0.1:1", 1, &old_v)),
-    );
-    write_index(
-        &new_path,
-        kind,
-        &new,
-        Some(("http://127.0.0.1:1", 2, &new_v)),
-    );
+    let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
     let (old_index, new_index) = (
         Index::open(&old_path).unwrap(),
         Index::open(&new_path).unwrap(),
