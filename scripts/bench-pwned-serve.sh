@@ -56,9 +56,14 @@ case $KIND in
 esac
 wants() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
-target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p seekless
-seekless=$target/release/seekless
+# The full binary (the default features), the one the user's own `cargo
+# build --release` makes, where it puts it: a build with fewer features
+# there would replace it with one that lacks commands. Its path is cargo's
+# own answer (CARGO_TARGET_DIR, build.target-dir, build.target included).
+seekless=$(cargo build --release --quiet -p seekless --bin seekless \
+    --message-format json-render-diagnostics \
+    | sed -n 's|.*"executable":"\([^"]*/seekless\)".*|\1|p' | tail -n1)
+[ -x "$seekless" ] || { echo "bench: cargo build gave no seekless binary" >&2; exit 1; }
 serve_env=()
 [ "${PORTABLE:-0}" = 1 ] && serve_env=(env SEEKLESS_NO_AVX512=1)
 
@@ -67,7 +72,7 @@ chmod 755 "$work" # nginx workers run as another user
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
     sleep 0.5
     [ "${KEEP:-0}" = 1 ] || rm -rf "$work"
 }
@@ -251,7 +256,12 @@ rss_kib() { # private (anonymous) resident memory of processes, in KiB:
     done
     echo "$total"
 }
-nginx_pids() { pgrep -P "$(cat "$work/nginx.pid")"; cat "$work/nginx.pid"; }
+nginx_rss_kib() { # nginx's master and workers
+    local master
+    master=$(cat "$work/nginx.pid")
+    # shellcheck disable=SC2046 # one argument a process id
+    rss_kib "$master" $(pgrep -P "$master")
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # PAIRS pairs in turn of SCRIPT against our URL and nginx's, the order
@@ -259,7 +269,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 pairs() {
     local what=$1 script=$2 ours_url=$3 theirs_url=$4
     echo "== $what, $PAIRS pairs in turn (${SECONDS_EACH}s each)"
-    local ratios=() pair first second ours theirs
+    local ratios=() pair ours theirs
     for pair in $(seq 1 "$PAIRS"); do
         if [ $((pair % 2)) = 1 ]; then
             ours=$(load "$script" "$ours_url"); theirs=$(load "$script" "$theirs_url")
@@ -287,7 +297,7 @@ done
 
 echo "== wrk -t$WRK_THREADS -c$CONNECTIONS -d${SECONDS_EACH}s, keep-alive unless said, random ranges of the $RANGES"
 if wants load; then
-    echo "   private memory before: seekless $(rss_kib "$seekless_pid") KiB, seekless+cache $(rss_kib "$cached_pid") KiB, nginx $(rss_kib $(nginx_pids)) KiB"
+    echo "   private memory before: seekless $(rss_kib "$seekless_pid") KiB, seekless+cache $(rss_kib "$cached_pid") KiB, nginx $(nginx_rss_kib) KiB"
     printf "%-15s %-9s %10s %9s %9s %7s %12s %10s\n" server encoding "req/s" "p50 ms" "p99 ms" errors "MB/s" "anon MiB"
     declare -A rps
     for encoding in identity gzip br; do
@@ -301,7 +311,7 @@ if wants load; then
                 nginx) port=$NGINX_PORT ;;
             esac
             read -r req p50 p99 errors bytes <<<"$(BENCH_ENCODING=$encoding load ranges "http://127.0.0.1:$port/")"
-            if [ "$server" = nginx ]; then rss=$(rss_kib $(nginx_pids)); else rss=$(rss_kib "$pid"); fi
+            if [ "$server" = nginx ]; then rss=$(nginx_rss_kib); else rss=$(rss_kib "$pid"); fi
             rps[$server-$encoding]=$req
             printf "%-15s %-9s %10s %9s %9s %7s %12.1f %10.1f\n" "$server" "$encoding" "$req" "$p50" "$p99" \
                 "$errors" "$(echo "$bytes / $SECONDS_EACH / 1048576" | bc -l)" "$(echo "$rss / 1024" | bc -l)"

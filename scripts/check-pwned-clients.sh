@@ -17,16 +17,19 @@ cd "$(dirname "$0")/.."
 for tool in node npm python3 curl openssl; do
     command -v "$tool" >/dev/null || { echo "clients: $tool is not installed" >&2; exit 2; }
 done
-target=${CARGO_TARGET_DIR:-target}
-# The full binary, as users build it (a build with fewer features would
-# replace target/release/seekless with one that lacks commands).
-cargo build --release --quiet -p seekless
-seekless=$target/release/seekless
+# The full binary (the default features), the one the user's own `cargo
+# build --release` makes, where it puts it: a build with fewer features
+# there would replace it with one that lacks commands. Its path is cargo's
+# own answer (CARGO_TARGET_DIR, build.target-dir, build.target included).
+seekless=$(cargo build --release --quiet --locked -p seekless --bin seekless \
+    --message-format json-render-diagnostics \
+    | sed -n 's|.*"executable":"\([^"]*/seekless\)".*|\1|p' | tail -n1)
+[ -x "$seekless" ] || { echo "clients: cargo build gave no seekless binary" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/seekless-clients.XXXXXX)
 server=
 cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null || true
+    if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -62,7 +65,10 @@ for _ in $(seq 1 100); do
 done
 http_base=$(grep -m1 '^listening on http://' "$work/serve.out" | sed 's/^listening on //')
 https_base=$(grep -m1 '^listening on https://' "$work/serve.out" | sed 's/^listening on //; s/127.0.0.1/localhost/')
-[ -n "$http_base" ] && [ -n "$https_base" ] || { cat "$work/serve.err" >&2; exit 1; }
+if [ -z "$http_base" ] || [ -z "$https_base" ]; then
+    cat "$work/serve.err" >&2
+    exit 1
+fi
 echo "== server at $http_base and $https_base"
 # The clients trust the run's CA beside the system's, as an operator
 # would tell them to.

@@ -72,7 +72,9 @@ command -v "${!cc_var}" >/dev/null || no_musl "$cc_var=${!cc_var} is not a comma
 metadata=$(cargo metadata --format-version 1 --no-deps --locked)
 version=$(grep -o '"name":"seekless","version":"[^"]*"' <<<"$metadata" | sed 's/.*"version":"//; s/"$//')
 target_dir=$(grep -o '"target_directory":"[^"]*"' <<<"$metadata" | sed 's/.*:"//; s/"$//')
-[ -n "$version" ] && [ -n "$target_dir" ] || fail "cargo metadata: no version or target directory"
+if [ -z "$version" ] || [ -z "$target_dir" ]; then
+    fail "cargo metadata: no version or target directory"
+fi
 
 say "building seekless $version for $TARGET (release, ${cc_var}=${!cc_var})"
 cargo build --release --locked --target "$TARGET" -p seekless
