@@ -35,7 +35,14 @@ echo "== deploy: release tarball (scripts/release.sh)"
 status=0
 scripts/release.sh || status=$?
 case "$status" in
-    0) binary="$stage/seekless" ;;
+    0)
+        binary="$stage/seekless"
+        # The README in the tarball links to the guides and formats beside it.
+        listing=$(tar -tzf "$stage.tar.gz")
+        for doc in README.md docs/pwned-serve.md docs/deploy.md docs/format-pwned.md; do
+            grep -qx "${stage##*/}/$doc" <<<"$listing" || fail "the release tarball has no $doc"
+        done
+        ;;
     3)
         say "SKIPPED the release tarball and the container image: no musl build here (see above)"
         binary=

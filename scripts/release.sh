@@ -12,7 +12,7 @@
 #    ephemeral port), asked for /health and /range/5BAA6 with curl and with
 #    `pwned probe`, then stopped with SIGTERM (it must exit 0);
 # 4. writes target/release-artifacts/seekless-VERSION-x86_64-linux-musl.tar.gz
-#    (the binary, README.md, deploy/: the Containerfile and the systemd
+#    (the binary, README.md, docs/, deploy/: the Containerfile and the systemd
 #    units) and SHA256SUMS beside it. The tarball's directory stays there
 #    unpacked: it is the Containerfile's build context.
 #
@@ -183,10 +183,12 @@ wait "$server" || code=$?
 server=
 [ "$code" = 0 ] || fail "serve exited with status $code on SIGTERM: $(cat "$work/serve.err")"
 
-# The tarball: the binary, the README, the deploy files (and license files
-# when the repository has them), owned by root, dated by the last commit,
-# so that the same tree gives the same bytes.
+# The tarball: the binary, the README and the guides and formats it links
+# to (docs/), the deploy files (and license files when the repository has
+# them), owned by root, dated by the last commit, so that the same tree
+# gives the same bytes.
 cp README.md "$stage/"
+cp -r docs "$stage/"
 for license in LICENSE* COPYING*; do
     if [ -e "$license" ]; then
         cp "$license" "$stage/"
