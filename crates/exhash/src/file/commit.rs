@@ -47,12 +47,12 @@ impl<D: Device> ExHash<FileStore<D>> {
     /// Make the current state durable. When this returns Ok, a crash at any
     /// later moment reopens to exactly this state.
     pub fn commit(&mut self) -> Result<(), Error> {
-        self.store.hear_behind(true);
+        self.store.hear_write_behind(true);
         let store = &mut self.store;
         // Early copies that changed since are written again; so are all
         // of them when a sync of them failed, as its error is not
         // reported again to this commit's own sync.
-        let failed = std::mem::take(&mut store.behind_failed);
+        let failed = std::mem::take(&mut store.write_behind_failed);
         let live = |i: &usize| self.meta[*i].depth != 0;
         for i in (0..self.meta.len()).filter(live) {
             if failed && store.staged[i].0 != 0 {

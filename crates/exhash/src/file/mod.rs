@@ -46,10 +46,10 @@ pub struct FileStore<D: Device = File> {
     staged: Vec<(u64, u32)>,
     /// The thread writing early copies (`write_behind.rs`), once there are any
     /// and the device has a second handle.
-    behind: Option<Writer>,
+    write_behind: Option<Writer>,
     /// A write or sync of early copies failed: none of them can be
     /// counted on.
-    behind_failed: bool,
+    write_behind_failed: bool,
     /// Slots no committed state refers to.
     free: BTreeSet<u64>,
     /// Slots the last commit refers to but the next one will not.
@@ -69,8 +69,8 @@ impl<D: Device> FileStore<D> {
             crcs: Vec::new(),
             dirty: Vec::new(),
             staged: Vec::new(),
-            behind: None,
-            behind_failed: false,
+            write_behind: None,
+            write_behind_failed: false,
             free: BTreeSet::new(),
             pending_free: Vec::new(),
             next_slot: 1,
@@ -106,9 +106,9 @@ impl<D: Device> FileStore<D> {
 
     /// Take in what became of early copies: all of them, waiting for the
     /// thread, when `wait`; else those it has finished.
-    fn hear_behind(&mut self, wait: bool) {
-        while let Some(outcome) = self.behind.as_mut().and_then(|w| w.next(wait)) {
-            self.behind_failed |= !outcome.synced;
+    fn hear_write_behind(&mut self, wait: bool) {
+        while let Some(outcome) = self.write_behind.as_mut().and_then(|w| w.next(wait)) {
+            self.write_behind_failed |= !outcome.synced;
             for (k, (&i, &slot)) in outcome.ids.iter().zip(&outcome.slots).enumerate() {
                 if self.staged[i].0 != slot {
                     continue; // changed and let go since
@@ -267,10 +267,10 @@ impl<D: Device> PageStore for FileStore<D> {
             self.unstage(i);
         }
         let slots: Vec<u64> = ids.iter().map(|_| self.take_run(1)).collect();
-        if self.behind.is_none() {
-            self.behind = self.dev.behind().and_then(Writer::start);
+        if self.write_behind.is_none() {
+            self.write_behind = self.dev.behind().and_then(Writer::start);
         }
-        if let Some(writer) = &mut self.behind {
+        if let Some(writer) = &mut self.write_behind {
             // Their checksums come with the batch's outcome.
             for (&i, &slot) in ids.iter().zip(&slots) {
                 self.staged[i] = (slot, 0);
@@ -284,7 +284,7 @@ impl<D: Device> PageStore for FileStore<D> {
                     self.dirty[i] = true;
                 }
             }
-            return self.hear_behind(false);
+            return self.hear_write_behind(false);
         }
         match self.write_pages(&ids, &slots) {
             Ok(crcs) => {
