@@ -30,4 +30,4 @@ pub use json::{from_json, to_json};
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
 pub use serde_support::{SerdeError, from_bytes, from_node, to_bytes};
-pub use token::{Kind, Token};
+pub use token::Kind;

@@ -250,6 +250,135 @@ fn scan_int(input: &[u8], start: usize) -> Result<usize, (Fail, usize)> {
     Err(err)
 }
 
+/// Checks a string's length prefix starting with the digit at `pos`,
+/// libtorrent's way, and returns the offset of the payload and its length,
+/// or the error (offset where it was detected). Part of the parse loop,
+/// always inlined into it.
+#[inline(always)]
+fn scan_str_header(
+    input: &[u8],
+    pos: usize,
+    max_header: usize,
+) -> Result<(usize, usize), (Fail, usize)> {
+    let len = input.len();
+    let mut p = pos + 1;
+    if p >= len {
+        return Err((Fail::UnexpectedEof, p));
+    }
+    // Fast path: up to 18 digits cannot overflow, so no checks are needed
+    // until then; longer prefixes take libtorrent's checked route to report
+    // its exact overflow offset.
+    let mut value = u64::from(input[pos] - b'0');
+    while p < len && p - pos < 18 {
+        let d = input[p].wrapping_sub(b'0');
+        if d >= 10 {
+            break;
+        }
+        value = value * 10 + u64::from(d);
+        p += 1;
+    }
+    // Same overflow rule as libtorrent: the length must fit i64.
+    while p < len && input[p] != b':' {
+        let d = input[p];
+        if !is_digit(d) {
+            return Err((Fail::ExpectedDigit, p));
+        }
+        if value > (i64::MAX / 10) as u64 {
+            return Err((Fail::Overflow, p));
+        }
+        value *= 10;
+        let d = u64::from(d - b'0');
+        if value > i64::MAX as u64 - d {
+            return Err((Fail::Overflow, p));
+        }
+        value += d;
+        p += 1;
+    }
+    if p == len {
+        return Err((Fail::ExpectedColon, p));
+    }
+    if value > (len - p - 1) as u64 {
+        return Err((Fail::UnexpectedEof, p));
+    }
+    p += 1;
+    if p - pos > max_header {
+        return Err((Fail::LimitExceeded, p));
+    }
+    Ok((p, value as usize))
+}
+
+/// Strict mode: the key whose payload is `input[start..start + len]` (its
+/// prefix at `str_start`) must sort after the open dictionary's previous
+/// key, which it then replaces.
+#[inline(always)]
+fn check_key_order(
+    input: &[u8],
+    keys: &mut [(u32, u32)],
+    str_start: usize,
+    start: usize,
+    len: usize,
+) -> Result<(), (Fail, usize)> {
+    let prev = keys.last_mut().expect("open dictionary has a key slot");
+    let key = &input[start..start + len];
+    if prev.0 != u32::MAX {
+        let (s, l) = (prev.0 as usize, prev.1 as usize);
+        match input[s..s + l].cmp(key) {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => return Err((Fail::DuplicateKey, str_start)),
+            std::cmp::Ordering::Greater => return Err((Fail::UnsortedKey, str_start)),
+        }
+    }
+    *prev = (start as u32, len as u32);
+    Ok(())
+}
+
+/// Strict mode: an integer whose body runs from `start` to its `e` at `end`
+/// has no leading zero and is not `-0`.
+#[inline(always)]
+fn check_int_form(input: &[u8], start: usize, end: usize) -> Result<(), (Fail, usize)> {
+    let mut d = start;
+    if input[d] == b'-' {
+        if input[d + 1] == b'0' {
+            return Err((Fail::NegativeZero, d));
+        }
+        d += 1;
+    }
+    if input[d] == b'0' && end - d > 1 {
+        return Err((Fail::LeadingZero, d));
+    }
+    Ok(())
+}
+
+/// Closes the innermost open list or dictionary (stack entry `top`) at the
+/// `e` at `pos`: its end token, the skip count in its opening token, and
+/// the state the parent container is in now. Part of the parse loop,
+/// always inlined into it.
+#[inline(always)]
+fn close<const STRICT: bool>(
+    tokens: &mut Vec<Token>,
+    stack: &mut Vec<u32>,
+    keys: &mut Vec<(u32, u32)>,
+    top: u32,
+    pos: usize,
+) -> Result<u8, (Fail, usize)> {
+    push(tokens, Token::new(pos as u32, END, 0));
+    let open = (top & !DICT_FLAG) as usize;
+    let next = tokens.len() - open;
+    if next > MAX_AUX as usize {
+        return Err((Fail::LimitExceeded, pos));
+    }
+    tokens[open].info |= (next as u32) << crate::token::TYPE_BITS;
+    stack.pop();
+    if STRICT {
+        keys.pop();
+    }
+    Ok(match stack.last() {
+        None => TOP,
+        Some(&parent) if parent & DICT_FLAG != 0 => DICT_KEY,
+        Some(_) => IN_LIST,
+    })
+}
+
 /// Picks the parse loop built for the mode, once per decode: the loop itself
 /// is monomorphised so that default mode carries no strict checks.
 fn run(
@@ -310,87 +439,22 @@ fn parse_tokens<const STRICT: bool>(
         }
         if is_digit(c) {
             let str_start = pos;
-            let mut p = pos + 1;
-            if p >= len {
-                return Err((Fail::UnexpectedEof, p));
-            }
-            // Fast path: up to 18 digits cannot overflow, so no checks
-            // are needed until then; longer prefixes take libtorrent's
-            // checked route to report its exact overflow offset.
-            let mut value = u64::from(c - b'0');
-            while p < len && p - pos < 18 {
-                let d = input[p].wrapping_sub(b'0');
-                if d >= 10 {
-                    break;
-                }
-                value = value * 10 + u64::from(d);
-                p += 1;
-            }
-            // Same overflow rule as libtorrent: the length must fit i64.
-            while p < len && input[p] != b':' {
-                let d = input[p];
-                if !is_digit(d) {
-                    return Err((Fail::ExpectedDigit, p));
-                }
-                if value > (i64::MAX / 10) as u64 {
-                    return Err((Fail::Overflow, p));
-                }
-                value *= 10;
-                let d = u64::from(d - b'0');
-                if value > i64::MAX as u64 - d {
-                    return Err((Fail::Overflow, p));
-                }
-                value += d;
-                p += 1;
-            }
-            if p == len {
-                return Err((Fail::ExpectedColon, p));
-            }
-            if value > (len - p - 1) as u64 {
-                return Err((Fail::UnexpectedEof, p));
-            }
-            p += 1;
+            let (p, value) = scan_str_header(input, pos, max_header)?;
             let header = p - str_start;
-            if header > max_header {
-                return Err((Fail::LimitExceeded, p));
-            }
             if STRICT {
                 if c == b'0' && header > 2 {
                     return Err((Fail::LeadingZero, str_start));
                 }
                 if state == DICT_KEY {
-                    let prev = keys.last_mut().expect("open dictionary has a key slot");
-                    let key = &input[p..p + value as usize];
-                    if prev.0 != u32::MAX {
-                        let (s, l) = (prev.0 as usize, prev.1 as usize);
-                        match input[s..s + l].cmp(key) {
-                            std::cmp::Ordering::Less => {}
-                            std::cmp::Ordering::Equal => {
-                                return Err((Fail::DuplicateKey, str_start));
-                            }
-                            std::cmp::Ordering::Greater => {
-                                return Err((Fail::UnsortedKey, str_start));
-                            }
-                        }
-                    }
-                    *prev = (p as u32, value as u32);
+                    check_key_order(input, keys, str_start, p, value)?;
                 }
             }
             push(tokens, Token::new(str_start as u32, BYTES, header as u32));
-            pos = p + value as usize;
+            pos = p + value;
         } else if c == b'i' {
             let e = scan_int(input, pos + 1)?;
             if STRICT {
-                let mut d = pos + 1;
-                if input[d] == b'-' {
-                    if input[d + 1] == b'0' {
-                        return Err((Fail::NegativeZero, d));
-                    }
-                    d += 1;
-                }
-                if input[d] == b'0' && e - d > 1 {
-                    return Err((Fail::LeadingZero, d));
-                }
+                check_int_form(input, pos + 1, e)?;
             }
             push(tokens, Token::new(pos as u32, INT, 0));
             pos = e + 1;
@@ -424,23 +488,8 @@ fn parse_tokens<const STRICT: bool>(
             if state == DICT_VALUE {
                 return Err((Fail::ExpectedValue, pos));
             }
-            push(tokens, Token::new(pos as u32, END, 0));
-            let open = (top & !DICT_FLAG) as usize;
-            let next = tokens.len() - open;
-            if next > MAX_AUX as usize {
-                return Err((Fail::LimitExceeded, pos));
-            }
-            tokens[open].info |= (next as u32) << crate::token::TYPE_BITS;
-            stack.pop();
-            if STRICT {
-                keys.pop();
-            }
+            state = close::<STRICT>(tokens, stack, keys, top, pos)?;
             pos += 1;
-            state = match stack.last() {
-                None => TOP,
-                Some(&parent) if parent & DICT_FLAG != 0 => DICT_KEY,
-                Some(_) => IN_LIST,
-            };
             if state == TOP {
                 break;
             }

@@ -115,104 +115,9 @@ impl Chain {
             "more blocks than heights"
         );
 
-        // Parents by binary search on the hash; then the prev hash is spent.
-        for i in 0..entries.len() {
-            let prev = entries[i].link;
-            let parent = match find(&entries, &prev) {
-                Some(index) => index as u32,
-                None => NONE,
-            };
-            let entry = &mut entries[i];
-            entry.link = [0; 32];
-            entry.set_parent(parent);
-            entry.set_height(HEIGHT_UNSET);
-        }
-
-        let genesis = network.genesis().0;
-        let mut work_cache = (0u32, U256::ZERO);
-        let mut own_work = |bits: u32| {
-            if work_cache.0 != bits || work_cache.1.is_zero() {
-                work_cache = (bits, block_work(bits));
-            }
-            work_cache.1
-        };
-        for start in 0..entries.len() {
-            if entries[start].height() != HEIGHT_UNSET {
-                continue;
-            }
-            // Walk up to a resolved block or a root, reversing parent links
-            // so the way back down needs no stack.
-            let mut back = NONE;
-            let mut cur = start as u32;
-            while cur != NONE && entries[cur as usize].height() == HEIGHT_UNSET {
-                let entry = &mut entries[cur as usize];
-                let parent = entry.parent();
-                entry.set_height(HEIGHT_VISITING);
-                entry.set_parent(back);
-                back = cur;
-                cur = parent;
-            }
-            // Walk back down, restoring links and resolving heights and work.
-            let mut parent = cur;
-            while back != NONE {
-                let node = back as usize;
-                back = entries[node].parent();
-                let (height, work, bad) = if parent == NONE {
-                    if entries[node].hash == genesis {
-                        (0, own_work(entries[node].bits), false)
-                    } else {
-                        (HEIGHT_ORPHAN, U256::ZERO, false)
-                    }
-                } else {
-                    let p = &entries[parent as usize];
-                    if p.connected() {
-                        let work = p.work().saturating_add(own_work(entries[node].bits));
-                        (p.height() + 1, work, p.size_flags & FLAG_BAD_CHAIN != 0)
-                    } else {
-                        // An orphan parent, or (impossibly) a cycle.
-                        (HEIGHT_ORPHAN, U256::ZERO, false)
-                    }
-                };
-                let entry = &mut entries[node];
-                entry.set_parent(parent);
-                entry.set_height(height.min(HEIGHT_ORPHAN));
-                entry.set_work(work);
-                if bad || entry.size_flags & FLAG_INVALID != 0 {
-                    entry.size_flags |= FLAG_BAD_CHAIN;
-                }
-                parent = node as u32;
-            }
-        }
-
-        // Best tip: most work, ties to the first seen; never an invalid chain.
-        let mut tip: Option<usize> = None;
-        for (i, entry) in entries.iter().enumerate() {
-            if !entry.connected() || entry.size_flags & FLAG_BAD_CHAIN != 0 {
-                continue;
-            }
-            let better = match tip {
-                None => true,
-                Some(t) => match entry.work().cmp(&entries[t].work()) {
-                    Ordering::Greater => true,
-                    Ordering::Equal => entry.pos < entries[t].pos,
-                    Ordering::Less => false,
-                },
-            };
-            if better {
-                tip = Some(i);
-            }
-        }
-        let mut best = Vec::new();
-        if let Some(tip) = tip {
-            best = vec![NONE; entries[tip].height() as usize + 1];
-            let mut cur = tip as u32;
-            while cur != NONE {
-                let entry = &mut entries[cur as usize];
-                entry.size_flags |= FLAG_BEST;
-                best[entry.height() as usize] = cur;
-                cur = entry.parent();
-            }
-        }
+        link_parents(&mut entries);
+        resolve_heights(&mut entries, &network.genesis().0);
+        let best = mark_best_chain(&mut entries);
         let orphans = entries.iter().filter(|e| !e.connected()).count() as u64;
         let stale = entries.len() as u64 - orphans - best.len() as u64;
         Chain {
@@ -306,6 +211,116 @@ impl Chain {
             invalid: entry.size_flags & FLAG_INVALID != 0,
         }
     }
+}
+
+/// Each entry's parent, found by binary search on the hash; then its
+/// previous-block hash is spent and its height unset.
+fn link_parents(entries: &mut [Entry]) {
+    for i in 0..entries.len() {
+        let prev = entries[i].link;
+        let parent = match find(entries, &prev) {
+            Some(index) => index as u32,
+            None => NONE,
+        };
+        let entry = &mut entries[i];
+        entry.link = [0; 32];
+        entry.set_parent(parent);
+        entry.set_height(HEIGHT_UNSET);
+    }
+}
+
+/// Heights, cumulative work and bad-chain flags, down from the genesis
+/// block; what does not reach it is an orphan.
+fn resolve_heights(entries: &mut [Entry], genesis: &[u8; 32]) {
+    let mut work_cache = (0u32, U256::ZERO);
+    let mut own_work = |bits: u32| {
+        if work_cache.0 != bits || work_cache.1.is_zero() {
+            work_cache = (bits, block_work(bits));
+        }
+        work_cache.1
+    };
+    for start in 0..entries.len() {
+        if entries[start].height() != HEIGHT_UNSET {
+            continue;
+        }
+        // Walk up to a resolved block or a root, reversing parent links
+        // so the way back down needs no stack.
+        let mut back = NONE;
+        let mut cur = start as u32;
+        while cur != NONE && entries[cur as usize].height() == HEIGHT_UNSET {
+            let entry = &mut entries[cur as usize];
+            let parent = entry.parent();
+            entry.set_height(HEIGHT_VISITING);
+            entry.set_parent(back);
+            back = cur;
+            cur = parent;
+        }
+        // Walk back down, restoring links and resolving heights and work.
+        let mut parent = cur;
+        while back != NONE {
+            let node = back as usize;
+            back = entries[node].parent();
+            let (height, work, bad) = if parent == NONE {
+                if entries[node].hash == *genesis {
+                    (0, own_work(entries[node].bits), false)
+                } else {
+                    (HEIGHT_ORPHAN, U256::ZERO, false)
+                }
+            } else {
+                let p = &entries[parent as usize];
+                if p.connected() {
+                    let work = p.work().saturating_add(own_work(entries[node].bits));
+                    (p.height() + 1, work, p.size_flags & FLAG_BAD_CHAIN != 0)
+                } else {
+                    // An orphan parent, or (impossibly) a cycle.
+                    (HEIGHT_ORPHAN, U256::ZERO, false)
+                }
+            };
+            let entry = &mut entries[node];
+            entry.set_parent(parent);
+            entry.set_height(height.min(HEIGHT_ORPHAN));
+            entry.set_work(work);
+            if bad || entry.size_flags & FLAG_INVALID != 0 {
+                entry.size_flags |= FLAG_BAD_CHAIN;
+            }
+            parent = node as u32;
+        }
+    }
+}
+
+/// The best tip (most work, ties to the first seen; never on an invalid
+/// chain) and the chain down to it, flagged: the block index at each
+/// height.
+fn mark_best_chain(entries: &mut [Entry]) -> Vec<u32> {
+    let mut tip: Option<usize> = None;
+    for (i, entry) in entries.iter().enumerate() {
+        if !entry.connected() || entry.size_flags & FLAG_BAD_CHAIN != 0 {
+            continue;
+        }
+        let better = match tip {
+            None => true,
+            Some(t) => match entry.work().cmp(&entries[t].work()) {
+                Ordering::Greater => true,
+                Ordering::Equal => entry.pos < entries[t].pos,
+                Ordering::Less => false,
+            },
+        };
+        if better {
+            tip = Some(i);
+        }
+    }
+    let mut best = Vec::new();
+    if let Some(tip) = tip {
+        best = vec![NONE; entries[tip].height() as usize + 1];
+        let mut cur = tip as u32;
+        while cur != NONE {
+            let entry = &mut entries[cur as usize];
+            entry.size_flags |= FLAG_BEST;
+            best[entry.height() as usize] = cur;
+            cur = entry.parent();
+        }
+    }
+    best
 }
 
 #[cfg(test)]

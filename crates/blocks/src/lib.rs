@@ -6,7 +6,7 @@
 //! 88 bytes per block. By default it maps the files and hops from record
 //! header to record header (de-obfuscating only those bytes), so block bodies
 //! are not even read; where a record looks torn it falls back to the
-//! [`RecordScanner`], which resyncs on corruption like Core's
+//! record scanner (`record.rs`), which resyncs on corruption like Core's
 //! `LoadExternalBlockFile` and also finds records hidden inside a torn one.
 //! With [`ScanOptions::verify`] (or `thorough`) every byte is read on a
 //! reader thread, every transaction is parsed and merkle roots are checked,
@@ -35,34 +35,49 @@ mod files;
 #[cfg(any(test, feature = "test-util"))]
 pub mod generate;
 mod hash;
+// Without `test-util`, only the scan uses these modules: the rest of their
+// API is for tests and fuzz targets (re-exported below with `test-util`).
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod header;
 mod hex;
 mod linearize;
 mod mapped;
 mod network;
 mod reader;
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod record;
 mod scan;
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
 mod u256;
 mod xor;
 
-pub use block::{BlockSummary, MAX_BLOCK_WEIGHT, check_block, merkle_root};
 pub use chain::{BlockInfo, Chain};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{BlockFile, list_block_files};
-pub use hash::{BlockHash, sha256d};
-pub use header::{BlockHeader, HEADER_LEN, block_work, check_pow, header_hash, target_from_bits};
+pub use hash::BlockHash;
 pub use linearize::{
     DEFAULT_MAX_FILE_SIZE, LinearizeOptions, LinearizeReport, MANIFEST, check_linearize_output,
     linearize,
 };
 pub use network::Network;
-pub use record::{
-    BadKind, BadRecord, Event, FoundBlock, MAX_BLOCK_SIZE, MAX_KEEP, MIN_BLOCK_SIZE,
-    RECORD_PREFIX_LEN, RecordScanner, scan_bytes,
-};
+pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
-pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};
 pub use u256::U256;
 pub use xor::XorKey;
+
+// The parts the scan is built from, for tests and fuzz targets: the record
+// scanner, block, transaction and header parsing and checks.
+#[cfg(feature = "test-util")]
+pub use block::{BlockSummary, MAX_BLOCK_WEIGHT, check_block, merkle_root};
+#[cfg(feature = "test-util")]
+pub use hash::sha256d;
+#[cfg(feature = "test-util")]
+pub use header::{BlockHeader, HEADER_LEN, block_work, check_pow, header_hash, target_from_bits};
+#[cfg(feature = "test-util")]
+pub use record::{
+    Event, FoundBlock, MAX_BLOCK_SIZE, MAX_KEEP, MIN_BLOCK_SIZE, RECORD_PREFIX_LEN, RecordScanner,
+    scan_bytes,
+};
+#[cfg(feature = "test-util")]
+pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};

@@ -35,8 +35,11 @@ pub struct ScanOptions {
     pub buffers: usize,
     /// Read on a separate thread, overlapping reading with scanning.
     pub read_ahead: bool,
-    /// Search every block body for records hidden by a torn record (reads
-    /// every byte; always on with `verify`). See [`RecordScanner::thorough`].
+    /// Search every block body for records hidden by a torn record whose
+    /// claimed end falls exactly on a later record's start (reads every
+    /// byte; always on with `verify`). Without it, as in Core, a body is
+    /// searched only when its record's end does not look like a record
+    /// boundary.
     pub thorough: bool,
     /// For header-only scans of plain files: map the files and read only
     /// record headers (and a body only when its record looks torn), instead
@@ -168,7 +171,6 @@ pub fn scan(
         }
         .into());
     }
-    let pow_limit = network.pow_limit();
     let mut out = ScanOutput {
         network,
         files: files.clone(),
@@ -178,6 +180,63 @@ pub fn scan(
         invalid: Vec::new(),
         entries: Vec::new(),
     };
+    let step = options.chunk_size.max(1 << 12);
+    if options.map_files && !(options.thorough || options.verify) {
+        scan_maps(&mut out, &files, step, progress)?;
+    } else {
+        scan_reads(&mut out, files, options, step, progress)?;
+    }
+    out.entries.shrink_to_fit();
+    Ok(out)
+}
+
+/// Header-only scans of plain files: each file mapped ([`scan_mapped`]),
+/// the next one mapped and prefetched while this one is scanned.
+fn scan_maps(
+    out: &mut ScanOutput,
+    files: &[BlockFile],
+    step: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let network = out.network;
+    let mut next_map = None;
+    for (file, block_file) in files.iter().enumerate() {
+        let map = match next_map.take() {
+            Some(map) => map,
+            None => {
+                let map = MappedFile::open(&block_file.path)?;
+                map.prefetch();
+                map
+            }
+        };
+        // Overlap the next file's disk reads with this file's scan.
+        if let Some(next) = files.get(file + 1) {
+            let next = MappedFile::open(&next.path)?;
+            next.prefetch();
+            next_map = Some(next);
+        }
+        if map.len() as u64 > Entry::MAX_OFFSET {
+            return Err(ErrorKind::TooManyFiles {
+                value: map.len() as u64,
+            }
+            .into());
+        }
+        scan_mapped(out, file, block_file, &map, network, step, progress)?;
+    }
+    Ok(())
+}
+
+/// Every byte read, in chunks of `step` (on a thread of its own with
+/// `read_ahead`), through the [`RecordScanner`]; with `verify`, every
+/// block found checked whole.
+fn scan_reads(
+    out: &mut ScanOutput,
+    files: Vec<BlockFile>,
+    options: &ScanOptions,
+    step: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let network = out.network;
     let verify = options.verify;
     let thorough = options.thorough || verify;
     let new_scanner = |key: XorKey| {
@@ -188,41 +247,7 @@ pub fn scan(
             scanner
         }
     };
-    if options.map_files && !thorough {
-        let mut next_map = None;
-        for (file, block_file) in files.iter().enumerate() {
-            let map = match next_map.take() {
-                Some(map) => map,
-                None => {
-                    let map = MappedFile::open(&block_file.path)?;
-                    map.prefetch();
-                    map
-                }
-            };
-            // Overlap the next file's disk reads with this file's scan.
-            if let Some(next) = files.get(file + 1) {
-                let next = MappedFile::open(&next.path)?;
-                next.prefetch();
-                next_map = Some(next);
-            }
-            if map.len() as u64 > Entry::MAX_OFFSET {
-                return Err(ErrorKind::TooManyFiles {
-                    value: map.len() as u64,
-                }
-                .into());
-            }
-            let step = options.chunk_size.max(1 << 12);
-            scan_mapped(&mut out, file, block_file, &map, network, step, progress)?;
-        }
-        out.entries.shrink_to_fit();
-        return Ok(out);
-    }
-    let mut reader = Reader::start(
-        files,
-        options.chunk_size.max(1 << 12),
-        options.buffers,
-        options.read_ahead,
-    );
+    let mut reader = Reader::start(files, step, options.buffers, options.read_ahead);
     let mut scanner = RecordScanner::new(network);
     let mut current_file = usize::MAX;
     // The previous buffer and the range of it the scanner still needs.
@@ -258,38 +283,49 @@ pub fn scan(
             if let (true, Event::Block(block)) = (verify, &event) {
                 to_verify.push((out.entries.len(), block.offset, block.size, block.hash));
             }
-            ok &= record_event(&mut out, file, event)
+            ok &= record_event(out, file, event)
         });
         if !ok {
             return Err(out_of_memory(&out.files[file].path));
         }
-        let blocks: Vec<&[u8]> = to_verify
-            .iter()
-            .map(|&(_, offset, size, _)| {
-                let start = (offset - base) as usize + RECORD_PREFIX_LEN;
-                &window[start..start + size as usize]
-            })
-            .collect();
-        for ((entry, offset, _, hash), result) in
-            to_verify.into_iter().zip(check_blocks(&blocks, pow_limit))
-        {
-            if let Err(error) = result {
-                out.entries[entry].mark_invalid();
-                out.invalid.push(InvalidBlock {
-                    hash,
-                    file,
-                    offset,
-                    error,
-                });
-            }
-        }
+        verify_blocks(out, file, window, base, to_verify);
         out.bytes += chunk.len as u64;
         progress(chunk.len as u64);
         let keep_from = window_start + (keep - base) as usize;
         previous = Some((chunk.buf, keep_from, RESERVE + chunk.len));
     }
-    out.entries.shrink_to_fit();
-    Ok(out)
+    Ok(())
+}
+
+/// Checks the blocks found in `window` (which starts at file offset
+/// `base`), each given as its entry's index, record offset, size and hash:
+/// a block that fails has its entry marked invalid and is reported.
+fn verify_blocks(
+    out: &mut ScanOutput,
+    file: usize,
+    window: &[u8],
+    base: u64,
+    to_verify: Vec<(usize, u64, u32, BlockHash)>,
+) {
+    let blocks: Vec<&[u8]> = to_verify
+        .iter()
+        .map(|&(_, offset, size, _)| {
+            let start = (offset - base) as usize + RECORD_PREFIX_LEN;
+            &window[start..start + size as usize]
+        })
+        .collect();
+    let results = check_blocks(&blocks, out.network.pow_limit());
+    for ((entry, offset, _, hash), result) in to_verify.into_iter().zip(results) {
+        if let Err(error) = result {
+            out.entries[entry].mark_invalid();
+            out.invalid.push(InvalidBlock {
+                hash,
+                file,
+                offset,
+                error,
+            });
+        }
+    }
 }
 
 fn out_of_memory(path: &std::path::Path) -> Error {

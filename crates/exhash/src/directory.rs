@@ -53,7 +53,7 @@ impl<S: PageStore> ExHash<S> {
 
     /// Double the directory into the room laid out for it, where the
     /// splits since the last doubling copied it already, then lay out room
-    /// for the next doubling (`room.rs`).
+    /// for the next doubling (`directory_room.rs`).
     fn double_directory(&mut self) {
         let n = self.dir.len();
         self.next_dir.double(&mut self.dir);
@@ -215,7 +215,7 @@ impl<S: PageStore> ExHash<S> {
             };
             // As a split copies ahead for the next doubling, a merge
             // writes the next `COPY_AHEAD` slots of the halved directories
-            // into the halving's rooms (`room.rs`), so that the halving
+            // into the halving's rooms (`directory_room.rs`), so that the halving
             // finds them there: halving the 2^16 slots at once took 105 µs
             // in place, up to 900 µs into new vectors. Before `point`,
             // which keeps what was written equal to the directories.

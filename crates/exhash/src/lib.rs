@@ -11,14 +11,14 @@
 //!   page addresses that takes lookups straight to a page's bytes;
 //!   `load.rs`: bulk loads in page order, whose finished pages a file
 //!   store writes early;
-//!   `layout.rs`: depths, page metadata, directory slots; `room.rs`: room
-//!   for the directory's and the page table's next growth, faulted in
+//!   `layout.rs`: depths, page metadata, directory slots; `directory_room.rs`:
+//!   room for the directory's and the page table's next growth, faulted in
 //!   ahead.
 //! - `piece.rs`, `legacy.rs`: reading the pages of format versions 1 and 2,
 //!   whose files are laid out afresh when opened.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`],
 //!   whose 2 MiB chunks (`chunk.rs`) are made and faulted in ahead of need;
-//!   [`FileStore`] (`file.rs`) adds atomic, crash-safe commits by shadow
+//!   [`FileStore`] (`file/`) adds atomic, crash-safe commits by shadow
 //!   paging (format in `docs/format-exhash.md`).
 //!
 //! ```
@@ -47,7 +47,6 @@
 //! ```
 #![deny(missing_docs)]
 
-mod behind;
 /// The side-by-side measurement behind `seekless exhash bench` and the
 /// benchmarks (feature `bench`).
 #[cfg(feature = "bench")]
@@ -55,6 +54,7 @@ pub mod bench;
 mod chunk;
 mod device;
 mod directory;
+mod directory_room;
 mod error;
 mod file;
 pub(crate) mod format;
@@ -72,7 +72,6 @@ mod mix;
 mod page_table;
 mod piece;
 mod prefetch;
-mod room;
 mod stats;
 mod store;
 mod table;

@@ -1,5 +1,5 @@
 //! Page storage: the trait the table is written against, and the memory
-//! backend (its 2 MiB chunks in `chunk.rs`). The file backend (`file.rs`)
+//! backend (its 2 MiB chunks in `chunk.rs`). The file backend (`file/`)
 //! keeps the same pages in memory and adds durable, atomic commits.
 
 use crate::chunk::{CHUNK_PAGES, Chunk, Spare};

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::directory_room::Room;
 use crate::group::{self, Narrow, Seek, Shape, Wide, narrow};
 use crate::layout::{
     DirSlot, LookSlot, MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot, look_address, look_slot,
@@ -11,7 +12,6 @@ use crate::layout::{
 };
 use crate::mix::{hash_of_position, mix, position_high, unmix};
 use crate::page_table::PageTable;
-use crate::room::Room;
 use crate::store::{MemoryStore, Page, PageId, PageStore};
 
 /// How many keys ahead the batch operations prefetch a key's tags (and
@@ -117,7 +117,7 @@ pub struct ExHash<S: PageStore = MemoryStore> {
     pub(crate) at_depth: [u32; MAX_DEPTH as usize + 1],
     /// Room for the directory's next doubling, into which each split
     /// copies a few more of the directory's slots, and for its next
-    /// halving, into which each merge does (`room.rs`).
+    /// halving, into which each merge does (`directory_room.rs`).
     pub(crate) next_dir: Room<DirSlot>,
     /// Room for the lookup directory's, the same way.
     pub(crate) next_look: Room<LookSlot>,

@@ -251,6 +251,10 @@ fn number(json: &[u8], start: usize) -> Result<usize, Error> {
     Ok(pos)
 }
 
+/// The error for a one-member object whose key is `$` and no known tag.
+const UNKNOWN_TAG: &str = "unknown tag: a one-member object whose key starts with '$' is a tag \
+     ($int, $hex, $raw, $dict, $trailing); write such a dictionary as {\"$dict\": [[key, value]]}";
+
 /// What is left to write.
 enum Work {
     Value(usize),
@@ -352,12 +356,7 @@ impl Writer<'_> {
                         ));
                     }
                     _ => {
-                        return Err(fail(
-                            t.offset,
-                            "unknown tag: a one-member object whose key starts with '$' is a tag \
-                             ($int, $hex, $raw, $dict, $trailing); write such a dictionary as \
-                             {\"$dict\": [[key, value]]}",
-                        ));
+                        return Err(fail(t.offset, UNKNOWN_TAG));
                     }
                 },
             },

@@ -159,11 +159,34 @@ pub fn create(
         Some(p) => p,
         None => auto_piece_length(total),
     };
-    let version = options.version;
+    let hashes = hash_files(&files, piece_length, options.version, progress)?;
+    let bytes = encode(options, &name, &files, piece_length, &hashes)?;
+    // What we write must read back, strictly.
+    crate::decode_strict(&bytes)?;
+    Torrent::from_bytes(&bytes)?;
+    Ok(bytes)
+}
+
+/// What reading the files yields, for the version asked.
+struct Hashes {
+    /// v1: the SHA-1 of each piece, concatenated.
+    v1_pieces: Vec<u8>,
+    /// v1: path components, length and whether a pad file (hybrid), in
+    /// order, pad files between.
+    v1_files: Vec<(Vec<String>, u64, bool)>,
+    /// v2: each file's root and piece layer.
+    v2_files: Vec<V2File>,
+}
+
+/// Read every file once, feeding both hash kinds from the same pass.
+fn hash_files(
+    files: &[InputFile],
+    piece_length: u64,
+    version: Version,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Hashes, Error> {
     let pad_files = version == Version::Hybrid;
     let blocks_per_piece = (piece_length / BLOCK_SIZE) as usize;
-
-    // One pass over the data feeds both hash kinds.
     let mut v1_pieces: Vec<u8> = Vec::new();
     let mut v1_piece = Sha1::new();
     let mut v1_fill = 0u64;
@@ -233,6 +256,27 @@ pub fn create(
         v1_pieces.extend_from_slice(&v1_piece.finalize_reset());
     }
 
+    Ok(Hashes {
+        v1_pieces,
+        v1_files,
+        v2_files,
+    })
+}
+
+/// The `.torrent` bytes: keys in sorted order, as BEP 3 wants.
+fn encode(
+    options: &CreateOptions,
+    name: &str,
+    files: &[InputFile],
+    piece_length: u64,
+    hashes: &Hashes,
+) -> Result<Vec<u8>, Error> {
+    let version = options.version;
+    let Hashes {
+        v1_pieces,
+        v1_files,
+        v2_files,
+    } = hashes;
     let single = files.len() == 1 && files[0].components.is_empty();
     let mut e = Encoder::new();
     e.dict();
@@ -257,11 +301,11 @@ pub fn create(
     e.key("info").dict();
     if version.has_v2() {
         e.key("file tree");
-        encode_file_tree(&mut e, &files, &v2_files, single, &name);
+        encode_file_tree(&mut e, files, v2_files, single, name);
     }
     if version.has_v1() && !single {
         e.key("files").list();
-        for (components, length, pad) in &v1_files {
+        for (components, length, pad) in v1_files {
             e.dict();
             if *pad {
                 e.key("attr").str("p");
@@ -281,10 +325,10 @@ pub fn create(
     if version.has_v2() {
         e.key("meta version").int(2);
     }
-    e.key("name").str(&name);
+    e.key("name").str(name);
     e.key("piece length").int(piece_length as i64);
     if version.has_v1() {
-        e.key("pieces").bytes(&v1_pieces);
+        e.key("pieces").bytes(v1_pieces);
     }
     if options.private {
         e.key("private").int(1);
@@ -316,11 +360,7 @@ pub fn create(
         e.end();
     }
     e.end();
-    let bytes = e.finish()?;
-    // What we write must read back, strictly.
-    crate::decode_strict(&bytes)?;
-    Torrent::from_bytes(&bytes)?;
-    Ok(bytes)
+    Ok(e.finish()?)
 }
 
 /// The v2 `file tree`: nested dictionaries from the sorted file list.

@@ -129,6 +129,79 @@ fn required<'a>(dict: Dict<'a>, key: &str, prefix: &str) -> Result<Node<'a>, Err
         .ok_or_else(|| Error::invalid(format!("{prefix}{key}"), "missing"))
 }
 
+/// `info.piece length`: positive and, as libtorrent keeps piece sizes in an
+/// int, at most 2^31 - 1.
+fn piece_length(info: Dict<'_>) -> Result<u64, Error> {
+    let piece_length = size(
+        required(info, "piece length", "info.")?,
+        "info.piece length",
+    )?;
+    if piece_length == 0 {
+        return Err(Error::invalid("info.piece length", "must be positive"));
+    }
+    // libtorrent keeps piece sizes in an int; so do readers' buffers.
+    if piece_length > i32::MAX as u64 {
+        return Err(Error::invalid(
+            "info.piece length",
+            format!("{piece_length} is too large (at most 2^31 - 1)"),
+        ));
+    }
+    Ok(piece_length)
+}
+
+/// v1, v2 or hybrid, from `info.meta version` and `info.pieces`.
+fn version(info: Dict<'_>) -> Result<Version, Error> {
+    let meta_version = match info.get(b"meta version") {
+        Some(n) => Some(int(n, "info.meta version")?),
+        None => None,
+    };
+    let has_v2 = match meta_version {
+        Some(2) => true,
+        Some(v) => {
+            return Err(Error::invalid(
+                "info.meta version",
+                format!("unsupported version {v}"),
+            ));
+        }
+        None => false,
+    };
+    let has_v1 = info.get(b"pieces").is_some();
+    Ok(match (has_v1, has_v2) {
+        (true, true) => Version::Hybrid,
+        (true, false) => Version::V1,
+        (false, true) => Version::V2,
+        (false, false) => return Err(Error::invalid("info.pieces", "missing")),
+    })
+}
+
+/// `info.pieces`: one SHA-1 per piece of the `stream` bytes of the v1 files.
+fn v1_pieces(info: Dict<'_>, stream: u64, piece_length: u64) -> Result<Vec<[u8; 20]>, Error> {
+    let pieces = required(info, "pieces", "info.")?
+        .as_bytes()
+        .ok_or_else(|| Error::invalid("info.pieces", "not a string"))?;
+    if pieces.len() % 20 != 0 {
+        return Err(Error::invalid(
+            "info.pieces",
+            format!("length {} is not a multiple of 20", pieces.len()),
+        ));
+    }
+    let hashes: Vec<[u8; 20]> = pieces
+        .chunks_exact(20)
+        .map(|c| c.try_into().expect("20 bytes"))
+        .collect();
+    let expected = stream.div_ceil(piece_length);
+    if hashes.len() as u64 != expected {
+        return Err(Error::invalid(
+            "info.pieces",
+            format!(
+                "{} piece hashes for {stream} bytes in pieces of {piece_length} (expected {expected})",
+                hashes.len()
+            ),
+        ));
+    }
+    Ok(hashes)
+}
+
 /// Checks one path component: no empty names, `.`, `..`, separators or NUL.
 pub(crate) fn check_component(name: &str, field: &str) -> Result<(), Error> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
@@ -160,42 +233,9 @@ impl Torrent {
         let name = text(name_node, "info.name")?;
         check_component(&name, "info.name")?;
 
-        let piece_length = size(
-            required(info, "piece length", "info.")?,
-            "info.piece length",
-        )?;
-        if piece_length == 0 {
-            return Err(Error::invalid("info.piece length", "must be positive"));
-        }
-        // libtorrent keeps piece sizes in an int; so do readers' buffers.
-        if piece_length > i32::MAX as u64 {
-            return Err(Error::invalid(
-                "info.piece length",
-                format!("{piece_length} is too large (at most 2^31 - 1)"),
-            ));
-        }
-
-        let meta_version = match info.get(b"meta version") {
-            Some(n) => Some(int(n, "info.meta version")?),
-            None => None,
-        };
-        let has_v2 = match meta_version {
-            Some(2) => true,
-            Some(v) => {
-                return Err(Error::invalid(
-                    "info.meta version",
-                    format!("unsupported version {v}"),
-                ));
-            }
-            None => false,
-        };
-        let has_v1 = info.get(b"pieces").is_some();
-        let version = match (has_v1, has_v2) {
-            (true, true) => Version::Hybrid,
-            (true, false) => Version::V1,
-            (false, true) => Version::V2,
-            (false, false) => return Err(Error::invalid("info.pieces", "missing")),
-        };
+        let piece_length = piece_length(info)?;
+        let version = version(info)?;
+        let (has_v1, has_v2) = (version.has_v1(), version.has_v2());
 
         let mut torrent = Torrent {
             name,
@@ -219,29 +259,7 @@ impl Torrent {
         if has_v1 {
             torrent.v1_files = parse_v1_files(info, &torrent.name)?;
             let stream: u64 = torrent.v1_files.iter().map(|f| f.length).sum();
-            let pieces = required(info, "pieces", "info.")?
-                .as_bytes()
-                .ok_or_else(|| Error::invalid("info.pieces", "not a string"))?;
-            if pieces.len() % 20 != 0 {
-                return Err(Error::invalid(
-                    "info.pieces",
-                    format!("length {} is not a multiple of 20", pieces.len()),
-                ));
-            }
-            torrent.pieces = pieces
-                .chunks_exact(20)
-                .map(|c| c.try_into().expect("20 bytes"))
-                .collect();
-            let expected = stream.div_ceil(piece_length);
-            if torrent.pieces.len() as u64 != expected {
-                return Err(Error::invalid(
-                    "info.pieces",
-                    format!(
-                        "{} piece hashes for {stream} bytes in pieces of {piece_length} (expected {expected})",
-                        torrent.pieces.len()
-                    ),
-                ));
-            }
+            torrent.pieces = v1_pieces(info, stream, piece_length)?;
             torrent.info_hash_v1 = Some(Sha1::digest(info_node.raw()).into());
         }
 

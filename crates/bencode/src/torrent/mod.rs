@@ -4,7 +4,7 @@
 mod create;
 mod error;
 mod magnet;
-pub mod merkle;
+mod merkle;
 mod metainfo;
 mod summary;
 mod verify;

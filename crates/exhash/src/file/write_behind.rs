@@ -11,8 +11,8 @@
 
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 
+use super::write_runs;
 use crate::device::Device;
-use crate::file::write_runs;
 use crate::store::PAGE_SIZE;
 
 /// Batches queued at most (each about 1 MiB of copies): the table waits

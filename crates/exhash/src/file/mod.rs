@@ -1,0 +1,330 @@
+//! The file backend: every page is kept in memory and written by shadow
+//! paging on `commit`, which becomes durable by one checksummed header
+//! write (`docs/format-exhash.md`).
+
+//!
+//! - this file: [`FileStore`], the pages in memory and what is known of
+//!   their copies in the file;
+//! - `header.rs`: the two checksummed header copies in slot 0;
+//! - `commit.rs`: writing the changed pages, the metadata and a header;
+//! - `open.rs`: reading the last commit back, checking every part of it;
+//! - `write_behind.rs`: pages written ahead of a commit while a load goes on.
+
+mod commit;
+mod header;
+mod open;
+mod write_behind;
+
+use std::collections::BTreeSet;
+use std::fs::File;
+
+use crate::device::Device;
+use crate::error::Error;
+use crate::format::SLOT_SIZE;
+use crate::store::fixed::Fixed;
+use crate::store::{MemoryStore, Page, PageId, PageStore};
+use write_behind::Writer;
+
+/// Pages a commit writes at most in one call: 4 MiB.
+const WRITE_RUN: usize = 512;
+/// Pages from which a commit checksums them on a second thread.
+const PARALLEL_CHECKSUMS: usize = 256;
+
+/// Pages in memory over a [`Device`], written out atomically by
+/// [`ExHash::commit`](crate::ExHash::commit).
+#[derive(Debug)]
+pub struct FileStore<D: Device = File> {
+    mem: MemoryStore,
+    dev: D,
+    /// Slot of each page id in the last commit (0: none).
+    slots: Vec<u64>,
+    crcs: Vec<u32>,
+    dirty: Vec<bool>,
+    /// Slot and checksum of each page written ahead of the next commit by
+    /// [`PageStore::settled`] (slot 0: none). Such a page is not dirty
+    /// unless it changed again after, when its early copy is let go.
+    staged: Vec<(u64, u32)>,
+    /// The thread writing early copies (`write_behind.rs`), once there are any
+    /// and the device has a second handle.
+    write_behind: Option<Writer>,
+    /// A write or sync of early copies failed: none of them can be
+    /// counted on.
+    write_behind_failed: bool,
+    /// Slots no committed state refers to.
+    free: BTreeSet<u64>,
+    /// Slots the last commit refers to but the next one will not.
+    pending_free: Vec<u64>,
+    /// First slot past the end of the file.
+    next_slot: u64,
+    seq: u64,
+    meta_extent: (u64, u64),
+}
+
+impl<D: Device> FileStore<D> {
+    fn new(dev: D) -> FileStore<D> {
+        FileStore {
+            mem: MemoryStore::new(),
+            dev,
+            slots: Vec::new(),
+            crcs: Vec::new(),
+            dirty: Vec::new(),
+            staged: Vec::new(),
+            write_behind: None,
+            write_behind_failed: false,
+            free: BTreeSet::new(),
+            pending_free: Vec::new(),
+            next_slot: 1,
+            seq: 0,
+            meta_extent: (0, 0),
+        }
+    }
+
+    /// The device underneath.
+    pub fn device(&self) -> &D {
+        &self.dev
+    }
+
+    /// Give up the store, keeping its device. Uncommitted changes are lost.
+    pub fn into_device(self) -> D {
+        self.dev
+    }
+
+    /// The number of the last commit.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
+    fn grow(&mut self, id: PageId) {
+        let n = id as usize + 1;
+        if self.slots.len() < n {
+            self.slots.resize(n, 0);
+            self.crcs.resize(n, 0);
+            self.dirty.resize(n, false);
+            self.staged.resize(n, (0, 0));
+        }
+    }
+
+    /// Take in what became of early copies: all of them, waiting for the
+    /// thread, when `wait`; else those it has finished.
+    fn hear_write_behind(&mut self, wait: bool) {
+        while let Some(outcome) = self.write_behind.as_mut().and_then(|w| w.next(wait)) {
+            self.write_behind_failed |= !outcome.synced;
+            for (k, (&i, &slot)) in outcome.ids.iter().zip(&outcome.slots).enumerate() {
+                if self.staged[i].0 != slot {
+                    continue; // changed and let go since
+                }
+                match &outcome.crcs {
+                    Some(crcs) => self.staged[i].1 = crcs[k],
+                    None => {
+                        self.unstage(i);
+                        self.dirty[i] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Let go of page `id`'s early copy, if it has one: no committed state
+    /// refers to its slot, so the slot is free at once.
+    fn unstage(&mut self, id: usize) {
+        let (slot, _) = std::mem::take(&mut self.staged[id]);
+        if slot != 0 {
+            self.free.insert(slot);
+        }
+    }
+
+    /// Write page `ids[i]` to slot `slots[i]` and return the pages'
+    /// checksums, computed meanwhile on a second thread when there are
+    /// many (reading 8 KiB a page as the writes copy it, they took a sixth
+    /// of a bulk load's commit). Pages whose slots follow one another go in
+    /// one vectored write of up to [`WRITE_RUN`] pages, each handed to
+    /// writeback as soon as it is written, so that the commit's sync finds
+    /// most of them on their way to storage.
+    fn write_pages(&mut self, ids: &[usize], slots: &[u64]) -> Result<Vec<u32>, Error> {
+        let FileStore { mem, dev, .. } = self;
+        let pages: Vec<&[u8]> = ids
+            .iter()
+            .map(|&id| &mem.page(id as PageId).0[..])
+            .collect();
+        let checksums = || {
+            pages
+                .iter()
+                .map(|page| crc32c::crc32c(page))
+                .collect::<Vec<u32>>()
+        };
+        std::thread::scope(|scope| {
+            let helper = (pages.len() >= PARALLEL_CHECKSUMS)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, checksums)
+                        .ok()
+                })
+                .flatten();
+            write_runs(dev, &pages, slots).map_err(io("writing a page"))?;
+            Ok(match helper {
+                Some(helper) => helper
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => checksums(),
+            })
+        })
+    }
+
+    /// Take `n` contiguous free slots (or extend the file).
+    fn take_run(&mut self, n: u64) -> u64 {
+        if n == 1 {
+            if let Some(s) = self.free.pop_first() {
+                return s;
+            }
+        } else {
+            let mut run_start = 0;
+            let mut run_len = 0;
+            let mut found = None;
+            for &s in &self.free {
+                if run_len > 0 && s == run_start + run_len {
+                    run_len += 1;
+                } else {
+                    run_start = s;
+                    run_len = 1;
+                }
+                if run_len == n {
+                    found = Some(run_start);
+                    break;
+                }
+            }
+            if let Some(start) = found {
+                for s in start..start + n {
+                    self.free.remove(&s);
+                }
+                return start;
+            }
+        }
+        let start = self.next_slot;
+        self.next_slot += n;
+        start
+    }
+}
+
+impl<D: Device> Fixed for FileStore<D> {
+    #[inline]
+    fn address(&self, id: PageId) -> usize {
+        self.mem.address(id)
+    }
+
+    #[inline]
+    unsafe fn page_mut_at(&mut self, id: PageId, address: usize) -> &mut Page {
+        self.dirty[id as usize] = true;
+        // SAFETY: the caller's promise, for the same page of `mem`.
+        unsafe { self.mem.page_mut_at(id, address) }
+    }
+}
+
+impl<D: Device> PageStore for FileStore<D> {
+    #[inline]
+    fn page(&self, id: PageId) -> &Page {
+        self.mem.page(id)
+    }
+
+    #[inline]
+    fn page_mut(&mut self, id: PageId) -> &mut Page {
+        self.dirty[id as usize] = true;
+        self.mem.page_mut(id)
+    }
+
+    fn allocate(&mut self) -> PageId {
+        let id = self.mem.allocate();
+        self.grow(id);
+        self.dirty[id as usize] = true;
+        id
+    }
+
+    fn release(&mut self, id: PageId) {
+        let i = id as usize;
+        if self.slots[i] != 0 {
+            self.pending_free.push(self.slots[i]);
+        }
+        self.slots[i] = 0;
+        self.dirty[i] = false;
+        self.unstage(i);
+        self.mem.release(id);
+    }
+
+    /// Write the dirty pages among `ids` now, to slots no committed state
+    /// refers to: on the device's second handle from a thread of their own
+    /// (`write_behind.rs`), or else here. The next commit then only names them,
+    /// unless they change again before it, when it writes them anew; so it
+    /// does when a write fails.
+    fn settled(&mut self, ids: &[PageId]) {
+        let ids: Vec<usize> = ids
+            .iter()
+            .map(|&id| id as usize)
+            .filter(|&i| self.dirty[i])
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        for &i in &ids {
+            self.unstage(i);
+        }
+        let slots: Vec<u64> = ids.iter().map(|_| self.take_run(1)).collect();
+        if self.write_behind.is_none() {
+            self.write_behind = self.dev.behind().and_then(Writer::start);
+        }
+        if let Some(writer) = &mut self.write_behind {
+            // Their checksums come with the batch's outcome.
+            for (&i, &slot) in ids.iter().zip(&slots) {
+                self.staged[i] = (slot, 0);
+                self.dirty[i] = false;
+            }
+            let mem = &self.mem;
+            let pages: Vec<&[u8]> = ids.iter().map(|&i| &mem.page(i as PageId).0[..]).collect();
+            if let Err((ids, _)) = writer.send(ids, slots, &pages) {
+                for i in ids {
+                    self.unstage(i);
+                    self.dirty[i] = true;
+                }
+            }
+            return self.hear_write_behind(false);
+        }
+        match self.write_pages(&ids, &slots) {
+            Ok(crcs) => {
+                for ((i, slot), crc) in ids.into_iter().zip(slots).zip(crcs) {
+                    self.staged[i] = (slot, crc);
+                    self.dirty[i] = false;
+                }
+            }
+            Err(_) => self.free.extend(slots),
+        }
+    }
+
+    fn live_pages(&self) -> usize {
+        self.mem.live_pages()
+    }
+}
+
+/// Write `pages[i]` to slot `slots[i]`: pages whose slots follow one
+/// another in one vectored write of up to [`WRITE_RUN`] pages, each handed
+/// to writeback as soon as it is written.
+pub(crate) fn write_runs<D: Device + ?Sized>(
+    dev: &mut D,
+    mut pages: &[&[u8]],
+    mut slots: &[u64],
+) -> std::io::Result<()> {
+    while let Some(&first) = slots.first() {
+        let len = slots
+            .iter()
+            .take(WRITE_RUN)
+            .zip(first..)
+            .take_while(|&(&slot, expected)| slot == expected)
+            .count();
+        let (offset, bytes) = (first * SLOT_SIZE, len as u64 * SLOT_SIZE);
+        dev.write_vectored_at(offset, &pages[..len])?;
+        dev.start_writeback(offset, bytes);
+        (pages, slots) = (&pages[len..], &slots[len..]);
+    }
+    Ok(())
+}
+
+fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::io(action, e)
+}
