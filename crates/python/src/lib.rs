@@ -1,18 +1,20 @@
 //! Python bindings: `seekless.PwnedIndex` (the pwned engine), an index
 //! opened once (memory-mapped) and shared by every thread, answering each
-//! password with one page read; and bencode decoding and torrent metadata
-//! (the bencode engine). The Python package (`python/seekless`) re-exports
-//! these and adds the Django validator.
+//! password with one page read, and `seekless.build_index`, which builds
+//! one; and bencode decoding and torrent metadata (the bencode engine).
+//! The Python package (`python/seekless`) re-exports these and adds the
+//! Django validator.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
+use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use seekless_bencode::{Kind as BencodeKind, Node};
-use seekless_pwned::{ErrorKind, Index, Key, Kind};
+use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Key, Kind, NoProgress};
 
 pyo3::create_exception!(
     seekless,
@@ -22,8 +24,9 @@ pyo3::create_exception!(
 );
 
 /// A pwned error as the Python exception a caller expects: a missing file
-/// is `FileNotFoundError`, other I/O `OSError`, a malformed hash
-/// `ValueError`, a file that is not a sound index `CorruptIndexError`.
+/// is `FileNotFoundError`, other I/O `OSError`, a malformed hash, input
+/// line or build option `ValueError`, a file that is not a sound index
+/// `CorruptIndexError`.
 fn to_py(e: seekless_pwned::Error) -> PyErr {
     let message = e.to_string();
     match e.kind() {
@@ -31,7 +34,12 @@ fn to_py(e: seekless_pwned::Error) -> PyErr {
             PyFileNotFoundError::new_err(message)
         }
         ErrorKind::Io { .. } => PyOSError::new_err(message),
-        ErrorKind::BadHash { .. } | ErrorKind::WrongKind { .. } => PyValueError::new_err(message),
+        ErrorKind::BadHash { .. }
+        | ErrorKind::WrongKind { .. }
+        | ErrorKind::BadLine { .. }
+        | ErrorKind::MixedKinds { .. }
+        | ErrorKind::KeyBits { .. }
+        | ErrorKind::MinCount { .. } => PyValueError::new_err(message),
         _ => CorruptIndexError::new_err(message),
     }
 }
@@ -203,6 +211,97 @@ impl PwnedIndex {
     }
 }
 
+/// The inputs of `build_index`: one path or `bytes`, or an iterable of
+/// them.
+fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
+    let one = |item: &Bound<'_, PyAny>, n: usize| -> PyResult<Input> {
+        match item.cast::<PyBytes>() {
+            Ok(bytes) => Ok(Input::Bytes {
+                name: format!("<bytes {n}>"),
+                data: bytes.as_bytes().to_vec(),
+            }),
+            Err(_) => item.extract::<PathBuf>().map(Input::Path),
+        }
+    };
+    let single = inputs.is_instance_of::<PyBytes>()
+        || inputs.is_instance_of::<PyString>()
+        || inputs.hasattr("__fspath__")?;
+    if single {
+        return Ok(vec![one(inputs, 0)?]);
+    }
+    inputs
+        .try_iter()?
+        .enumerate()
+        .map(|(n, item)| one(&item?, n))
+        .collect()
+}
+
+/// Builds an index at `output` from `HASH:COUNT` text, as `seekless pwned
+/// prepare` does, with the GIL released (it runs to its end: Ctrl-C is
+/// seen once it returns), and returns what the build did.
+///
+/// `inputs`: a path (a text or gzip file of `HASH:COUNT` lines, or a
+/// directory of per-range files `00000.txt` … `FFFFF.txt`) or `bytes`
+/// holding such lines, or an iterable of them. `key_bits`: a compact
+/// index, keeping the top N bits of each hash (32 to 159 for SHA-1, to
+/// 127 for NTLM). `min_count`: keep only the hashes seen at least N
+/// times. `skip_invalid`: count and skip malformed lines instead of
+/// raising `ValueError`. `threads`: parser and sorter threads (default:
+/// all cores). `memory`: bytes of records held before spilling to
+/// `tmp_dir` (default: half the machine's memory, at most 4 GiB; spill
+/// files go beside `output` unless `tmp_dir` is given). The index is
+/// written under no name and given `output` only once complete.
+#[pyfunction]
+#[pyo3(signature = (inputs, output, *, key_bits=None, min_count=1, skip_invalid=false,
+                    threads=None, memory=None, tmp_dir=None))]
+#[allow(clippy::too_many_arguments)]
+fn build_index<'py>(
+    py: Python<'py>,
+    inputs: &Bound<'py, PyAny>,
+    output: PathBuf,
+    key_bits: Option<u32>,
+    min_count: u64,
+    skip_invalid: bool,
+    threads: Option<usize>,
+    memory: Option<u64>,
+    tmp_dir: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if min_count == 0 {
+        return Err(PyValueError::new_err("min_count must be at least 1"));
+    }
+    let inputs = inputs_of(inputs)?;
+    let defaults = BuildOptions::default();
+    let options = BuildOptions {
+        threads: threads.map_or(defaults.threads, |t| t.max(1)),
+        memory: memory.unwrap_or(defaults.memory),
+        tmp_dir,
+        skip_invalid,
+        key_bits,
+        min_count,
+    };
+    let summary = py
+        .detach(|| seekless_pwned::build(inputs, &output, &options, &NoProgress))
+        .map_err(to_py)?;
+    let dict = PyDict::new(py);
+    dict.set_item("kind", kind_name(summary.kind.unwrap_or(Kind::Sha1)))?;
+    dict.set_item("lines", summary.lines)?;
+    dict.set_item("hashes", summary.hashes)?;
+    dict.set_item("duplicates", summary.duplicates)?;
+    dict.set_item("invalid", summary.invalid)?;
+    dict.set_item("first_invalid", summary.first_invalid.as_deref())?;
+    dict.set_item("zero_counts", summary.zero_counts)?;
+    dict.set_item("capped", summary.capped)?;
+    dict.set_item("bytes", summary.bytes)?;
+    dict.set_item("spilled", summary.spilled)?;
+    dict.set_item("key_bits", summary.key_bits)?;
+    dict.set_item("min_count", summary.min_count)?;
+    dict.set_item("left_out", summary.left_out)?;
+    dict.set_item("streamed", summary.streamed)?;
+    dict.set_item("seconds", summary.seconds)?;
+    dict.set_item("false_positive_rate", summary.false_positive_rate())?;
+    Ok(dict)
+}
+
 /// Inputs below which a batch is not worth a second thread.
 const PER_THREAD: usize = 1 << 15;
 
@@ -334,11 +433,103 @@ fn to_python<'py>(py: Python<'py>, node: Node<'_>) -> PyResult<Bound<'py, PyAny>
     })
 }
 
+/// The bytes `bencode_decode` and `torrent_info_json` read: a `bytes`
+/// object's own, or the memory of any other object that exports a
+/// C-contiguous buffer (`bytearray`, `memoryview`, `mmap`, `array`, …),
+/// read in place, as `bytes(data)` would see it, without a copy.
+enum Data<'py> {
+    /// Immutable: may be read with the GIL released.
+    Bytes(Bound<'py, PyBytes>),
+    /// Possibly mutable (a `bytearray`, a writable `mmap`): read only with
+    /// the GIL held throughout and no Python code run meanwhile.
+    Buffer(PyUntypedBuffer),
+}
+
+impl<'py> Data<'py> {
+    fn of(data: &Bound<'py, PyAny>) -> PyResult<Data<'py>> {
+        if let Ok(bytes) = data.cast::<PyBytes>() {
+            return Ok(Data::Bytes(bytes.clone()));
+        }
+        // A TypeError for an object that exports no buffer.
+        let buffer = PyUntypedBuffer::get(data)?;
+        if !buffer.is_c_contiguous() {
+            buffer.release(data.py());
+            return Err(PyValueError::new_err(
+                "the buffer is not contiguous (a strided memoryview?): pass bytes(data)",
+            ));
+        }
+        Ok(Data::Buffer(buffer))
+    }
+
+    /// Runs `f` on the bytes. The GIL stays held for the whole call: `f`
+    /// must not run Python code (see `GcPaused` for what else could).
+    fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Data::Bytes(bytes) => f(bytes.as_bytes()),
+            Data::Buffer(buffer) => {
+                let len = buffer.len_bytes();
+                if len == 0 {
+                    return f(&[]);
+                }
+                // SAFETY: the buffer is C-contiguous, so its `len_bytes`
+                // bytes start at `buf_ptr` (non-null for a non-empty
+                // export), and the export keeps that memory allocated and
+                // its size fixed until released (a `bytearray` or `mmap`
+                // refuses to resize or close while exported), which happens
+                // after `f` returns. Nothing writes to it meanwhile: the
+                // caller holds the GIL throughout and runs no Python code,
+                // so no Python code in this process can. (Native code
+                // writing without the GIL, or another process writing a
+                // shared file mapping, would break any reader of the
+                // buffer; as for index files, that is the caller's to
+                // prevent.)
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) };
+                f(bytes)
+            }
+        }
+    }
+
+    fn release(self, py: Python<'_>) {
+        if let Data::Buffer(buffer) = self {
+            buffer.release(py);
+        }
+    }
+}
+
+/// The cyclic garbage collector paused while it lives (if it was enabled).
+///
+/// Building Python objects allocates, and an allocation may start a
+/// collection (before Python 3.12 right there), which runs finalizers:
+/// Python code, which could write to the buffer being decoded. Paused, it
+/// runs nothing; the objects made meanwhile are collected at the next
+/// allocation after it resumes, as they would have been.
+struct GcPaused {
+    was_enabled: bool,
+}
+
+impl GcPaused {
+    fn new(_py: Python<'_>) -> GcPaused {
+        // SAFETY: the GIL is held (`_py`).
+        let was_enabled = unsafe { pyo3::ffi::PyGC_Disable() } == 1;
+        GcPaused { was_enabled }
+    }
+}
+
+impl Drop for GcPaused {
+    fn drop(&mut self) {
+        if self.was_enabled {
+            // SAFETY: made with the GIL held, and dropped in the same
+            // GIL-holding scope (the guard is not `Send`).
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
+    }
+}
+
 /// Decodes one bencoded value, the whole of `data`, into Python objects;
 /// `ValueError` saying where, for anything malformed, followed by more
 /// bytes, or past the limits (integers beyond 64 bits included).
-#[pyfunction]
-fn bencode_decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+fn decode_bencode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let document =
         seekless_bencode::decode(data).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let root = document.root();
@@ -352,20 +543,49 @@ fn bencode_decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAn
     to_python(py, root)
 }
 
+/// Decodes one bencoded value, the whole of `data` (`bytes` or any object
+/// exporting a C-contiguous buffer, read in place), into Python objects;
+/// `ValueError` saying where, for anything malformed, followed by more
+/// bytes, or past the limits (integers beyond 64 bits included).
+#[pyfunction]
+fn bencode_decode<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let data = Data::of(data)?;
+    let decoded = match &data {
+        Data::Bytes(_) => data.with(|bytes| decode_bencode(py, bytes)),
+        Data::Buffer(_) => {
+            let _paused = GcPaused::new(py);
+            data.with(|bytes| decode_bencode(py, bytes))
+        }
+    };
+    data.release(py);
+    decoded
+}
+
 /// A `.torrent` file's metadata (v1, v2 or hybrid) as JSON, as `seekless
 /// torrent info --json` prints it; `ValueError` when it is not a valid
-/// torrent.
+/// torrent. `bytes` are read with the GIL released; another buffer is read
+/// in place with it held (pure Rust: no Python code runs meanwhile).
 #[pyfunction]
-fn torrent_info_json(py: Python<'_>, data: &[u8]) -> PyResult<String> {
-    let torrent = py
-        .detach(|| seekless_bencode::torrent::Torrent::from_bytes(data))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+fn torrent_info_json(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
+    let data = Data::of(data)?;
+    let parse = |bytes: &[u8]| seekless_bencode::torrent::Torrent::from_bytes(bytes);
+    let torrent = match &data {
+        Data::Bytes(bytes) => {
+            let bytes = bytes.as_bytes();
+            py.detach(|| parse(bytes))
+        }
+        Data::Buffer(_) => data.with(parse),
+    };
+    data.release(py);
+    let torrent = torrent.map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(seekless_bencode::torrent::summary_json(&torrent))
 }
 
 #[pymodule]
 fn _seekless(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PwnedIndex>()?;
+    m.add_function(wrap_pyfunction!(build_index, m)?)?;
     m.add_function(wrap_pyfunction!(bencode_decode, m)?)?;
     m.add_function(wrap_pyfunction!(torrent_info_json, m)?)?;
     m.add("CorruptIndexError", m.py().get_type::<CorruptIndexError>())?;

@@ -1,39 +1,21 @@
-"""Indexes for the tests, built by the seekless command-line tool (the
-binary named by $SEEKLESS, else the workspace's target/{release,debug})."""
+"""Indexes for the tests, built by the package itself
+(``seekless.build_index``): the tests need nothing but the installed
+package."""
 
 import hashlib
-import os
 import pathlib
 import random
-import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+import seekless
 
 LISTED = {"password": 9545824, "hunter2": 17, "letmein": 1, "correct horse": 2}
 
 
-def seekless_binary() -> str:
-    named = os.environ.get("SEEKLESS")
-    if named:
-        return named
-    for build in ("release", "debug"):
-        candidate = ROOT / "target" / build / "seekless"
-        if candidate.exists():
-            return str(candidate)
-    pytest.fail("no seekless binary: run `cargo build` first or set SEEKLESS")
-
-
 def build(tmp: pathlib.Path, name: str, lines: list) -> pathlib.Path:
-    text = tmp / f"{name}.txt"
-    text.write_text("".join(f"{h}:{c}\n" for h, c in lines))
     index = tmp / f"{name}.idx"
-    subprocess.run(
-        [seekless_binary(), "pwned", "prepare", str(text), "-o", str(index)],
-        check=True,
-        capture_output=True,
-    )
+    seekless.build_index("".join(f"{h}:{c}\n" for h, c in lines).encode(), index)
     return index
 
 

@@ -1,6 +1,8 @@
 """seekless.bencode.decode and seekless.torrent.info."""
 
+import array
 import hashlib
+import mmap
 import pathlib
 import random
 
@@ -86,3 +88,98 @@ def test_not_a_torrent_is_a_value_error():
     for data in [b"", b"de", b"d4:infodee", b"i1e", (DATA / "base-v1.torrent").read_bytes()[:-10]]:
         with pytest.raises(ValueError):
             seekless.torrent.info(data)
+
+
+def test_every_contiguous_buffer_is_read_in_place(tmp_path):
+    data = (DATA / "sample.torrent").read_bytes()
+    want = seekless.bencode.decode(data)
+    assert seekless.bencode.decode(bytearray(data)) == want
+    assert seekless.bencode.decode(memoryview(data)) == want
+    assert seekless.bencode.decode(memoryview(bytearray(data))) == want
+    assert seekless.bencode.decode(memoryview(b"xx" + data + b"yy")[2:-2]) == want
+    assert seekless.bencode.decode(memoryview(data).cast("c")) == want
+    assert seekless.bencode.decode(array.array("B", data)) == want
+    assert seekless.torrent.info(bytearray(data)) == seekless.torrent.info(data)
+    assert seekless.torrent.info(memoryview(data)) == seekless.torrent.info(data)
+    path = tmp_path / "sample.torrent"
+    path.write_bytes(data)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert seekless.bencode.decode(mapped) == want
+        assert seekless.torrent.info(mapped) == seekless.torrent.info(data)
+    with open(path, "r+b") as file, mmap.mmap(file.fileno(), 0) as mapped:
+        assert seekless.bencode.decode(mapped) == want
+    # Empty buffers: malformed, as b"" is.
+    for empty in [bytearray(), memoryview(b""), memoryview(bytearray())]:
+        with pytest.raises(ValueError):
+            seekless.bencode.decode(empty)
+
+
+def test_the_buffer_is_released_after_decoding():
+    # A bytearray exported to a reader cannot be resized: decoding must
+    # let go of it, on success and on failure alike.
+    data = bytearray(b"l4:spami7ee")
+    assert seekless.bencode.decode(data) == [b"spam", 7]
+    data += b"x"
+    with pytest.raises(ValueError):
+        seekless.bencode.decode(data)
+    data.clear()
+    with pytest.raises(ValueError):
+        seekless.torrent.info(data)
+    data.extend(b"de")
+
+
+def test_strided_and_non_buffer_inputs_are_refused():
+    strided = memoryview(b"iX4X2XeX")[::2]
+    assert strided.tobytes() == b"i42e"
+    with pytest.raises(ValueError, match="not contiguous"):
+        seekless.bencode.decode(strided)
+    with pytest.raises(ValueError, match="not contiguous"):
+        seekless.torrent.info(strided)
+    for not_a_buffer in ["i42e", 42, None, [105, 52, 50, 101]]:
+        with pytest.raises(TypeError):
+            seekless.bencode.decode(not_a_buffer)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            seekless.torrent.info(not_a_buffer)  # type: ignore[arg-type]
+
+
+def test_garbage_collection_resumes_after_decoding():
+    import gc
+
+    data = bytearray((DATA / "sample.torrent").read_bytes())
+    assert gc.isenabled()
+    seekless.bencode.decode(data)
+    assert gc.isenabled()
+    with pytest.raises(ValueError):
+        seekless.bencode.decode(data + b"!")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        seekless.bencode.decode(data)
+        assert not gc.isenabled()  # left as it was
+    finally:
+        gc.enable()
+
+
+def test_no_finalizer_runs_while_a_buffer_is_read():
+    # Cyclic garbage whose finalizer overwrites the bytearray being
+    # decoded: building thousands of objects would start a collection
+    # (and run it) mid-decode, were the collector not paused.
+    data = bytearray((DATA / "many-pad-files.torrent").read_bytes())
+    want = seekless.bencode.decode(bytes(data))
+    ran = []
+
+    class Vandal:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            ran.append(True)
+            data[:] = b"x" * len(data)
+
+    for _ in range(50):
+        Vandal()
+    assert seekless.bencode.decode(data) == want
+    import gc
+
+    gc.collect()
+    assert ran and data == b"x" * len(data)

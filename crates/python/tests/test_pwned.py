@@ -1,4 +1,4 @@
-"""seekless.PwnedIndex against indexes built by the command-line tool."""
+"""seekless.PwnedIndex against indexes built by seekless.build_index."""
 
 import hashlib
 import os

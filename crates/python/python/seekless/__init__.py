@@ -1,13 +1,24 @@
 """Offline Have I Been Pwned password checks: seekless indexes from Python.
 
-``PwnedIndex(path)`` opens an index built by ``seekless pwned update`` or
-``seekless pwned prepare`` once, memory-mapped and shared by every thread;
-each lookup reads one 4 KiB page. ``seekless.bencode.decode`` and
-``seekless.torrent.info`` read bencode and torrent files;
-``seekless.django`` holds the offline Django password validator.
+``PwnedIndex(path)`` opens an index built by ``seekless pwned update``,
+``seekless pwned prepare`` or ``seekless.build_index`` once,
+memory-mapped and shared by every thread; each lookup reads one 4 KiB
+page. ``seekless.bencode.decode`` and ``seekless.torrent.info`` read
+bencode and torrent files; ``seekless.django`` holds the offline Django
+password validator.
 """
 
 from . import bencode, torrent
-from ._seekless import CorruptIndexError, PwnedIndex
+from ._seekless import CorruptIndexError, PwnedIndex, __version__, build_index
+from ._types import BuildSummary, IndexStats
 
-__all__ = ["CorruptIndexError", "PwnedIndex", "bencode", "torrent"]
+__all__ = [
+    "BuildSummary",
+    "CorruptIndexError",
+    "IndexStats",
+    "PwnedIndex",
+    "__version__",
+    "bencode",
+    "build_index",
+    "torrent",
+]

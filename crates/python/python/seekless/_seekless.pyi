@@ -2,27 +2,34 @@ import os
 import pathlib
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Literal, Optional, Type, TypedDict, Union
+from typing import Literal, Optional, Type, Union
+
+from typing_extensions import Buffer, final
+
+from seekless._types import BuildSummary, IndexStats
+
+__all__ = [
+    "CorruptIndexError",
+    "PwnedIndex",
+    "__version__",
+    "bencode_decode",
+    "build_index",
+    "torrent_info_json",
+]
+
+#: The version of the package (the Rust crate's).
+__version__: str
+
+_StrPath = Union[str, os.PathLike[str]]
 
 class CorruptIndexError(Exception):
     """The file is not a seekless index, or it is damaged."""
 
-class IndexStats(TypedDict):
-    version: int
-    kind: Literal["sha1", "ntlm"]
-    hashes: int
-    total_count: int
-    pages: int
-    bucket_bits: int
-    key_bits: int
-    bytes: int
-    compact: bool
-    false_positive_rate: float
-
+@final
 class PwnedIndex:
     """A Pwned Passwords index, opened once and memory-mapped."""
 
-    def __init__(self, path: Union[str, os.PathLike[str]]) -> None: ...
+    def __new__(cls, path: _StrPath) -> "PwnedIndex": ...
     def count(self, password: str) -> int:
         """How many times ``password`` appears in the corpus (0: not listed)."""
     def count_hash(self, hex: str) -> int:
@@ -34,7 +41,7 @@ class PwnedIndex:
         in order, with the GIL released; a malformed hash raises
         ``ValueError`` naming its position (0-based)."""
     @staticmethod
-    def count_once(path: Union[str, os.PathLike[str]], hex: str) -> int:
+    def count_once(path: _StrPath, hex: str) -> int:
         """One lookup without opening the index (about 2 ms cold)."""
     @property
     def kind(self) -> Literal["sha1", "ntlm"]: ...
@@ -53,8 +60,25 @@ class PwnedIndex:
         traceback: Optional[TracebackType],
     ) -> bool: ...
 
-def bencode_decode(data: bytes) -> object:
+def build_index(
+    inputs: Union[_StrPath, bytes, Iterable[Union[_StrPath, bytes]]],
+    output: _StrPath,
+    *,
+    key_bits: Optional[int] = None,
+    min_count: int = 1,
+    skip_invalid: bool = False,
+    threads: Optional[int] = None,
+    memory: Optional[int] = None,
+    tmp_dir: Optional[_StrPath] = None,
+) -> BuildSummary:
+    """Builds an index at ``output`` from ``HASH:COUNT`` text (files, gzip
+    files, directories of range files, or ``bytes``), as ``seekless pwned
+    prepare`` does, with the GIL released; returns what the build did.
+    ``key_bits``: a compact index; ``min_count``: a subset; a malformed
+    line raises ``ValueError`` unless ``skip_invalid``."""
+
+def bencode_decode(data: Buffer) -> object:
     """One bencoded value as Python objects (see ``seekless.bencode.decode``)."""
 
-def torrent_info_json(data: bytes) -> str:
+def torrent_info_json(data: Buffer) -> str:
     """A torrent's metadata as JSON (see ``seekless.torrent.info``)."""

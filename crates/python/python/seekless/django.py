@@ -100,7 +100,8 @@ class PwnedPasswordsValidator:
             singular, plural = error_message
         self.error_message = {"singular": singular, "plural": plural}
 
-    @sensitive_variables()
+    # Django has no type information: the decorator is Any to mypy.
+    @sensitive_variables()  # type: ignore[untyped-decorator]
     def validate(self, password: str, user: typing.Any = None) -> None:
         """Raises ``ValidationError`` (code ``password_compromised``,
         ``params={"amount": count}``) when the password is listed."""
@@ -125,7 +126,7 @@ class PwnedPasswordsValidator:
     def get_help_text(self) -> Message:
         return self.help_message
 
-    def deconstruct(self) -> typing.Tuple[str, tuple, dict]:
+    def deconstruct(self) -> typing.Tuple[str, typing.Tuple[()], typing.Dict[str, typing.Any]]:
         """For migrations: only the messages are kept."""
         return (
             "seekless.django.PwnedPasswordsValidator",
