@@ -118,8 +118,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     let budget = Duration::from_millis(budget_ms);
-    let tmp = std::env::temp_dir().join(format!("seekless-bencode-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let tmp = seekless_testkit::TempDir::new("bencode-bench");
     // Real-world-shaped inputs: a 500-byte single-file torrent, a ~5 KB
     // multi-file one, ~125 KB with ~11,000 tokens (many pad files), a
     // large-pieces hybrid (~90 KB, few tokens), a DHT message.
@@ -250,5 +249,4 @@ fn main() {
             ratio(r[1]),
         );
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -11,59 +11,43 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use seekless_bencode::{Encoder, decode};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+use seekless_testkit::Rng;
 
 const ALPHABET: &[u8] = b"dlie:-0123456789dlie:0e1x";
 
 fn random_bytes(rng: &mut Rng) -> Vec<u8> {
-    let len = rng.below(48);
+    let len = rng.index(48);
     (0..len).map(|_| *rng.pick(ALPHABET)).collect()
 }
 
 fn random_value(rng: &mut Rng, e: &mut Encoder, depth: usize) {
-    match rng.below(if depth > 6 { 2 } else { 4 }) {
+    match rng.index(if depth > 6 { 2 } else { 4 }) {
         0 => {
-            let v = match rng.below(4) {
+            let v = match rng.index(4) {
                 0 => 0,
-                1 => rng.next() as i64,
-                2 => -(rng.below(1000) as i64),
-                _ => rng.below(100) as i64,
+                1 => rng.next_u64() as i64,
+                2 => -(rng.index(1000) as i64),
+                _ => rng.index(100) as i64,
             };
             e.int(v);
         }
         1 => {
-            let len = rng.below(12);
-            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let len = rng.index(12);
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             e.bytes(&bytes);
         }
         2 => {
             e.list();
-            for _ in 0..rng.below(5) {
+            for _ in 0..rng.index(5) {
                 random_value(rng, e, depth + 1);
             }
             e.end();
         }
         _ => {
             e.dict();
-            for _ in 0..rng.below(5) {
-                let key: Vec<u8> = (0..rng.below(4))
-                    .map(|_| b'a' + rng.below(4) as u8)
+            for _ in 0..rng.index(5) {
+                let key: Vec<u8> = (0..rng.index(4))
+                    .map(|_| b'a' + rng.index(4) as u8)
                     .collect();
                 e.bytes(&key);
                 random_value(rng, e, depth + 1);
@@ -74,15 +58,15 @@ fn random_value(rng: &mut Rng, e: &mut Encoder, depth: usize) {
 }
 
 fn mutate(rng: &mut Rng, mut data: Vec<u8>) -> Vec<u8> {
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..1 + rng.index(3) {
         if data.is_empty() {
             data.push(*rng.pick(ALPHABET));
             continue;
         }
-        let at = rng.below(data.len());
-        match rng.below(5) {
+        let at = rng.index(data.len());
+        match rng.index(5) {
             0 => data[at] = *rng.pick(ALPHABET),
-            1 => data[at] = rng.next() as u8,
+            1 => data[at] = rng.next_u64() as u8,
             2 => data.insert(at, *rng.pick(ALPHABET)),
             3 => {
                 data.remove(at);
@@ -94,19 +78,19 @@ fn mutate(rng: &mut Rng, mut data: Vec<u8>) -> Vec<u8> {
 }
 
 fn edge_cases(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(4) {
+    match rng.index(4) {
         0 => {
             // Nesting around the depth limit.
-            let n = 95 + rng.below(10);
+            let n = 95 + rng.index(10);
             let mut v = vec![*rng.pick(b"ld"); n];
-            if rng.below(2) == 0 {
+            if rng.index(2) == 0 {
                 v.extend(std::iter::repeat_n(b'e', n));
             }
             v
         }
         1 => {
             // Long length prefixes (leading zeros, overflow).
-            let digits = 14 + rng.below(8);
+            let digits = 14 + rng.index(8);
             let mut v: Vec<u8> = (0..digits).map(|_| *rng.pick(b"0000000019")).collect();
             v.push(b':');
             v.extend_from_slice(b"abc");
@@ -114,20 +98,20 @@ fn edge_cases(rng: &mut Rng) -> Vec<u8> {
         }
         2 => {
             // Long integers around the 20-digit limit.
-            let digits = 18 + rng.below(5);
+            let digits = 18 + rng.index(5);
             let mut v = vec![b'i'];
-            if rng.below(2) == 0 {
+            if rng.index(2) == 0 {
                 v.push(b'-');
             }
             v.extend((0..digits).map(|_| *rng.pick(b"0123456789")));
-            if rng.below(4) != 0 {
+            if rng.index(4) != 0 {
                 v.push(b'e');
             }
             v
         }
         _ => {
             let mut v = b"d".to_vec();
-            for _ in 0..rng.below(4) {
+            for _ in 0..rng.index(4) {
                 let pieces: [&[u8]; 6] = [b"1:a", b"i1e", b"le", b"de", b"0:", b"e"];
                 let piece: &[u8] = rng.pick::<&[u8]>(&pieces);
                 v.extend_from_slice(piece);
@@ -214,7 +198,7 @@ fn main() {
 
 /// The `count` inputs for `seed`, the same sequence every time.
 fn inputs(seed: u64, count: usize, torrents: &[Vec<u8>]) -> impl Iterator<Item = Vec<u8>> + '_ {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::xorshift64(seed | 1);
     (0..count).map(move |i| next_input(i, &mut rng, torrents))
 }
 

@@ -8,6 +8,7 @@ use seekless_bencode::torrent::{
     CreateOptions, ErrorKind, Torrent, Version, create, hex, magnet_link, summary_json, verify,
 };
 use seekless_bencode::{Encoder, decode};
+use seekless_testkit::{Rng, TempDir};
 
 fn load(name: &str) -> Torrent {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -226,34 +227,9 @@ fn inconsistent_v2_layers_are_rejected() {
     assert!(r.contains("bytes for"), "{r}");
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("seekless-torrent-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e3779b97f4a7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut rng = Rng::xorshift64(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1);
+    (0..len).map(|_| rng.next_u64() as u8).collect()
 }
 
 fn make_tree(root: &Path) -> Vec<(PathBuf, usize)> {
@@ -278,8 +254,8 @@ fn make_tree(root: &Path) -> Vec<(PathBuf, usize)> {
 
 #[test]
 fn create_then_verify_every_version() {
-    let tmp = TempDir::new("create");
-    let files = make_tree(&tmp.0);
+    let tmp = TempDir::new("bencode-torrent-create");
+    let files = make_tree(&tmp);
     for version in [Version::V1, Version::V2, Version::Hybrid] {
         let options = CreateOptions {
             version,
@@ -291,7 +267,7 @@ fn create_then_verify_every_version() {
             creation_date: Some(1_700_000_000),
             ..CreateOptions::default()
         };
-        let bytes = create(&tmp.0.join("content"), &options, &mut |_| {}).unwrap();
+        let bytes = create(&tmp.join("content"), &options, &mut |_| {}).unwrap();
         let t = Torrent::from_bytes(&bytes).unwrap();
         assert_eq!(t.version, version);
         assert_eq!(t.name, "content");
@@ -315,7 +291,7 @@ fn create_then_verify_every_version() {
         );
 
         let mut seen = 0u64;
-        let report = verify(&t, &tmp.0, &mut |n| seen += n).unwrap();
+        let report = verify(&t, &tmp, &mut |n| seen += n).unwrap();
         assert!(report.all_good(), "{version:?}: {report:?}");
         assert!(seen >= t.total_size);
 
@@ -325,7 +301,7 @@ fn create_then_verify_every_version() {
         let mut changed = original.clone();
         changed[40_000] ^= 0xff;
         std::fs::write(d, &changed).unwrap();
-        let report = verify(&t, &tmp.0, &mut |_| {}).unwrap();
+        let report = verify(&t, &tmp, &mut |_| {}).unwrap();
         assert!(!report.all_good());
         let bad: Vec<&str> = report
             .files
@@ -346,7 +322,7 @@ fn create_then_verify_every_version() {
 
         // Remove it: missing.
         std::fs::remove_file(d).unwrap();
-        let report = verify(&t, &tmp.0, &mut |_| {}).unwrap();
+        let report = verify(&t, &tmp, &mut |_| {}).unwrap();
         let entry = report
             .files
             .iter()
@@ -358,7 +334,7 @@ fn create_then_verify_every_version() {
         );
         // Truncated: the tail is missing.
         std::fs::write(d, &original[..50_000]).unwrap();
-        let report = verify(&t, &tmp.0, &mut |_| {}).unwrap();
+        let report = verify(&t, &tmp, &mut |_| {}).unwrap();
         let entry = report
             .files
             .iter()
@@ -371,8 +347,8 @@ fn create_then_verify_every_version() {
 
 #[test]
 fn create_single_file_and_piece_length_checks() {
-    let tmp = TempDir::new("single");
-    let path = tmp.0.join("movie.bin");
+    let tmp = TempDir::new("bencode-torrent-single");
+    let path = tmp.join("movie.bin");
     std::fs::write(&path, pseudo_random(200_000, 9)).unwrap();
     for version in [Version::V1, Version::V2, Version::Hybrid] {
         let options = CreateOptions {
@@ -384,19 +360,12 @@ fn create_single_file_and_piece_length_checks() {
         assert_eq!(t.files.len(), 1);
         assert_eq!(t.files[0].path, ["movie.bin"]);
         assert_eq!(t.piece_length, 16384);
-        assert!(verify(&t, &tmp.0, &mut |_| {}).unwrap().all_good());
+        assert!(verify(&t, &tmp, &mut |_| {}).unwrap().all_good());
     }
     let options = CreateOptions {
         piece_length: Some(10_000),
         ..CreateOptions::default()
     };
     assert!(create(&path, &options, &mut |_| {}).is_err());
-    assert!(
-        create(
-            &tmp.0.join("absent"),
-            &CreateOptions::default(),
-            &mut |_| {}
-        )
-        .is_err()
-    );
+    assert!(create(&tmp.join("absent"), &CreateOptions::default(), &mut |_| {}).is_err());
 }

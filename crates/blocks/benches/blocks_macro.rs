@@ -20,10 +20,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
-#[path = "../../../benches/measure.rs"]
-mod measure;
-use measure::{Sample, drop_cache, median_sample as median, time};
 use seekless_blocks::{Chain, Network, ScanOptions, XorKey, list_block_files, scan};
+use seekless_testkit::measure::{Sample, drop_cache, median_sample as median, time};
 
 const BLOCK_413567: &[u8] = include_bytes!("../tests/data/block413567.raw");
 const CORE_COPIES: usize = 134;

@@ -3,13 +3,14 @@
 //! that must still be found is known for each case.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use seekless_blocks::generate::{self, ChainBuilder, Rng, SizeMix};
 use seekless_blocks::{
     BadKind, BadRecord, BlockHash, Chain, ErrorKind, Event, HEADER_LEN, Network, RecordScanner,
     ScanOptions, ScanOutput, XorKey, check_pow, header_hash, list_block_files, scan, scan_bytes,
 };
+use seekless_testkit::TempDir;
 
 const REGTEST: Network = Network::Regtest;
 
@@ -40,7 +41,7 @@ fn scan_headers_only(network: Network, bytes: &[u8]) -> Found {
 
 /// Writes `plain` XORed with `key` to a file and scans it with [`scan`].
 fn scan_file(plain: &[u8], key: XorKey, map_files: bool) -> Found {
-    let dir = tempdir("scan-file");
+    let dir = TempDir::new("blocks-gen-scan-file");
     let path = dir.join("blk00000.dat");
     let mut bytes = plain.to_vec();
     key.apply(&mut bytes, 0);
@@ -58,7 +59,6 @@ fn scan_file(plain: &[u8], key: XorKey, map_files: bool) -> Found {
     let chain = Chain::build(&mut output);
     let mut blocks: Vec<(u64, BlockHash)> = chain.blocks().map(|b| (b.offset, b.hash)).collect();
     blocks.sort();
-    std::fs::remove_dir_all(&dir).unwrap();
     Found { blocks, bad }
 }
 
@@ -477,14 +477,6 @@ fn model(builder: &ChainBuilder, written: &[usize]) -> Model {
     }
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("seekless-blocks-gen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn write_dir(dir: &Path, files: &[Vec<u8>], key: Option<XorKey>) {
     for (n, bytes) in files.iter().enumerate() {
         std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
@@ -570,7 +562,7 @@ fn forks_reorgs_out_of_order_split_and_obfuscated() {
     };
 
     // With the key file.
-    let dir = tempdir("xor-file");
+    let dir = TempDir::new("blocks-gen-xor-file");
     write_dir(&dir, &files, Some(key));
     let inline = ScanOptions {
         read_ahead: false,
@@ -588,7 +580,7 @@ fn forks_reorgs_out_of_order_split_and_obfuscated() {
     let (_, chain) = scan_dir(&dir, Some(key), &ScanOptions::default());
     check_against_model(&chain, &expected);
     // Without any key nothing is recognised.
-    let files_list = list_block_files(std::slice::from_ref(&dir), None).unwrap();
+    let files_list = list_block_files(&[dir.to_path_buf()], None).unwrap();
     assert!(
         scan(files_list, &ScanOptions::default(), &mut |_| {}).is_err(),
         "network cannot be detected"
@@ -600,7 +592,6 @@ fn forks_reorgs_out_of_order_split_and_obfuscated() {
     let (output, chain) = scan_dir(&dir, None, &options);
     assert!(chain.is_empty() && chain.tip().is_none());
     assert_eq!(output.bad_records.len(), files.len());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -623,7 +614,7 @@ fn ties_go_to_the_first_seen_and_duplicates_are_kept_once() {
             usize::MAX,
             XorKey::default(),
         );
-        let dir = tempdir("ties");
+        let dir = TempDir::new("blocks-gen-ties");
         write_dir(&dir, &files, None);
         let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
         assert_eq!(output.records as usize, written.len());
@@ -643,7 +634,6 @@ fn ties_go_to_the_first_seen_and_duplicates_are_kept_once() {
                     .map(|&i| 8 + builder.blocks[i].bytes.len() as u64)
                     .sum::<u64>()
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -666,16 +656,15 @@ fn missing_blocks_make_orphans() {
             3_000,
             XorKey::default(),
         );
-        let dir = tempdir("orphans");
+        let dir = TempDir::new("blocks-gen-orphans");
         write_dir(&dir, &files, None);
         let (_, chain) = scan_dir(&dir, None, &ScanOptions::default());
         check_against_model(&chain, &model(&builder, &written));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
 /// The chain of `builder` written with `blocks` (its blocks, `victim`
-/// damaged below `tip`) into `tempdir(name)`: a scan finds `tip`, a scan with `--verify` finds
+/// damaged below `tip`) into a temporary directory: a scan finds `tip`, a scan with `--verify` finds
 /// `victim` invalid and the tip at its parent. The error `--verify` gave.
 fn verify_moves_the_tip_below(
     builder: &ChainBuilder,
@@ -690,7 +679,7 @@ fn verify_moves_the_tip_below(
         usize::MAX,
         XorKey::default(),
     );
-    let dir = tempdir(name);
+    let dir = TempDir::new(&format!("blocks-gen-{name}"));
     write_dir(&dir, &files, None);
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     assert!(output.invalid.is_empty());
@@ -707,7 +696,6 @@ fn verify_moves_the_tip_below(
         builder.blocks[builder.blocks[victim].parent.unwrap()].hash
     );
     assert!(chain.get(&builder.blocks[victim].hash).unwrap().invalid);
-    std::fs::remove_dir_all(&dir).unwrap();
     output.invalid.remove(0).error
 }
 
@@ -835,12 +823,12 @@ fn linearize_streams_the_best_chain_in_height_order() {
         4_000,
         key,
     );
-    let dir = tempdir("linearize-in");
+    let dir = TempDir::new("blocks-gen-linearize-in");
     write_dir(&dir, &files, Some(key));
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     let best: Vec<BlockHash> = chain.best_chain().map(|b| b.hash).collect();
     for max in [1u64, 2_500, 1 << 30] {
-        let out = tempdir("linearize-out");
+        let out = TempDir::new("blocks-gen-linearize-out");
         let options = seekless_blocks::LinearizeOptions {
             max_file_size: max,
             force: false,
@@ -880,9 +868,7 @@ fn linearize_streams_the_best_chain_in_height_order() {
             seen.extend(found.blocks.iter().map(|(_, h)| *h));
         }
         assert_eq!(seen, best);
-        std::fs::remove_dir_all(&out).unwrap();
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -894,7 +880,7 @@ fn linearize_that_fails_half_way_leaves_nothing() {
         4_000,
         XorKey::default(),
     );
-    let dir = tempdir("linearize-changed");
+    let dir = TempDir::new("blocks-gen-linearize-changed");
     write_dir(&dir, &files, None);
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     // The tip's header changes on disk after the scan: the copy stops there,
@@ -904,7 +890,7 @@ fn linearize_that_fails_half_way_leaves_nothing() {
     let mut bytes = std::fs::read(path).unwrap();
     bytes[tip.offset as usize + 8 + 76] ^= 1;
     std::fs::write(path, &bytes).unwrap();
-    let parent = tempdir("linearize-changed-out");
+    let parent = TempDir::new("blocks-gen-linearize-changed-out");
     let out = parent.join("out");
     let options = seekless_blocks::LinearizeOptions {
         max_file_size: 2_000,
@@ -924,8 +910,6 @@ fn linearize_that_fails_half_way_leaves_nothing() {
         0,
         "neither the output nor a staging directory is left"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
-    std::fs::remove_dir_all(&parent).unwrap();
 }
 
 #[test]
@@ -937,7 +921,7 @@ fn obfuscated_files_end_in_raw_zero_padding() {
     let mut bytes = file.clone();
     key.apply(&mut bytes, 0);
     bytes.resize(bytes.len() + 50_001, 0);
-    let dir = tempdir("raw-zeros");
+    let dir = TempDir::new("blocks-gen-raw-zeros");
     write_dir(&dir, &[bytes.clone()], Some(key));
     for map_files in [true, false] {
         let options = ScanOptions {
@@ -978,5 +962,4 @@ fn obfuscated_files_end_in_raw_zero_padding() {
         );
         assert_eq!(chain.len(), builder.blocks.len());
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,6 +7,7 @@ use seekless_blocks::{
     BlockHash, Chain, ErrorKind, Event, HEADER_LEN, Network, ScanOptions, Transaction, XorKey,
     check_block, header_hash, list_block_files, scan, scan_bytes,
 };
+use seekless_testkit::TempDir;
 
 const BLOCK_413567: &[u8] = include_bytes!("data/block413567.raw");
 const STATS_JSON: &str = include_str!("data/rpc_getblockstats.json");
@@ -202,12 +203,12 @@ fn core_regtest_chain_links_out_of_order() {
         4_000,
         key,
     );
-    let dir = tempdir("core-regtest");
+    let dir = TempDir::new("blocks-core-regtest");
     for (n, bytes) in files.iter().enumerate() {
         std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
     }
     std::fs::write(dir.join("xor.dat"), key.0).unwrap();
-    let listed = list_block_files(std::slice::from_ref(&dir), None).unwrap();
+    let listed = list_block_files(&[dir.to_path_buf()], None).unwrap();
     assert_eq!(listed.len(), files.len());
     let options = ScanOptions {
         verify: true,
@@ -230,14 +231,6 @@ fn core_regtest_chain_links_out_of_order() {
         (chain.stale(), chain.orphans(), chain.duplicates()),
         (0, 0, 0)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-blocks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]
@@ -252,7 +245,7 @@ fn verify_in_parallel_reports_the_damaged_copy() {
         offsets.push(file.len() as u64);
         file.extend_from_slice(&generate::record(Network::Main, &block));
     }
-    let dir = tempdir("parallel-verify");
+    let dir = TempDir::new("blocks-parallel-verify");
     let path = dir.join("blk00000.dat");
     std::fs::write(&path, &file).unwrap();
     let files = list_block_files(std::slice::from_ref(&path), None).unwrap();
@@ -269,5 +262,4 @@ fn verify_in_parallel_reports_the_damaged_copy() {
         output.invalid[0].error.kind(),
         ErrorKind::BadMerkleRoot | ErrorKind::UnexpectedEof { .. }
     ));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

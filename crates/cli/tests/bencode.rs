@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use seekless_testkit::TempDir;
+
 mod common;
 use common::snapshot;
 
@@ -12,32 +14,14 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Temp {
-        let dir = std::env::temp_dir().join(format!(
-            "seekless-bencode-cli-{}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Temp(dir)
+/// Writes `content` to `name` under `dir` (making its folders); its path.
+fn put(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
     }
-    fn file(&self, name: &str, content: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&path, content).unwrap();
-        path
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    std::fs::write(&path, content).unwrap();
+    path
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
@@ -51,13 +35,14 @@ fn run(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
 
 #[test]
 fn check_prints_one_line_per_file() {
-    let tmp = Temp::new("check");
-    let good = tmp.file(
+    let tmp = TempDir::new("cli-bencode-check");
+    let good = put(
+        &tmp,
         "good.torrent",
         include_bytes!("../../bencode/tests/data/sample.torrent"),
     );
-    let bad = tmp.file("bad.bin", b"d1:ai1e");
-    let unsorted = tmp.file("unsorted.bin", b"d1:bi1e1:ai2ee");
+    let bad = put(&tmp, "bad.bin", b"d1:ai1e");
+    let unsorted = put(&tmp, "unsorted.bin", b"d1:bi1e1:ai2ee");
     let g = good.to_str().unwrap();
     let b = bad.to_str().unwrap();
     let u = unsorted.to_str().unwrap();
@@ -170,7 +155,7 @@ fn encode(input: &Path, output: &Path) -> (i32, String, String) {
 
 #[test]
 fn dump_then_encode_gives_back_the_exact_bytes() {
-    let tmp = Temp::new("encode");
+    let tmp = TempDir::new("cli-bencode-encode");
     let mut inputs: Vec<Vec<u8>> = [
         "sample.torrent",
         "base-v1.torrent",
@@ -191,7 +176,7 @@ fn dump_then_encode_gives_back_the_exact_bytes() {
         .map(<[u8]>::to_vec),
     );
     for (i, bytes) in inputs.iter().enumerate() {
-        let input = tmp.file(&format!("in-{i}"), bytes);
+        let input = put(&tmp, &format!("in-{i}"), bytes);
         let (code, json, stderr) = run(&["bencode", "dump", input.to_str().unwrap()], None);
         assert_eq!(code, 0, "{stderr}");
         // To standard output, from standard input.
@@ -199,8 +184,8 @@ fn dump_then_encode_gives_back_the_exact_bytes() {
         assert_eq!(out.status.code(), Some(0));
         assert!(out.stdout == *bytes, "{i}: {json}");
         // To a file, from a file.
-        let json_file = tmp.file(&format!("in-{i}.json"), json.as_bytes());
-        let output = tmp.0.join(format!("out-{i}"));
+        let json_file = put(&tmp, &format!("in-{i}.json"), json.as_bytes());
+        let output = tmp.join(format!("out-{i}"));
         let (code, stdout, stderr) = encode(&json_file, &output);
         assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
         assert!(std::fs::read(&output).unwrap() == *bytes, "{i}");
@@ -209,8 +194,8 @@ fn dump_then_encode_gives_back_the_exact_bytes() {
 
 #[test]
 fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
-    let tmp = Temp::new("encode-bad");
-    let output = tmp.0.join("out.torrent");
+    let tmp = TempDir::new("cli-bencode-encode-bad");
+    let output = tmp.join("out.torrent");
     for (json, expected) in [
         (
             &b"{\"a\": [1,\n  2.5]}"[..],
@@ -227,7 +212,7 @@ fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
         ),
         (b"\xff", "1:1: JSON text must be UTF-8 at byte 0"),
     ] {
-        let input = tmp.file("in.json", json);
+        let input = put(&tmp, "in.json", json);
         let (code, stdout, stderr) = encode(&input, &output);
         assert_eq!(code, 2, "{stderr}");
         assert!(stdout.is_empty());
@@ -238,7 +223,7 @@ fn encode_names_the_line_and_column_of_bad_json_and_writes_nothing() {
         assert!(!output.exists());
     }
     // Its own input as its output is refused, the input unchanged.
-    let input = tmp.file("same.json", b"[1]");
+    let input = put(&tmp, "same.json", b"[1]");
     let (code, _, stderr) = encode(&input, &input);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(std::fs::read(&input).unwrap(), b"[1]");
@@ -271,12 +256,12 @@ fn torrent_info_text_and_json() {
 
 #[test]
 fn torrent_create_then_verify() {
-    let tmp = Temp::new("create");
-    tmp.file("share/a.bin", &vec![7u8; 50_000]);
-    tmp.file("share/sub/b.txt", b"hello");
-    let share = tmp.0.join("share");
+    let tmp = TempDir::new("cli-bencode-create");
+    put(&tmp, "share/a.bin", &vec![7u8; 50_000]);
+    put(&tmp, "share/sub/b.txt", b"hello");
+    let share = tmp.join("share");
     for version in ["--v1", "--v2", "--hybrid"] {
-        let out = tmp.0.join(format!("share{version}.torrent"));
+        let out = tmp.join(format!("share{version}.torrent"));
         let (code, _, stderr) = run(
             &[
                 "torrent",
@@ -294,7 +279,7 @@ fn torrent_create_then_verify() {
         );
         assert_eq!(code, 0, "{stderr}");
         let t = out.to_str().unwrap();
-        let d = tmp.0.to_str().unwrap();
+        let d = tmp.to_str().unwrap();
         let (code, stdout, stderr) = run(&["torrent", "verify", t, d], None);
         assert_eq!(code, 0, "{version}: {stdout}{stderr}");
         assert!(stdout.contains("share/a.bin\tok\t"), "{stdout}");
@@ -303,11 +288,11 @@ fn torrent_create_then_verify() {
             "{stdout}"
         );
         // Damage a byte: exit 1 and the file is reported bad.
-        tmp.file("share/sub/b.txt", b"hellO");
+        put(&tmp, "share/sub/b.txt", b"hellO");
         let (code, stdout, _) = run(&["torrent", "verify", t, d], None);
         assert_eq!(code, 1);
         assert!(stdout.contains("share/sub/b.txt\tbad\t"), "{stdout}");
-        tmp.file("share/sub/b.txt", b"hello");
+        put(&tmp, "share/sub/b.txt", b"hello");
     }
     let (code, _, stderr) = run(
         &[
@@ -336,7 +321,7 @@ fn torrent_create_then_verify() {
     assert_eq!(code, 2);
     assert!(stderr.contains("not a power of two"), "{stderr}");
     // Sizes take K/M suffixes; anything else is a usage error.
-    let out = tmp.0.join("suffix.torrent");
+    let out = tmp.join("suffix.torrent");
     let share = share.to_str().unwrap();
     let args = ["torrent", "create", share, "-o", out.to_str().unwrap()];
     let (code, _, stderr) = run(&[&args[..], &["--piece-length", "1M"]].concat(), None);
@@ -350,12 +335,12 @@ fn torrent_create_then_verify() {
 
 #[test]
 fn torrent_create_never_writes_over_what_it_shares() {
-    let t = Temp::new("create-self");
-    let file = t.file("data.bin", &[7u8; 50_000]);
-    t.file("dir/a.bin", &[1u8; 40_000]);
-    let kept = t.file("dir/kept.torrent", b"d4:infod4:name1:xee");
-    let dir = t.0.join("dir");
-    let before = snapshot(&t.0);
+    let t = TempDir::new("cli-bencode-create-self");
+    let file = put(&t, "data.bin", &[7u8; 50_000]);
+    put(&t, "dir/a.bin", &[1u8; 40_000]);
+    let kept = put(&t, "dir/kept.torrent", b"d4:infod4:name1:xee");
+    let dir = t.join("dir");
+    let before = snapshot(&t);
     for (path, output, what) in [
         (&file, &file, "is the input"),
         (&dir, &kept, "inside the input directory"),
@@ -373,17 +358,17 @@ fn torrent_create_never_writes_over_what_it_shares() {
         );
         assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains(what), "{stderr}");
-        assert_eq!(snapshot(&t.0), before);
+        assert_eq!(snapshot(&t), before);
     }
 }
 
 #[test]
 fn torrent_create_says_what_it_made_and_takes_mktorrent_flags() {
     use std::process::Command;
-    let tmp = Temp::new("create-flags");
-    tmp.file("share/a.bin", &vec![3u8; 40_000]);
-    tmp.file("share/b.txt", b"hello");
-    let share = tmp.0.join("share");
+    let tmp = TempDir::new("cli-bencode-create-flags");
+    put(&tmp, "share/a.bin", &vec![3u8; 40_000]);
+    put(&tmp, "share/b.txt", b"hello");
+    let share = tmp.join("share");
     let s = share.to_str().unwrap();
     let raw = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -398,7 +383,7 @@ fn torrent_create_says_what_it_made_and_takes_mktorrent_flags() {
         out
     };
     // To a file: the summary on standard output.
-    let file = tmp.0.join("s.torrent");
+    let file = tmp.join("s.torrent");
     let out = raw(&[
         "torrent",
         "create",
@@ -458,7 +443,7 @@ fn torrent_create_says_what_it_made_and_takes_mktorrent_flags() {
     assert_eq!(out.status.code(), Some(2));
     // verify takes the torrent's own directory as well as its parent.
     let t = file.to_str().unwrap();
-    for dir in [tmp.0.to_str().unwrap(), s] {
+    for dir in [tmp.to_str().unwrap(), s] {
         let (code, stdout, stderr) = run(&["torrent", "verify", t, dir], None);
         assert_eq!(code, 0, "{dir}: {stdout}{stderr}");
         assert!(stdout.contains("share/b.txt\tok\t"), "{stdout}");

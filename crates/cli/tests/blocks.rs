@@ -8,8 +8,10 @@ use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
 use seekless_blocks::{Network, XorKey};
 use serde_json::Value;
 
+use seekless_testkit::TempDir;
+
 mod common;
-use common::{snapshot, tempdir};
+use common::snapshot;
 
 fn seekless(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -54,7 +56,7 @@ fn json(output: &Output) -> Value {
 
 #[test]
 fn scan_json_reports_the_chain() {
-    let dir = tempdir("scan");
+    let dir = TempDir::new("cli-scan");
     let (builder, tip, _) = write_chain(&dir, XorKey([9, 8, 7, 6, 5, 4, 3, 2]));
     let v = json(&seekless(&[
         "blocks",
@@ -102,12 +104,11 @@ fn scan_json_reports_the_chain() {
         )),
         "{text}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn damaged_records_are_listed_by_file_and_offset() {
-    let dir = tempdir("damaged");
+    let dir = TempDir::new("cli-damaged");
     write_chain(&dir, XorKey::default());
     let path = dir.join("blk00001.dat");
     let mut bytes = std::fs::read(&path).unwrap();
@@ -130,12 +131,11 @@ fn damaged_records_are_listed_by_file_and_offset() {
     );
     assert_eq!(list[1]["kind"], "truncated");
     assert_eq!(v["blocks"], 52);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn list_prints_the_best_chain() {
-    let dir = tempdir("list");
+    let dir = TempDir::new("cli-list");
     let (builder, tip, stale) = write_chain(&dir, XorKey::default());
     let out = seekless(&["blocks", "list", dir.to_str().unwrap()]);
     assert!(out.status.success());
@@ -171,13 +171,12 @@ fn list_prints_the_best_chain() {
         assert_eq!(object["file"], fields[2]);
         assert_eq!(object["offset"].to_string(), fields[3]);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn linearize_writes_height_order() {
-    let dir = tempdir("linearize-in");
-    let out_dir = tempdir("linearize-out");
+    let dir = TempDir::new("cli-linearize-in");
+    let out_dir = TempDir::new("cli-linearize-out");
     let (builder, tip, _) = write_chain(&dir, XorKey([1, 2, 3, 4, 5, 6, 7, 8]));
     let out = seekless(&[
         "blocks",
@@ -233,13 +232,11 @@ fn linearize_writes_height_order() {
     let mut sorted = positions.clone();
     sorted.sort();
     assert_eq!(positions, sorted, "records are in height order");
-    std::fs::remove_dir_all(&dir).unwrap();
-    std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
 #[test]
 fn verify_failure_exits_1_and_names_the_block() {
-    let dir = tempdir("verify");
+    let dir = TempDir::new("cli-verify");
     let mut builder = ChainBuilder::new(3, SizeMix::Small);
     let tip = builder.extend_chain(0, 10);
     let mut file = Vec::new();
@@ -311,12 +308,11 @@ fn verify_failure_exits_1_and_names_the_block() {
         "--json",
     ]));
     assert_eq!(v["tip_hash"], builder.blocks[tip].hash.to_string());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn mainnet_block_file_with_duplicates() {
-    let dir = tempdir("mainnet");
+    let dir = TempDir::new("cli-mainnet");
     let block = include_bytes!("../../blocks/tests/data/block413567.raw");
     let mut file = Vec::new();
     for _ in 0..3 {
@@ -358,12 +354,11 @@ fn mainnet_block_file_with_duplicates() {
         stderr.contains("no testnet4 block found in 1 file (1 bad records); wrong --network?"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bad_arguments_fail_with_one_line() {
-    let dir = tempdir("errors");
+    let dir = TempDir::new("cli-errors");
     write_chain(&dir, XorKey::default());
     let d = dir.to_str().unwrap();
     for args in [
@@ -378,7 +373,6 @@ fn bad_arguments_fail_with_one_line() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("seekless: "), "{stderr}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Runs `seekless blocks linearize IN -o OUT EXTRA…`.
@@ -403,7 +397,7 @@ fn refused(out: &Output, what: &str) {
 
 #[test]
 fn linearize_refuses_to_write_where_its_input_is() {
-    let dir = tempdir("linearize-self");
+    let dir = TempDir::new("cli-linearize-self");
     write_chain(&dir, XorKey([1, 2, 3, 4, 5, 6, 7, 8]));
     let before = snapshot(&dir);
     // Into the input directory itself, by any name, and into a directory
@@ -411,20 +405,19 @@ fn linearize_refuses_to_write_where_its_input_is() {
     let parent = dir.join("..");
     let dotted = dir.join(".");
     for (out, extra) in [
-        (&dir, &[][..]),
-        (&dir, &["--force"][..]),
+        (dir.path(), &[][..]),
+        (dir.path(), &["--force"][..]),
         (&dotted, &["--force"][..]),
         (&parent, &["--force"][..]),
     ] {
         refused(&linearize(&dir, out, extra), "holds the input");
         assert_eq!(snapshot(&dir), before, "{out:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn linearize_never_mixes_old_and_new_files() {
-    let dir = tempdir("linearize-mix");
+    let dir = TempDir::new("cli-linearize-mix");
     let input = dir.join("in");
     let out = dir.join("out");
     std::fs::create_dir(&input).unwrap();
@@ -489,12 +482,11 @@ fn linearize_never_mixes_old_and_new_files() {
         .collect();
     beside.sort();
     assert_eq!(beside, ["in", "out"]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn linearize_counts_in_words() {
-    let dir = tempdir("linearize-words");
+    let dir = TempDir::new("cli-linearize-words");
     let out_dir = dir.join("out");
     write_chain(&dir, XorKey::default());
     let out = linearize(&dir, &out_dir, &[]);
@@ -508,12 +500,11 @@ fn linearize_counts_in_words() {
         stdout.starts_with("wrote 51 blocks (") && stdout.contains(" in 1 file to "),
         "{stdout}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn obfuscated_files_without_a_key_say_so_and_none_means_plain() {
-    let dir = tempdir("xor-missing");
+    let dir = TempDir::new("cli-xor-missing");
     let key = XorKey([9, 8, 7, 6, 5, 4, 3, 2]);
     write_chain(&dir, key);
     std::fs::remove_file(dir.join("xor.dat")).unwrap();
@@ -537,7 +528,7 @@ fn obfuscated_files_without_a_key_say_so_and_none_means_plain() {
     ]));
     assert_eq!(v["tip_height"], 50);
     // --xor-key none reads plain files, even beside an xor.dat.
-    let plain = tempdir("xor-none");
+    let plain = TempDir::new("cli-xor-none");
     write_chain(&plain, XorKey::default());
     std::fs::write(plain.join("xor.dat"), key.0).unwrap();
     let p = plain.to_str().unwrap();
@@ -551,6 +542,4 @@ fn obfuscated_files_without_a_key_say_so_and_none_means_plain() {
     ]));
     assert_eq!(v["tip_height"], 50);
     assert_eq!(seekless(&["blocks", "scan", p]).status.code(), Some(2));
-    std::fs::remove_dir_all(&dir).unwrap();
-    std::fs::remove_dir_all(&plain).unwrap();
 }

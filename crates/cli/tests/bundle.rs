@@ -2,8 +2,10 @@
 //! exit statuses, and a refused bundle leaving everything as it was.
 #![cfg(feature = "update")]
 
+use seekless_testkit::TempDir;
+
 mod common;
-use common::{prepare_index, run, snapshot, tempdir};
+use common::{prepare_index, run, snapshot};
 
 const OLD: &str = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\n\
     7C4A8D09CA3762AF61E59520943DC26494F8941B:37359195\n\
@@ -18,7 +20,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn diff_then_update_from_the_bundle_makes_the_new_index() {
-    let dir = tempdir("bundle-cli");
+    let dir = TempDir::new("cli-bundle-cli");
     let old = prepare_index(OLD, &dir.join("old.txt"), &dir.join("old.idx"));
     let new = prepare_index(NEW, &dir.join("new.txt"), &dir.join("new.idx"));
     let bundle = dir.join("changes.bundle");
@@ -102,5 +104,4 @@ fn diff_then_update_from_the_bundle_makes_the_new_index() {
     let out = run(&["pwned", "diff", &s(&old), &s(&new), "-o", &s(&old)], b"");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(snapshot(&dir), before);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

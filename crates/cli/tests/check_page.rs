@@ -18,9 +18,11 @@ use std::time::{Duration, Instant};
 use seekless_pwned::Kind;
 use serde_json::{Value, json};
 
+use seekless_testkit::TempDir;
+
 mod common;
 
-use common::{SEEKLESS, announced, prepare_index, tempdir};
+use common::{SEEKLESS, announced, prepare_index};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -341,7 +343,7 @@ fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
     if !browser_available() {
         return;
     }
-    let dir = tempdir("check-page");
+    let dir = TempDir::new("cli-check-page");
     let sha1 = index(
         &dir,
         Kind::Sha1,
@@ -423,7 +425,7 @@ fn the_page_answers_in_a_real_browser_and_sends_only_prefixes() {
 
 #[test]
 fn no_page_turns_the_page_off() {
-    let dir = tempdir("no-page");
+    let dir = TempDir::new("cli-no-page");
     let sha1 = index(&dir, Kind::Sha1, &[("password", 3)]);
     let (_server, port) = serve(&sha1, &[]);
     let (status, body) = http(port, "GET", "/", None);

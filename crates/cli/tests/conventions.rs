@@ -8,9 +8,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
+use seekless_testkit::TempDir;
+
 mod common;
 
-use common::{SEEKLESS, prepare_index, tempdir};
+use common::{SEEKLESS, prepare_index};
 
 /// Runs `args` with `stdin`, reads one line of its output, closes the
 /// pipe, and checks the command ended quietly: no message, and either
@@ -47,7 +49,7 @@ const SIGPIPE: i32 = 13;
 
 #[test]
 fn a_closed_pipe_ends_every_command_quietly() {
-    let dir = tempdir("pipes");
+    let dir = TempDir::new("cli-pipes");
     let mut corpus = String::new();
     for i in 0..20_000u64 {
         corpus.push_str(&format!(
@@ -80,7 +82,6 @@ fn a_closed_pipe_ends_every_command_quietly() {
         .collect();
     let db = dir.join("t.exh");
     ends_quietly_when_the_reader_leaves(&["exhash", "apply", db.to_str().unwrap()], &ops);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 fn status(args: &[&str]) -> Option<i32> {
@@ -94,7 +95,7 @@ fn status(args: &[&str]) -> Option<i32> {
 
 #[test]
 fn errors_are_status_2_and_bad_news_status_1() {
-    let dir = tempdir("statuses");
+    let dir = TempDir::new("cli-statuses");
     let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
     std::fs::write(dir.join("not.torrent"), b"d4:infod4:name1:xee").unwrap();
     std::fs::write(dir.join("not.bencode"), b"d3:cow").unwrap();
@@ -135,12 +136,11 @@ fn errors_are_status_2_and_bad_news_status_1() {
         Some(1)
     );
     assert!(Path::new(&index).exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn sizes_read_one_way_for_every_flag() {
-    let dir = tempdir("sizes");
+    let dir = TempDir::new("cli-sizes");
     let index = dir.join("p.idx");
     let corpus = dir.join("p.txt");
     std::fs::write(&corpus, "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:3\n").unwrap();
@@ -188,5 +188,4 @@ fn sizes_read_one_way_for_every_flag() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    std::fs::remove_dir_all(dir).unwrap();
 }

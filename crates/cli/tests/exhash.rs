@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use seekless_testkit::TempDir;
+
 mod common;
-use common::tempdir;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_seekless"))
@@ -29,7 +30,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn apply_puts_gets_deletes_and_persists() {
-    let dir = tempdir("basic");
+    let dir = TempDir::new("cli-basic");
     let db = dir.join("t.exh");
     let out = apply(
         &db,
@@ -42,14 +43,13 @@ fn apply_puts_gets_deletes_and_persists() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "-\n20\n0\n");
     assert!(!dir.join("t.exh.tmp").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Long runs of puts (loaded together) between gets, deletes and commits
 /// answer as one put at a time would.
 #[test]
 fn runs_of_puts_are_seen_by_what_follows_them() {
-    let dir = tempdir("runs");
+    let dir = TempDir::new("cli-runs");
     let db = dir.join("t.exh");
     let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut input = String::new();
@@ -82,7 +82,6 @@ fn runs_of_puts_are_seen_by_what_follows_them() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "-\n6\n80000\n");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A table that grows and shrinks before one commit keeps the ids of its
@@ -91,7 +90,7 @@ fn runs_of_puts_are_seen_by_what_follows_them() {
 /// by the file's slots; nothing was lost on disk.
 #[test]
 fn a_table_that_grew_and_shrank_before_its_commit_reopens() {
-    let dir = tempdir("shrank");
+    let dir = TempDir::new("cli-shrank");
     let db = dir.join("t.exh");
     let mut input = String::new();
     // A get after each put keeps the puts apart (no load writing pages
@@ -110,12 +109,11 @@ fn a_table_that_grew_and_shrank_before_its_commit_reopens() {
         stdout(&out),
         format!("{}\n{}\n-\n", 5 ^ 0x5555, 1999 ^ 0x5555)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn malformed_line_names_the_line_and_keeps_the_last_commit() {
-    let dir = tempdir("malformed");
+    let dir = TempDir::new("cli-malformed");
     let db = dir.join("t.exh");
     for (bad, what) in [
         ("put 5", "missing VALUE"),
@@ -135,12 +133,11 @@ fn malformed_line_names_the_line_and_keeps_the_last_commit() {
         let out = apply(&db, "get 1\nget 2\nget 3\n");
         assert_eq!(stdout(&out), "1\n-\n-\n", "{bad}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn corrupt_file_gives_one_clear_line_and_status_2() {
-    let dir = tempdir("corrupt");
+    let dir = TempDir::new("cli-corrupt");
     let db = dir.join("t.exh");
     std::fs::write(&db, b"definitely not a table, just some text\n").unwrap();
     let out = apply(&db, "get 1\n");
@@ -166,14 +163,13 @@ fn corrupt_file_gives_one_clear_line_and_status_2() {
     let err = stderr(&out);
     assert!(err.contains("checksum") || err.contains("corrupt"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Every commit overwrites all keys with values of one batch; whatever
 /// moment `kill -9` hits, the reopened table holds exactly one batch.
 #[test]
 fn kill_9_reopens_the_last_commit() {
-    let dir = tempdir("kill");
+    let dir = TempDir::new("cli-kill");
     let db = dir.join("t.exh");
     const KEYS: u64 = 3000;
     let mut last_seen = 0u64;
@@ -236,7 +232,6 @@ fn kill_9_reopens_the_last_commit() {
         last_seen = tag;
     }
     assert!(last_seen > 0, "no commit ever completed");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

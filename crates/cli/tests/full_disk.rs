@@ -12,8 +12,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use seekless_testkit::TempDir;
+
 mod common;
-use common::{SEEKLESS, tempdir};
+use common::SEEKLESS;
 
 /// How a command's writes are made to fail.
 #[derive(Debug, Clone, Copy)]
@@ -212,7 +214,7 @@ fn prepared(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 #[test]
 fn prepare_spilling_to_a_full_disk_names_it_and_leaves_nothing() {
-    let dir = tempdir("full-spill");
+    let dir = TempDir::new("cli-full-spill");
     let input = dir.join("corpus.txt");
     // Several chunks of input: parsers still have some to take when the
     // disk fills up (the last of them once put records into memory the
@@ -235,12 +237,11 @@ fn prepare_spilling_to_a_full_disk_names_it_and_leaves_nothing() {
     ];
     // A million records spill ~23 MB; the file system holds 1 MiB.
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn prepare_writing_its_index_to_a_full_disk_names_it_and_leaves_nothing() {
-    let dir = tempdir("full-index");
+    let dir = TempDir::new("cli-full-index");
     let input = dir.join("corpus.txt");
     std::fs::write(&input, corpus(200_000)).unwrap();
     let args = [
@@ -252,7 +253,6 @@ fn prepare_writing_its_index_to_a_full_disk_names_it_and_leaves_nothing() {
     ];
     // The index takes ~3.5 MB.
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `seekless pwned serve -i INDEX` on a free port of 127.0.0.1, killed on
@@ -284,7 +284,7 @@ impl Drop for Upstream {
 #[cfg(feature = "update")]
 #[test]
 fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
-    let dir = tempdir("full-update");
+    let dir = TempDir::new("cli-full-update");
     let served = prepared(&dir, "served", &corpus(200_000));
     let upstream = Upstream::start(&served);
     let export =
@@ -356,13 +356,12 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
         assert_eq!(listing(&out_dir), ["pwned.idx"], "{full:?}");
         drop(mounted);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(feature = "update")]
 #[test]
 fn a_bundle_written_to_a_full_disk_names_it_and_leaves_nothing() {
-    let dir = tempdir("full-bundle");
+    let dir = TempDir::new("cli-full-bundle");
     let mut indexes = Vec::new();
     for (name, seed) in [("old", 1), ("new", 2)] {
         indexes.push(prepared(&dir, name, &corpus_of(100_000, seed)));
@@ -377,7 +376,6 @@ fn a_bundle_written_to_a_full_disk_names_it_and_leaves_nothing() {
         "{out}/changes.bundle",
     ];
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An index of `n` random SHA-1 hashes (several chunks of each range) and
@@ -393,7 +391,7 @@ fn export_source(dir: &Path, n: usize) -> PathBuf {
 
 #[test]
 fn an_export_to_a_full_disk_names_its_file_and_leaves_nothing() {
-    let dir = tempdir("full-export");
+    let dir = TempDir::new("cli-full-export");
     let index = export_source(&dir, 200_000);
     // ~8.6 MB of lines; the file system holds 1 MiB.
     let args = [
@@ -408,12 +406,11 @@ fn an_export_to_a_full_disk_names_its_file_and_leaves_nothing() {
     // it is cut off again.
     let args = ["pwned", "export", index.to_str().unwrap()];
     assert!(fails_cleanly_to(&dir, &args, 1 << 20, Some("pwned.txt")) > 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn per_range_files_on_a_full_disk_name_the_file_and_leave_nothing() {
-    let dir = tempdir("full-ranges");
+    let dir = TempDir::new("cli-full-ranges");
     let index = export_source(&dir, 1_000);
     // The first range's file takes more than the one page the file system
     // holds, and more than the file size limit.
@@ -425,5 +422,4 @@ fn per_range_files_on_a_full_disk_name_the_file_and_leave_nothing() {
         "{out}/ranges",
     ];
     assert!(fails_cleanly(&dir, &args, 4096) > 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use seekless_testkit::TempDir;
+
 mod common;
 
-use common::{SEEKLESS, prepare_index, tempdir};
+use common::{SEEKLESS, prepare_index};
 
 /// SHA-1 of "password" and of "123456" (in the index), and of
 /// "correct horse battery staple" (not in it).
@@ -53,7 +55,7 @@ fn okon(program: &str, prefix: &[String], path: &Path, hash: &str) -> Output {
 
 #[test]
 fn present_absent_and_errors_in_every_invocation() {
-    let dir = tempdir("codes");
+    let dir = TempDir::new("cli-codes");
     let path = index(&dir);
     for (program, prefix) in invocations(&dir) {
         let what = format!("{program} {prefix:?}");
@@ -92,7 +94,7 @@ fn present_absent_and_errors_in_every_invocation() {
         let n = bytes.len();
         bytes.truncate(n - 3);
         std::fs::write(&damaged, &bytes).unwrap();
-        for bad in [dir.join("missing.okon"), empty, damaged, dir.clone()] {
+        for bad in [dir.join("missing.okon"), empty, damaged, dir.to_path_buf()] {
             let out = okon(&program, &prefix, &bad, PASSWORD);
             assert_eq!(out.status.code(), Some(2), "{what} {}", bad.display());
             assert!(out.stdout.is_empty());
@@ -111,12 +113,11 @@ fn present_absent_and_errors_in_every_invocation() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{what} without --hash");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn argument_order_and_equals_forms() {
-    let dir = tempdir("forms");
+    let dir = TempDir::new("cli-forms");
     let path = index(&dir);
     let path_arg = format!("--path={}", path.display());
     let out = Command::new(SEEKLESS)
@@ -132,7 +133,6 @@ fn argument_order_and_equals_forms() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("okon"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Whether `keepassxc-cli` (Debian package `keepassxc`) is installed.
@@ -191,7 +191,7 @@ fn keepassxc_cli_reports_exactly_the_pwned_entries() {
         eprintln!("note: keepassxc-cli not installed (Debian package keepassxc); test skipped");
         return;
     }
-    let dir = tempdir("keepassxc");
+    let dir = TempDir::new("cli-keepassxc");
     let entries = [
         ("bank", "password", true),
         ("mail", "correct horse battery staple", false),
@@ -272,5 +272,4 @@ fn keepassxc_cli_reports_exactly_the_pwned_entries() {
         reported.sort();
         assert_eq!(reported, expected, "{okon:?}: {stdout}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

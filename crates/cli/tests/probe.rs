@@ -9,9 +9,11 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use seekless_testkit::TempDir;
+
 mod common;
 
-use common::{SEEKLESS, announced, prepare_index, tempdir};
+use common::{SEEKLESS, announced, prepare_index};
 
 fn probe(args: &[&str]) -> Output {
     Command::new(SEEKLESS)
@@ -37,7 +39,7 @@ impl Drop for Killed {
 
 #[test]
 fn probes_a_running_server() {
-    let dir = tempdir("probe");
+    let dir = TempDir::new("cli-probe");
     // SHA-1 of "password" and two more in its range.
     let corpus = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\n\
                   5BAA6000000000000000000000000000000000FF:2\n\
@@ -110,7 +112,6 @@ fn probes_a_running_server() {
         text(&out.stderr)
     );
     assert!(out.stdout.is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A server on 127.0.0.1 that answers one connection by reading the

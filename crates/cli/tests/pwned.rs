@@ -5,8 +5,10 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use seekless_testkit::{Rng, TempDir};
+
 mod common;
-use common::{snapshot, tempdir};
+use common::snapshot;
 
 fn seekless(args: &[&str], stdin: &[u8]) -> Output {
     common::run(args, stdin)
@@ -92,7 +94,7 @@ fn check_answers_from_the_sample_without_an_index() {
 
 #[test]
 fn prepare_check_stats_verify_export() {
-    let dir = tempdir("flow");
+    let dir = TempDir::new("cli-flow");
     let corpus = dir.join("corpus.txt");
     std::fs::write(&corpus, CORPUS).unwrap();
     let index = dir.join("pwned.idx");
@@ -213,12 +215,11 @@ fn prepare_check_stats_verify_export() {
         "{}",
         text(&out.stdout)
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_bad_line_stops_prepare_with_file_and_line() {
-    let dir = tempdir("bad");
+    let dir = TempDir::new("cli-bad");
     let corpus = dir.join("corpus.txt");
     std::fs::write(
         &corpus,
@@ -268,7 +269,6 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a seekless pwned index"));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A build killed with SIGKILL while it spills and writes leaves nothing
@@ -276,7 +276,7 @@ fn a_bad_line_stops_prepare_with_file_and_line() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_killed_prepare_leaves_no_files() {
-    let dir = tempdir("killed");
+    let dir = TempDir::new("cli-killed");
     let input = dir.join("corpus.txt");
     let mut text = String::with_capacity(400_000 * 48);
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
@@ -329,7 +329,6 @@ fn a_killed_prepare_leaves_no_files() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(files(&out_dir), Vec::<String>::new());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn refused(out: &Output, what: &str) {
@@ -341,7 +340,7 @@ fn refused(out: &Output, what: &str) {
 
 #[test]
 fn commands_never_write_over_their_input() {
-    let dir = tempdir("self-overwrite");
+    let dir = TempDir::new("cli-self-overwrite");
     let corpus = dir.join("same.txt");
     std::fs::write(&corpus, CORPUS).unwrap();
     let index = common::prepare_index(CORPUS, &dir.join("c.txt"), &dir.join("p.idx"));
@@ -407,21 +406,18 @@ fn commands_never_write_over_their_input() {
     // Another output in the same places works.
     let out = prepare(&corpus, &dir.join("other.idx"), &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
-    let dir = tempdir("sorted-stdin");
+    let dir = TempDir::new("cli-sorted-stdin");
     // 250,000 distinct hashes, sorted: about 11 MB, three read chunks.
-    let mut state = 0x5eed_u64;
+    let mut rng = Rng::lcg(0x5eed);
     let mut lines: Vec<String> = (0..250_000)
         .map(|i| {
             let mut hex = String::new();
             while hex.len() < 40 {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                let state = rng.next_u64();
                 hex.push_str(&format!("{:016X}", state ^ (state >> 29)));
             }
             hex.truncate(40);
@@ -514,12 +510,11 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
     let mut want = sorted.replace("\r\n", "\n");
     want.push('\n');
     assert!(exports[0] == want.as_bytes());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() {
-    let dir = tempdir("compact");
+    let dir = TempDir::new("cli-compact");
     let corpus = dir.join("corpus.txt");
     // Two hashes that share their top 64 bits (and differ after).
     let twin = "5BAA61E4C9B93F3F0000000000000000000000AA:10\n";
@@ -609,12 +604,11 @@ fn a_compact_index_answers_check_and_okon_and_refuses_what_needs_whole_hashes() 
             text(&out.stderr)
         );
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_subset_answers_0_for_the_hashes_it_left_out() {
-    let dir = tempdir("subset");
+    let dir = TempDir::new("cli-subset");
     let corpus = dir.join("corpus.txt");
     std::fs::write(&corpus, CORPUS).unwrap();
     let index = dir.join("top.idx");
@@ -688,12 +682,11 @@ fn a_subset_answers_0_for_the_hashes_it_left_out() {
         );
     }
     assert_eq!(files(&dir), ["corpus.txt", "top.idx"]);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn check_reports_malformed_inputs_by_line() {
-    let dir = tempdir("check-lines");
+    let dir = TempDir::new("cli-check-lines");
     let corpus = dir.join("corpus.txt");
     std::fs::write(&corpus, CORPUS).unwrap();
     let index = dir.join("pwned.idx");
@@ -751,13 +744,12 @@ fn check_reports_malformed_inputs_by_line() {
     let out = seekless(&["pwned", "check", "-i", idx], b"password\n\xff\xfe\n");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr), "-:2: not UTF-8\n");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn inputs_of_the_wrong_kind_are_named_or_read() {
     use std::io::Write as _;
-    let dir = tempdir("wrong-kind");
+    let dir = TempDir::new("cli-wrong-kind");
     let corpus = dir.join("corpus.txt");
     std::fs::write(&corpus, CORPUS).unwrap();
     let plain = dir.join("plain.idx");
@@ -852,7 +844,6 @@ fn inputs_of_the_wrong_kind_are_named_or_read() {
             "{args:?}"
         );
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `pwned check` on a terminal (a pseudo-terminal from util-linux's
@@ -943,7 +934,7 @@ fn random_corpus(hex: usize, n: usize, seed: u64) -> String {
 /// NTLM; `--min-count` leaves out the rarer hashes in both forms.
 #[test]
 fn export_ranges_reads_back_as_the_same_index() {
-    let dir = tempdir("export-ranges");
+    let dir = TempDir::new("cli-export-ranges");
     let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
     for (kind, hex) in [("sha1", 40), ("ntlm", 32)] {
         let corpus = random_corpus(hex, 20_000, 0x9E37_79B9 + hex as u64);
@@ -1006,14 +997,13 @@ fn export_ranges_reads_back_as_the_same_index() {
         assert!(!want.is_empty() && want.len() < 20_000);
         assert_eq!(text(&common).lines().collect::<Vec<_>>(), want);
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A directory in the way of `export --ranges` (not empty, or a file) is
 /// refused before anything is written, and left as it was.
 #[test]
 fn export_ranges_refuses_what_is_in_the_way() {
-    let dir = tempdir("export-refused");
+    let dir = TempDir::new("cli-export-refused");
     let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let index = d("p.idx");
     common::prepare_index(CORPUS, &dir.join("p.txt"), Path::new(&index));
@@ -1039,7 +1029,6 @@ fn export_ranges_refuses_what_is_in_the_way() {
         args.extend_from_slice(extra);
         assert_eq!(seekless(&args, b"").status.code(), Some(2), "{extra:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `text` as UTF-16 after its byte-order mark, as Windows PowerShell 5.1's
@@ -1057,7 +1046,7 @@ fn utf16(text: &str, big: bool) -> Vec<u8> {
 #[test]
 fn corpora_written_on_windows_are_read() {
     use std::io::Write as _;
-    let dir = tempdir("windows-text");
+    let dir = TempDir::new("cli-windows-text");
     // Larger than prepare maps (8 MiB), CRLF as Windows writes.
     let corpus = random_corpus(40, 200_000, 77).replace('\n', "\r\n");
     let plain = dir.join("plain.txt");
@@ -1127,5 +1116,4 @@ fn corpora_written_on_windows_are_read() {
         assert!(!index.exists());
     }
     assert!(text(&prepare(&no_mark, &dir.join("r.idx"), &[]).stderr).contains("iconv -f UTF-16LE"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,36 +10,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use seekless_testkit::{Rng, TempDir};
+
 mod common;
 
-use common::{SEEKLESS, announced, prepare_index, tempdir};
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use common::{SEEKLESS, announced, prepare_index};
 
 /// A corpus of `hex_len`-digit hashes: many in a few ranges (some sharing
 /// more than the prefix), and singletons spread over the space; mixed case.
 fn corpus(hex_len: usize, seed: u64) -> String {
-    let mut state = seed;
+    let mut rng = Rng::splitmix64(seed);
     let mut text = String::new();
-    let hex = |state: &mut u64, prefix: Option<&str>| -> String {
-        let mut h = String::new();
-        while h.len() < hex_len {
-            h.push_str(&format!("{:016x}", splitmix(state)));
-        }
-        h.truncate(hex_len);
+    let hex = |rng: &mut Rng, prefix: Option<&str>| -> String {
+        let mut h = seekless_testkit::hex(rng, hex_len).to_lowercase();
         if let Some(p) = prefix {
             h.replace_range(..p.len(), p);
         }
         h
     };
     for r in 0..40 {
-        let prefix = format!("{:05X}", splitmix(&mut state) % (1 << 20));
+        let prefix = format!("{:05X}", rng.below(1 << 20));
         for i in 0..30 {
             // Some share 8 digits, so the suffixes differ late.
             let p = if i % 3 == 0 {
@@ -47,19 +37,19 @@ fn corpus(hex_len: usize, seed: u64) -> String {
             } else {
                 prefix.clone()
             };
-            let mut h = hex(&mut state, Some(&p));
+            let mut h = hex(&mut rng, Some(&p));
             if (r + i) % 2 == 0 {
                 h = h.to_uppercase();
             }
-            text.push_str(&format!("{h}:{}\r\n", 1 + splitmix(&mut state) % 100_000));
+            text.push_str(&format!("{h}:{}\r\n", 1 + rng.below(100_000)));
         }
     }
     // The edges of the space.
     text.push_str(&format!("{}:7\n", "0".repeat(hex_len)));
     text.push_str(&format!("{}:4294967295\n", "F".repeat(hex_len)));
     for _ in 0..300 {
-        let h = hex(&mut state, None);
-        text.push_str(&format!("{h}:{}\n", 1 + splitmix(&mut state) % 50));
+        let h = hex(&mut rng, None);
+        text.push_str(&format!("{h}:{}\n", 1 + rng.below(50)));
     }
     text
 }
@@ -71,8 +61,8 @@ fn prepare(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// A SHA-1 index of a generated corpus in a fresh directory: (the
 /// directory, the index, its ranges as the server must answer them).
-fn sha1_index(what: &str, seed: u64) -> (PathBuf, PathBuf, BTreeMap<String, Vec<u8>>) {
-    let dir = tempdir(what);
+fn sha1_index(what: &str, seed: u64) -> (TempDir, PathBuf, BTreeMap<String, Vec<u8>>) {
+    let dir = TempDir::new(&format!("cli-{what}"));
     let index = prepare(&dir, "sha1", &corpus(40, seed));
     let expected = expected_ranges(&index);
     (dir, index, expected)
@@ -272,7 +262,7 @@ fn wait_healthy(server: &Server) -> Response {
 
 #[test]
 fn every_range_matches_export_to_the_byte() {
-    let (dir, index, expected) = sha1_index("ranges", 1);
+    let (_dir, index, expected) = sha1_index("ranges", 1);
     assert!(expected.len() > 300, "{} ranges", expected.len());
     let server = Server::start(&[&index], &[]);
     for (prefix, body) in &expected {
@@ -344,10 +334,10 @@ fn every_range_matches_export_to_the_byte() {
     }
     drop(cached);
     // Empty ranges: an empty 200 body.
-    let mut state = 99;
+    let mut rng = Rng::splitmix64(99);
     let mut empty = 0;
     while empty < 100 {
-        let prefix = format!("{:05X}", splitmix(&mut state) % (1 << 20));
+        let prefix = format!("{:05X}", rng.below(1 << 20));
         if expected.contains_key(&prefix) {
             continue;
         }
@@ -355,12 +345,11 @@ fn every_range_matches_export_to_the_byte() {
         assert_eq!((r.status, r.body.len()), (200, 0), "{prefix}");
         empty += 1;
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn padding_only_when_asked_and_never_shadowing() {
-    let (dir, index, expected) = sha1_index("padding", 2);
+    let (_dir, index, expected) = sha1_index("padding", 2);
     let server = Server::start(&[&index], &[]);
     let (prefix, real) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
     let real_lines: Vec<&str> = std::str::from_utf8(real).unwrap().split("\r\n").collect();
@@ -420,12 +409,11 @@ fn padding_only_when_asked_and_never_shadowing() {
         let r = server.get(&format!("/range/{prefix}"), headers);
         assert_eq!(r.body, *real, "{headers:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn ntlm_mode() {
-    let dir = tempdir("ntlm");
+    let dir = TempDir::new("cli-ntlm");
     let sha1 = prepare(&dir, "sha1", &corpus(40, 3));
     let ntlm = prepare(&dir, "ntlm", &corpus(32, 4));
     let expected = expected_ranges(&ntlm);
@@ -476,12 +464,11 @@ fn ntlm_mode() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("both SHA-1 indexes"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn error_statuses_and_cors() {
-    let dir = tempdir("errors");
+    let dir = TempDir::new("cli-errors");
     let index = prepare(&dir, "sha1", &corpus(40, 5));
     let mut server = Server::start(&[&index], &[]);
     for path in [
@@ -538,7 +525,6 @@ fn error_statuses_and_cors() {
     let r = server.request("HEAD", "/range/5BAA6", &[]);
     assert_eq!((r.status, r.body.len()), (200, 0));
     assert!(server.alive());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -627,12 +613,11 @@ fn compression_and_revalidation() {
     let rebuilt = prepare(&dir, "rebuilt", &corpus(40, 7));
     let server = Server::start(&[&rebuilt], &[]);
     assert_ne!(server.get(&path, &[]).header("etag"), Some(etag.as_str()));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn health_logs_and_graceful_shutdown() {
-    let dir = tempdir("health");
+    let dir = TempDir::new("cli-health");
     let index = prepare(&dir, "sha1", &corpus(40, 8));
     let mut server = Server::start(&[&index], &[]);
     let health = wait_healthy(&server);
@@ -680,12 +665,11 @@ fn health_logs_and_graceful_shutdown() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn hostile_requests_never_crash_the_server() {
-    let (dir, index, expected) = sha1_index("hostile", 9);
+    let (_dir, index, expected) = sha1_index("hostile", 9);
     let (prefix, body) = expected.iter().next().unwrap();
     let good = format!("/range/{prefix}");
     let mut server = Server::start(&[&index], &[]);
@@ -772,7 +756,6 @@ fn hostile_requests_never_crash_the_server() {
     drop(idle);
     assert!(server.alive());
     assert_eq!(server.get(&good, &[]).body, *body);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -852,7 +835,6 @@ fn a_replaced_index_is_served_without_dropping_requests() {
         stderr.contains("SIGHUP: no index file was replaced"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `seekless pwned update INDEX --base-url URL EXTRA…`.
@@ -921,7 +903,6 @@ fn update_from_serve_equals_the_served_index() {
             "{stats}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(feature = "update")]
@@ -1000,12 +981,11 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("range 00000"), "{stderr}");
     assert_eq!(std::fs::read(&index).unwrap(), kept);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn listen_takes_names_and_bare_ports_and_names_what_failed() {
-    let dir = tempdir("listen");
+    let dir = TempDir::new("cli-listen");
     let index = prepare(&dir, "sha1", &corpus(40, 9));
     let announce = |listen: &str| {
         let mut child = Command::new(SEEKLESS)
@@ -1051,5 +1031,4 @@ fn listen_takes_names_and_bare_ports_and_names_what_failed() {
         assert!(stderr.contains(&wanted), "{listen}: {stderr}");
     }
     drop(taken);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -12,8 +12,10 @@ use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
+use seekless_testkit::{TempDir, write_atomic};
+
 mod common;
-use common::{SEEKLESS, prepare_index, tempdir};
+use common::{SEEKLESS, prepare_index};
 
 /// A certificate authority made for one test, and certificates it signs
 /// for `localhost` and 127.0.0.1.
@@ -50,14 +52,6 @@ impl Authority {
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
     }
-}
-
-/// Writes `text` to `path` by renaming a complete file over it, as a
-/// certificate renewal does.
-fn replace(path: &Path, text: &str) {
-    let partial = path.with_extension("partial");
-    std::fs::write(&partial, text).unwrap();
-    std::fs::rename(&partial, path).unwrap();
 }
 
 /// A running `serve`, killed on drop, with its stderr lines as they come.
@@ -202,8 +196,8 @@ const CORPUS: &str = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\n\
 
 /// A directory with an index of [`CORPUS`] and a certificate and key from
 /// `ca` written in it.
-fn setup(what: &str, ca: &Authority) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
-    let dir = tempdir(what);
+fn setup(what: &str, ca: &Authority) -> (TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = TempDir::new(&format!("cli-{what}"));
     let index = prepare_index(CORPUS, &dir.join("corpus.txt"), &dir.join("pwned.idx"));
     let (cert, key) = ca.sign();
     let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
@@ -230,7 +224,7 @@ fn tls_args<'a>(index: &'a Path, cert: &'a Path, key: &'a Path) -> Vec<&'a str> 
 #[test]
 fn https_beside_http_answers_the_same_by_http2_and_http1() {
     let ca = Authority::new("seekless test CA");
-    let (dir, index, cert, key) = setup("tls-alpn", &ca);
+    let (_dir, index, cert, key) = setup("tls-alpn", &ca);
     let server = Server::start(&tls_args(&index, &cert, &key));
     runtime().block_on(async {
         let plain = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -269,13 +263,12 @@ fn https_beside_http_answers_the_same_by_http2_and_http1() {
         let refused = stranger.get(server.https()).send().await;
         assert!(refused.is_err());
     });
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_renewed_certificate_serves_new_connections_and_open_ones_go_on() {
     let ca = Authority::new("seekless test CA");
-    let (dir, index, cert, key) = setup("tls-renew", &ca);
+    let (_dir, index, cert, key) = setup("tls-renew", &ca);
     let first_cert = std::fs::read_to_string(&cert).unwrap();
     let server = Server::start(&tls_args(&index, &cert, &key));
     runtime().block_on(async {
@@ -287,8 +280,8 @@ fn a_renewed_certificate_serves_new_connections_and_open_ones_go_on() {
         // Renewed: a new pair renamed over the files (noticed within a
         // second, no signal).
         let (second_cert, second_key) = ca.sign();
-        replace(&key, &second_key);
-        replace(&cert, &second_cert);
+        write_atomic(&key, &second_key);
+        write_atomic(&cert, &second_cert);
         server.wait_for("new TLS connections get the certificate now in");
         let fresh = client(&ca.pem(), false).get(&url).send().await.unwrap();
         assert_eq!(peer(&fresh), der(&second_cert));
@@ -299,7 +292,7 @@ fn a_renewed_certificate_serves_new_connections_and_open_ones_go_on() {
         assert_eq!(peer(&again), der(&first_cert));
 
         // A broken key: reported once, the pair before kept.
-        replace(
+        write_atomic(
             &key,
             "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n",
         );
@@ -315,11 +308,11 @@ fn a_renewed_certificate_serves_new_connections_and_open_ones_go_on() {
         assert_eq!(peer(&still), der(&second_cert));
         // The key of another certificate: the pair is refused, named.
         let (_, stranger_key) = ca.sign();
-        replace(&key, &stranger_key);
+        write_atomic(&key, &stranger_key);
         let message = server.wait_for_line("the TLS certificate was not reloaded");
         assert!(message.contains("do not make a pair"), "{message}");
         // The key that matches again.
-        replace(&key, &second_key);
+        write_atomic(&key, &second_key);
         server.wait_for("new TLS connections get the certificate now in");
         // SIGHUP reads the pair again even when nothing changed.
         server.hangup();
@@ -343,7 +336,6 @@ fn a_renewed_certificate_serves_new_connections_and_open_ones_go_on() {
             "{text}"
         );
     });
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 impl Server {
@@ -364,7 +356,7 @@ impl Server {
 #[test]
 fn plain_http_and_garbage_to_the_tls_port_are_closed_and_counted() {
     let ca = Authority::new("seekless test CA");
-    let (dir, index, cert, key) = setup("tls-plain", &ca);
+    let (_dir, index, cert, key) = setup("tls-plain", &ca);
     let server = Server::start(&tls_args(&index, &cert, &key));
     let port = server.https().rsplit(':').next().unwrap().to_string();
     for request in [
@@ -401,7 +393,6 @@ fn plain_http_and_garbage_to_the_tls_port_are_closed_and_counted() {
         );
     });
     assert_eq!(server.stderr_so_far(), Vec::<String>::new());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -468,7 +459,6 @@ fn a_bad_pair_at_start_is_an_error_naming_the_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tls-cert"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `GET url` on a plain address: (status, body).
@@ -510,7 +500,7 @@ fn healthy(server: &Server) -> (u16, String) {
 
 #[test]
 fn max_age_fails_health_for_an_old_index_and_flags_turn_endpoints_off() {
-    let dir = tempdir("max-age");
+    let dir = TempDir::new("cli-max-age");
     let index = prepare_index(CORPUS, &dir.join("corpus.txt"), &dir.join("pwned.idx"));
     let index_arg = index.to_str().unwrap();
     let listen = ["--listen", "127.0.0.1:0"];
@@ -582,13 +572,12 @@ fn max_age_fails_health_for_an_old_index_and_flags_turn_endpoints_off() {
             "{age}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn several_addresses_are_announced_and_served() {
     let ca = Authority::new("seekless test CA");
-    let (dir, index, cert, key) = setup("tls-many", &ca);
+    let (_dir, index, cert, key) = setup("tls-many", &ca);
     let mut args = tls_args(&index, &cert, &key);
     args.extend(["--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"]);
     let mut child = Command::new(SEEKLESS)
@@ -629,5 +618,4 @@ fn several_addresses_are_announced_and_served() {
     });
     let _ = child.kill();
     let _ = child.wait();
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use seekless_pwned::{Index, Kind};
 
+use seekless_testkit::TempDir;
+
 mod common;
 
-use common::{SEEKLESS, tempdir};
+use common::SEEKLESS;
 
 /// Every variable that would send the child elsewhere or make it trust
 /// other CAs: removed from each run, then set as the test says.
@@ -405,7 +407,7 @@ fn short_run(
 
 #[test]
 fn http_proxy_is_read_as_curl_reads_it_and_no_proxy_goes_around_it() {
-    let dir = tempdir("proxy-http");
+    let dir = TempDir::new("cli-proxy-http");
     let upstream = Upstream::start(None, STOP);
     let url = PROXY;
     let ip = upstream.url("http", "127.0.0.1");
@@ -447,14 +449,13 @@ fn http_proxy_is_read_as_curl_reads_it_and_no_proxy_goes_around_it() {
         let through = short_run(&dir, &upstream, base, &env, &[]);
         assert_eq!(through, proxied, "{base} {list}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A TLS range server whose certificate a CA made for the test signed;
 /// PEM files in a fresh directory: `ours` holds that
 /// CA, `theirs` another one, `both` the two.
 struct Tls {
-    dir: PathBuf,
+    dir: TempDir,
     upstream: Upstream,
     base: String,
     ours: String,
@@ -464,7 +465,7 @@ struct Tls {
 
 impl Tls {
     fn start(what: &str, stop: u32) -> Tls {
-        let dir = tempdir(what);
+        let dir = TempDir::new(&format!("cli-{what}"));
         let ca = Ca::new("seekless test CA");
         let other = Ca::new("some other CA");
         let upstream = Upstream::start(Some(ca.server()), stop);
@@ -534,7 +535,6 @@ fn a_full_update_over_tls_through_a_connect_proxy_with_an_added_ca() {
     assert_eq!(proxy.seen.forwarded.load(Ordering::Relaxed), 0);
     let auth: Vec<String> = proxy.seen.auth.lock().unwrap().iter().cloned().collect();
     assert_eq!(auth, ["Basic dXNlcjpzZWNyZXQ="], "user:secret");
-    std::fs::remove_dir_all(&tls.dir).unwrap();
 }
 
 #[test]
@@ -583,7 +583,6 @@ fn the_system_store_is_trusted_and_added_cas_go_beside_it() {
     ] {
         assert_eq!(tls.short_run(env, extra), proxied, "{env:?} {extra:?}");
     }
-    std::fs::remove_dir_all(&tls.dir).unwrap();
 }
 
 #[test]
@@ -618,12 +617,11 @@ fn a_certificate_no_trusted_ca_signed_is_refused_at_once() {
         assert!(!index.exists());
     }
     assert_eq!(tls.upstream.served.load(Ordering::Relaxed), 0);
-    std::fs::remove_dir_all(&tls.dir).unwrap();
 }
 
 #[test]
 fn bad_ca_files_and_proxy_urls_stop_the_update_before_any_request() {
-    let dir = tempdir("proxy-refused");
+    let dir = TempDir::new("cli-proxy-refused");
     // A server that must never see a connection.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -679,5 +677,4 @@ fn bad_ca_files_and_proxy_urls_stop_the_update_before_any_request() {
         io::ErrorKind::WouldBlock,
         "no request was sent"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -21,9 +21,7 @@ use seekless_exhash::bench::{
 };
 use seekless_exhash::{ExHash, MemoryStore, PageStore};
 
-#[path = "../../../benches/measure.rs"]
-mod measure;
-use measure::median;
+use seekless_testkit::measure::median;
 
 fn measure_hashbrown(pairs: &[(u64, u64)]) -> (f64, f64, f64) {
     let (put, get, map) = time_map(
@@ -197,8 +195,7 @@ fn bulk_once(pairs: &[(u64, u64)], path: Option<&std::path::Path>, by_load: bool
 /// insert at a time and by `ExHash::load`, in turn, each committed once.
 fn file_bulk_load(n: usize, runs: usize) {
     let pairs = pairs(n, Pattern::Random);
-    let dir = std::env::temp_dir().join(format!("exhash-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = seekless_testkit::TempDir::new("exhash-bench");
     let ways = [("insert, one pair at a time", false), ("`load`", true)];
     // [way][memory, file, commit, file without its commit]
     let mut times = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new()]; ways.len()];
@@ -215,7 +212,7 @@ fn file_bulk_load(n: usize, runs: usize) {
             std::fs::remove_file(&path).unwrap();
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
     println!("\nbulk load of {n} random pairs, one commit, median of {runs} runs");
     // The last column leaves out the commit, whose wait is mostly for
     // the device to make the pages durable: it is the table's own cost of

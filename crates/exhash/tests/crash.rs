@@ -8,6 +8,7 @@ use std::io;
 use std::rc::Rc;
 
 use seekless_exhash::{Device, ErrorKind, ExHash, FileStore};
+use seekless_testkit::Rng;
 
 mod common;
 use common::scratch;
@@ -120,13 +121,6 @@ impl Device for SimDevice {
     }
 }
 
-fn lcg(x: &mut u64) -> u64 {
-    *x = x
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    *x >> 11
-}
-
 /// Random rounds of puts (values of every width), overwrites and deletes,
 /// each ending in a commit whose every write is crash-checked.
 #[test]
@@ -136,15 +130,15 @@ fn crash_after_every_write_reopens_a_commit() {
     let mut model: HashMap<u64, u64> = HashMap::new();
     let mut committed: State = Vec::new();
     let mut history = vec![committed.clone()];
-    let mut x = 7u64;
+    let mut x = Rng::lcg(7);
     let rounds = if cfg!(debug_assertions) { 8 } else { 30 };
     for round in 0..rounds {
         let ops = if round % 3 == 2 { 1500 } else { 400 };
         for _ in 0..ops {
-            let k = lcg(&mut x) % 4000;
-            match lcg(&mut x) % 10 {
+            let k = (x.next_u64() >> 11) % 4000;
+            match (x.next_u64() >> 11) % 10 {
                 0..=5 => {
-                    let v = lcg(&mut x) >> (lcg(&mut x) % 64);
+                    let v = (x.next_u64() >> 11) >> ((x.next_u64() >> 11) % 64);
                     assert_eq!(table.insert(k, v), model.insert(k, v));
                 }
                 _ => assert_eq!(table.remove(k), model.remove(&k)),
@@ -178,15 +172,15 @@ fn crash_after_every_write_reopens_a_commit() {
     // Hostile files: flipped bytes and truncations never panic, and what
     // opens is some committed state.
     let image = sim.borrow().durable.clone();
-    let mut y = 99u64;
+    let mut y = Rng::lcg(99);
     for i in 0..400 {
         let mut bad = image.clone();
         let at = if i < 100 {
-            (lcg(&mut y) % 8192) as usize
+            ((y.next_u64() >> 11) % 8192) as usize
         } else {
-            (lcg(&mut y) as usize) % bad.len()
+            ((y.next_u64() >> 11) as usize) % bad.len()
         };
-        bad[at] ^= 1 << (lcg(&mut y) % 8);
+        bad[at] ^= 1 << ((y.next_u64() >> 11) % 8);
         if let Ok(t) = ExHash::open_on(bad) {
             assert!(
                 history.contains(&contents(&t)),
@@ -264,7 +258,7 @@ fn crc32c(data: &[u8]) -> u32 {
 
 #[test]
 fn file_roundtrip_on_disk() {
-    let (dir, path) = scratch("roundtrip");
+    let (_dir, path) = scratch("roundtrip");
     let mut table = ExHash::open_or_create(&path).unwrap();
     for i in 0..20_000u64 {
         table.insert(i * 4096, i);
@@ -287,14 +281,13 @@ fn file_roundtrip_on_disk() {
     assert_eq!(reopened.get(4096 * 15_000), Some(15_000));
     assert_eq!(reopened.get(1), Some(2));
     reopened.check_invariants().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A commit of more pages than one write takes, then one that reuses
 /// freed slots here and there: both reopen to what was committed.
 #[test]
 fn large_commits_on_disk_reopen() {
-    let (dir, path) = scratch("large");
+    let (_dir, path) = scratch("large");
     let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut table = ExHash::open_or_create(&path).unwrap();
     let n = 300_000u64;
@@ -318,7 +311,6 @@ fn large_commits_on_disk_reopen() {
         assert_eq!(reopened.get(key(i)), Some(want), "key {i}");
     }
     reopened.check_invariants().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

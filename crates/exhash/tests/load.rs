@@ -69,7 +69,7 @@ fn a_load_holds_what_inserts_would() {
 
 #[test]
 fn a_load_on_disk_writes_its_pages_once_and_commits_them() {
-    let (dir, path) = scratch("disk");
+    let (_dir, path) = scratch("disk");
     let n = big();
     let first: Vec<(u64, u64)> = (0..n).map(|i| (key(i), i)).collect();
     let mut table = ExHash::open_or_create(&path).unwrap();
@@ -108,7 +108,6 @@ fn a_load_on_disk_writes_its_pages_once_and_commits_them() {
     want.sort_unstable();
     assert_eq!(contents(&reopened), want);
     reopened.check_invariants().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// How the second handle of [`Shared`] fails.

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use seekless_exhash::ExHash;
+use seekless_testkit::Rng;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -132,14 +133,9 @@ fn n() -> u64 {
 
 #[test]
 fn random_keys_split_and_merge() {
-    let mut x = 42u64;
+    let mut rng = Rng::lcg(42);
     let keys: Vec<u64> = (0..n())
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x
-        })
+        .map(|_| rng.next_u64())
         .collect::<std::collections::HashSet<_>>()
         .into_iter()
         .collect();

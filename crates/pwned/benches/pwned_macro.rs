@@ -36,27 +36,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, NoProgress, build};
-
-mod common;
-use common::Rng;
-#[path = "../../../benches/measure.rs"]
-mod measure;
-use measure::{drop_cache, median, seconds};
+use seekless_testkit::Rng;
+use seekless_testkit::measure::{drop_cache, median, seconds};
 
 /// The next hash of a corpus, and its count.
 fn member(rng: &mut Rng) -> (Key, u32) {
     let key = Key {
-        hi: rng.next(),
-        mid: rng.next(),
-        lo: rng.next() as u32,
+        hi: rng.next_u64(),
+        mid: rng.next_u64(),
+        lo: rng.next_u64() as u32,
     };
-    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let u = rng.unit();
     let count = (1.0 / u.max(1e-12)).min(50_000_000.0) as u32;
     (key, count.max(1))
 }
 
 fn members(n: usize) -> Vec<(Key, u32)> {
-    let mut rng = Rng(0x5EEC_1E55 ^ n as u64);
+    let mut rng = Rng::xorshift64star(0x5EEC_1E55 ^ n as u64);
     (0..n).map(|_| member(&mut rng)).collect()
 }
 
@@ -70,19 +66,19 @@ fn generate(n: usize, path: &Path) {
     }
     let mut all = members(n);
     all.sort_by_key(|&(_, c)| Reverse(c));
-    let tmp = path.with_extension("tmp");
-    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).unwrap());
-    let mut line = Vec::with_capacity(64);
-    for (key, count) in all {
-        line.clear();
-        key.write_hex(Kind::Sha1, &mut line);
-        line.push(b':');
-        line.extend_from_slice(count.to_string().as_bytes());
-        line.extend_from_slice(b"\r\n");
-        out.write_all(&line).unwrap();
-    }
-    out.into_inner().unwrap().sync_all().unwrap();
-    std::fs::rename(tmp, path).unwrap();
+    seekless_testkit::write_via_temp(path, |tmp| {
+        let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(tmp).unwrap());
+        let mut line = Vec::with_capacity(64);
+        for (key, count) in all {
+            line.clear();
+            key.write_hex(Kind::Sha1, &mut line);
+            line.push(b':');
+            line.extend_from_slice(count.to_string().as_bytes());
+            line.extend_from_slice(b"\r\n");
+            out.write_all(&line).unwrap();
+        }
+        out.flush().unwrap();
+    });
 }
 
 /// Writes `n` lines to standard output: uniform random hashes with the
@@ -94,7 +90,7 @@ fn generate(n: usize, path: &Path) {
 fn emit(n: u64, sorted: bool) {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let pairs: [[u8; 2]; 256] = std::array::from_fn(|b| [DIGITS[b >> 4], DIGITS[b & 15]]);
-    let mut rng = Rng(0xE417 ^ n);
+    let mut rng = Rng::xorshift64star(0xE417 ^ n);
     let mut out = std::io::stdout().lock();
     let mut buf = vec![0u8; (1 << 20) + 64];
     let mut len = 0;
@@ -454,16 +450,16 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let index = Index::open(index_path).unwrap();
     shell(&format!("cat {} > /dev/null", index_path.display()));
     let all = members(n);
-    let mut rng = Rng(42);
+    let mut rng = Rng::xorshift64star(42);
     let queries: Vec<Key> = (0..2_000_000)
         .map(|i| {
             if i % 2 == 0 {
-                all[(rng.next() % n as u64) as usize].0
+                all[(rng.next_u64() % n as u64) as usize].0
             } else {
                 Key {
-                    hi: rng.next(),
-                    mid: rng.next(),
-                    lo: rng.next() as u32,
+                    hi: rng.next_u64(),
+                    mid: rng.next_u64(),
+                    lo: rng.next_u64() as u32,
                 }
             }
         })
@@ -536,11 +532,11 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
     let can_drop = index.drop_cached_pages().is_ok();
     for i in 0..cold {
         let key = if i % 2 == 0 {
-            all[(rng.next() % n as u64) as usize].0
+            all[(rng.next_u64() % n as u64) as usize].0
         } else {
             Key {
-                hi: rng.next(),
-                mid: rng.next(),
+                hi: rng.next_u64(),
+                mid: rng.next_u64(),
                 lo: 0,
             }
         };

@@ -36,22 +36,23 @@ use std::time::{Duration, Instant};
 
 use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, decode_body, parse_range};
 
-mod common;
-use common::Rng;
+use seekless_testkit::Rng;
 
 /// `per_range` random hashes in range `prefix`, sorted, with counts; the
 /// `variant` changes the content of about 1% of the ranges.
 fn range(prefix: u32, per_range: usize, variant: u64, out: &mut Vec<(Key, u64)>) {
     let changed = variant != 0 && prefix % 100 == 7;
-    let mut rng = Rng(0x5EEC_1E55 ^ (u64::from(prefix) << 8) ^ if changed { variant } else { 0 });
+    let mut rng = Rng::xorshift64star(
+        0x5EEC_1E55 ^ (u64::from(prefix) << 8) ^ if changed { variant } else { 0 },
+    );
     out.clear();
     for _ in 0..per_range {
         let key = Key {
-            hi: (u64::from(prefix) << 44) | (rng.next() >> 20),
-            mid: rng.next(),
-            lo: rng.next() as u32,
+            hi: (u64::from(prefix) << 44) | (rng.next_u64() >> 20),
+            mid: rng.next_u64(),
+            lo: rng.next_u64() as u32,
         };
-        out.push((key, 1 + rng.next() % 1000));
+        out.push((key, 1 + rng.next_u64() % 1000));
     }
     out.sort();
     out.dedup_by_key(|(k, _)| *k);
@@ -62,24 +63,25 @@ fn generate(path: &Path, per_range: usize, variant: u64) {
         return;
     }
     let started = Instant::now();
-    let tmp = path.with_extension("tmp");
-    let file = std::fs::File::create(&tmp).unwrap();
-    let mut writer = SortedWriter::new(
-        BufWriter::with_capacity(1 << 20, file),
-        Kind::Sha1,
-        Some(per_range as u64 * u64::from(RANGES)),
-    )
-    .unwrap();
-    let mut items = Vec::new();
-    for prefix in 0..RANGES {
-        range(prefix, per_range, variant, &mut items);
-        for &(key, count) in &items {
-            writer.push(key, count).unwrap();
+    let written = seekless_testkit::write_via_temp(path, |tmp| {
+        let file = std::fs::File::create(tmp).unwrap();
+        let mut writer = SortedWriter::new(
+            BufWriter::with_capacity(1 << 20, file),
+            Kind::Sha1,
+            Some(per_range as u64 * u64::from(RANGES)),
+        )
+        .unwrap();
+        let mut items = Vec::new();
+        for prefix in 0..RANGES {
+            range(prefix, per_range, variant, &mut items);
+            for &(key, count) in &items {
+                writer.push(key, count).unwrap();
+            }
         }
-    }
-    let (out, written) = writer.finish(None).unwrap();
-    out.into_inner().unwrap().sync_all().unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+        let (mut out, written) = writer.finish(None).unwrap();
+        out.flush().unwrap();
+        written
+    });
     println!(
         "generated {} ({} hashes, {} bytes) in {:.1} s",
         path.display(),

@@ -10,9 +10,10 @@ use seekless_pwned::{
     BuildOptions, Index, Input, Key, Kind, PAD_MIN, RangeApi, Served, build_to_vec, parse_range,
     range_etag,
 };
+use seekless_testkit::Rng;
 
 mod common;
-use common::{corpus, expected, get, index, splitmix};
+use common::{corpus, expected, get, index};
 
 fn app(api: &RangeApi) -> Router {
     Router::new()
@@ -48,9 +49,9 @@ async fn mounted_under_a_path_it_answers_every_range_to_the_byte() {
         }
     }
     // Empty ranges answer an empty body.
-    let mut state = 3;
+    let mut rng = Rng::splitmix64(3);
     for _ in 0..50 {
-        let prefix = format!("{:05X}", splitmix(&mut state) % (1 << 20));
+        let prefix = format!("{:05X}", rng.below(1 << 20));
         if !want_sha1.contains_key(&prefix) {
             let reply = get(&mut app, &format!("/pwned/range/{prefix}"), &[]).await;
             assert_eq!((reply.status, reply.body.len()), (StatusCode::OK, 0));

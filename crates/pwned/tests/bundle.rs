@@ -11,33 +11,26 @@ use seekless_pwned::{
     BuildOptions, BundleReader, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, SortedWriter,
     Source, UpdateOptions, build_to_vec, diff, identity, update, write_bundle,
 };
+use seekless_testkit::{Rng, TempDir};
 
 type Corpus = BTreeMap<Key, u64>;
 /// Validators by prefix.
 type Validators = BTreeMap<u32, Vec<u8>>;
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
-    let mut state = seed;
+    let mut rng = Rng::splitmix64(seed);
     (0..n)
         .map(|_| {
             let key = Key {
-                hi: splitmix(&mut state),
-                mid: splitmix(&mut state),
+                hi: rng.next_u64(),
+                mid: rng.next_u64(),
                 lo: if kind == Kind::Ntlm {
                     0
                 } else {
-                    splitmix(&mut state) as u32
+                    rng.next_u64() as u32
                 },
             };
-            (key, 1 + splitmix(&mut state) % 10_000)
+            (key, 1 + rng.next_u64() % 10_000)
         })
         .collect()
 }
@@ -62,13 +55,6 @@ fn write_index(path: &Path, kind: Kind, corpus: &Corpus, source: Option<(&str, u
     });
     let bytes = writer.finish(source.as_ref()).unwrap().0.into_inner();
     std::fs::write(path, bytes).unwrap();
-}
-
-fn tempdir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-bundle-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn pairs(path: &Path) -> Vec<(Key, u64)> {
@@ -105,11 +91,11 @@ fn old_and_new(kind: Kind) -> (Corpus, Corpus, Validators, Validators) {
     let prefixes: Vec<u32> = old.keys().map(prefix).collect();
     let emptied = prefixes[100];
     new.retain(|k, _| prefix(k) != emptied);
-    let mut state = 77;
+    let mut rng = Rng::splitmix64(77);
     for i in 0..30u64 {
         let key = *old
             .keys()
-            .nth((splitmix(&mut state) % old.len() as u64) as usize)
+            .nth((rng.next_u64() % old.len() as u64) as usize)
             .unwrap();
         match i % 3 {
             0 => {
@@ -158,7 +144,7 @@ fn old_and_new(kind: Kind) -> (Corpus, Corpus, Validators, Validators) {
 #[test]
 fn a_bundle_makes_new_of_old_with_its_validators_and_source() {
     for kind in [Kind::Sha1, Kind::Ntlm] {
-        let dir = tempdir(&format!("apply-{kind}"));
+        let dir = TempDir::new(&format!("pwned-bundle-apply-{kind}"));
         let (old, new, old_v, new_v) = old_and_new(kind);
         let (old_path, new_path) = (dir.join("old.idx"), dir.join("new.idx"));
         write_index(
@@ -222,7 +208,6 @@ fn a_bundle_makes_new_of_old_with_its_validators_and_source() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -230,7 +215,7 @@ fn a_bundle_makes_new_of_old_with_its_validators_and_source() {
 fn identity_depends_on_content_alone() {
     let kind = Kind::Sha1;
     let corpus = corpus(kind, 5_000, 9);
-    let dir = tempdir("identity");
+    let dir = TempDir::new("pwned-bundle-identity");
     let streamed = dir.join("streamed.idx");
     write_index(
         &streamed,
@@ -270,7 +255,6 @@ fn identity_depends_on_content_alone() {
         identity(&Index::open(&other_path).unwrap()).unwrap(),
         identity(&streamed).unwrap()
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Every file in `dir` with its bytes.
@@ -320,7 +304,7 @@ fn write_old_and_new(
 #[test]
 fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
     let kind = Kind::Sha1;
-    let dir = tempdir("refused");
+    let dir = TempDir::new("pwned-bundle-refused");
     let (old, new, old_v, new_v) = old_and_new(kind);
     let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
     let work = dir.join("work");
@@ -430,13 +414,12 @@ fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
         "a bundle of NTLM indexes, not SHA-1",
     );
     assert_eq!(snapshot(&work), before);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_first_bundle_builds_the_index_from_nothing() {
     let kind = Kind::Sha1;
-    let dir = tempdir("first");
+    let dir = TempDir::new("pwned-bundle-first");
     let new = corpus(kind, 3_000, 12);
     let new_path = dir.join("new.idx");
     write_index(&new_path, kind, &new, None);
@@ -453,7 +436,6 @@ fn a_first_bundle_builds_the_index_from_nothing() {
         apply(&made, &bundle, kind),
         "applies to an index of 0 hashes",
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A writer whose device fails with `errno` after `room` bytes.
@@ -493,7 +475,7 @@ impl std::io::Seek for Failing {
 fn a_failing_device_is_an_error_never_a_panic() {
     // EIO (5), ENOSPC (28), EDQUOT (122) at every tenth of what is written.
     let kind = Kind::Sha1;
-    let dir = tempdir("faults");
+    let dir = TempDir::new("pwned-bundle-faults");
     let (old, new, old_v, new_v) = old_and_new(kind);
     let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
     let (old_index, new_index) = (
@@ -541,7 +523,6 @@ fn a_failing_device_is_an_error_never_a_panic() {
             );
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// An index in memory of `corpus`, keeping the hashes seen at least

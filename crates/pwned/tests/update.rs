@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -13,6 +13,7 @@ use std::time::Duration;
 use seekless_pwned::{
     ErrorKind, Index, Key, Kind, NoUpdateProgress, Proxies, UpdateOptions, update,
 };
+use seekless_testkit::{Rng, TempDir};
 
 /// What the server answers for one request.
 enum Reply {
@@ -260,40 +261,21 @@ fn serve(
 
 /// A corpus of `n` random hashes of `kind` with counts.
 fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::splitmix64(seed);
     (0..n)
         .map(|_| {
             let key = Key {
-                hi: rng.next(),
-                mid: rng.next(),
+                hi: rng.next_u64(),
+                mid: rng.next_u64(),
                 lo: if kind == Kind::Ntlm {
                     0
                 } else {
-                    rng.next() as u32
+                    rng.next_u64() as u32
                 },
             };
-            (key, 1 + rng.next() % 5000)
+            (key, 1 + rng.next_u64() % 5000)
         })
         .collect()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-fn tempdir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-update-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn options(server: &Server, kind: Kind) -> UpdateOptions {
@@ -331,7 +313,7 @@ fn full_update_then_a_refresh_that_fetches_only_what_changed() {
     let kind = Kind::Sha1;
     let mut served = corpus(kind, 30_000, 1);
     let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
-    let dir = tempdir("refresh");
+    let dir = TempDir::new("pwned-update-refresh");
     let path = dir.join("pwned.idx");
     let first = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
     assert!(first.created);
@@ -347,12 +329,12 @@ fn full_update_then_a_refresh_that_fetches_only_what_changed() {
 
     // Between the runs: hashes added to some ranges, removed from others,
     // counts changed in others.
-    let mut rng = Rng(99);
+    let mut rng = Rng::splitmix64(99);
     let in_use = prefixes(&served);
     let mut changed = std::collections::BTreeSet::new();
     let (mut added, mut removed, mut recounted) = (0, 0, 0);
     for i in 0..60 {
-        let prefix = in_use[(rng.next() % in_use.len() as u64) as usize];
+        let prefix = in_use[(rng.next_u64() % in_use.len() as u64) as usize];
         let key = *served
             .keys()
             .find(|k| (k.hi >> 44) as u32 == prefix)
@@ -397,8 +379,6 @@ fn full_update_then_a_refresh_that_fetches_only_what_changed() {
         std::fs::metadata(&path).unwrap().modified().unwrap(),
         before
     );
-
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -406,7 +386,7 @@ fn ntlm_update_and_kind_mismatch() {
     let kind = Kind::Ntlm;
     let served = corpus(kind, 20_000, 2);
     let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
-    let dir = tempdir("ntlm");
+    let dir = TempDir::new("pwned-update-ntlm");
     let path = dir.join("ntlm.idx");
     let summary = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
     assert_eq!(summary.hashes, 20_000);
@@ -428,7 +408,6 @@ fn ntlm_update_and_kind_mismatch() {
     assert!(matches!(e.kind(), ErrorKind::WrongKind { .. }), "{e}");
     assert_eq!(server.bodies_served(), 0);
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Prefixes that get each fault once, then the right answer.
@@ -468,13 +447,13 @@ fn fault(kind: Kind, corpus: &Corpus, prefix: u32, name: &str) -> Reply {
 /// A corpus with at least two hashes in every faulty range.
 fn faulty_corpus(kind: Kind) -> Corpus {
     let mut served = corpus(kind, 5_000, 3);
-    let mut rng = Rng(5);
+    let mut rng = Rng::splitmix64(5);
     for (prefix, _) in FAULTS {
         for _ in 0..2 {
             let key = Key {
-                hi: (u64::from(prefix) << 44) | (rng.next() >> 20),
-                mid: rng.next(),
-                lo: rng.next() as u32,
+                hi: (u64::from(prefix) << 44) | (rng.next_u64() >> 20),
+                mid: rng.next_u64(),
+                lo: rng.next_u64() as u32,
             };
             served.insert(key, 3);
         }
@@ -495,7 +474,7 @@ fn faults_are_retried_and_never_indexed() {
             (attempt == 0).then(|| fault(kind, &model, prefix, name))
         }),
     );
-    let dir = tempdir("faults");
+    let dir = TempDir::new("pwned-update-faults");
     let path = dir.join("pwned.idx");
     let summary = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
     assert_eq!(
@@ -504,7 +483,6 @@ fn faults_are_retried_and_never_indexed() {
         "each fault retried once"
     );
     assert_holds(&path, &served);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -522,7 +500,7 @@ fn an_interrupted_update_resumes_from_its_last_checkpoint() {
             (prefix == 0x09000 && fault.load(Ordering::Relaxed)).then_some(Reply::Status(404, None))
         }),
     );
-    let dir = tempdir("resume");
+    let dir = TempDir::new("pwned-update-resume");
     let path = dir.join("pwned.idx");
     let e = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap_err();
     assert!(e.to_string().contains("09000"), "{e}");
@@ -546,14 +524,13 @@ fn an_interrupted_update_resumes_from_its_last_checkpoint() {
     assert_eq!(source.validators(), 1 << 20);
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(left.len(), 1, "journal and partial index are gone");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_fault_that_persists_names_the_range_and_keeps_the_old_index() {
     let kind = Kind::Sha1;
     let served = faulty_corpus(kind);
-    let dir = tempdir("persist");
+    let dir = TempDir::new("pwned-update-persist");
     let path = dir.join("pwned.idx");
     std::fs::write(&path, b"not touched").unwrap();
     for (prefix, name) in FAULTS {
@@ -593,12 +570,11 @@ fn a_fault_that_persists_names_the_range_and_keeps_the_old_index() {
     let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
     assert!(update(&path, &options(&server, kind), &NoUpdateProgress).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), b"not touched");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_second_update_of_the_same_index_is_refused() {
-    let dir = tempdir("locked");
+    let dir = TempDir::new("pwned-update-locked");
     let path = dir.join("pwned.idx");
     // An update under way holds its partial index locked.
     let held = std::fs::File::create(dir.join(".pwned.idx.update-partial")).unwrap();
@@ -622,7 +598,6 @@ fn a_second_update_of_the_same_index_is_refused() {
     drop(held);
     let e = update(&path, &options, &NoUpdateProgress).unwrap_err();
     assert!(e.to_string().contains("range 00000"), "{e}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -630,7 +605,7 @@ fn a_refresh_writes_the_bundle_that_brings_an_offline_copy_up_to_date() {
     let kind = Kind::Sha1;
     let mut served = corpus(kind, 20_000, 5);
     let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
-    let dir = tempdir("bundle-out");
+    let dir = TempDir::new("pwned-update-bundle-out");
     let online = dir.join("online.idx");
     update(&online, &options(&server, kind), &NoUpdateProgress).unwrap();
     // The offline site's copy, made when both were the same.
@@ -642,9 +617,9 @@ fn a_refresh_writes_the_bundle_that_brings_an_offline_copy_up_to_date() {
     let in_use = prefixes(&served);
     let emptied = in_use[7];
     served.retain(|k, _| (k.hi >> 44) as u32 != emptied);
-    let mut rng = Rng(17);
+    let mut rng = Rng::splitmix64(17);
     for i in 0..40 {
-        let prefix = in_use[(rng.next() % in_use.len() as u64) as usize];
+        let prefix = in_use[(rng.next_u64() % in_use.len() as u64) as usize];
         let Some(&key) = served.keys().find(|k| (k.hi >> 44) as u32 == prefix) else {
             continue;
         };
@@ -715,7 +690,6 @@ fn a_refresh_writes_the_bundle_that_brings_an_offline_copy_up_to_date() {
     let later = update(&offline, &options(&server, kind), &NoUpdateProgress).unwrap();
     assert_eq!(later.not_modified, 1 << 20);
     assert_eq!(server.bodies_served(), 0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The hashes of `corpus` seen at least `min` times.
@@ -733,7 +707,7 @@ fn a_subset_stays_one_through_refreshes_and_its_minimum_moves_up_not_down() {
     // Counts from 1 to 5,000: a minimum of 2,500 keeps about half.
     let mut served = corpus(kind, 20_000, 13);
     let server = Server::start(kind, served.clone(), Box::new(|_, _| None));
-    let dir = tempdir("subset");
+    let dir = TempDir::new("pwned-update-subset");
     let path = dir.join("top.idx");
     let subset = |min_count| UpdateOptions {
         min_count: Some(min_count),
@@ -820,5 +794,4 @@ fn a_subset_stays_one_through_refreshes_and_its_minimum_moves_up_not_down() {
     assert_eq!((index.stats().version, index.stats().min_count), (3, 1));
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(left.len(), 1, "only the index");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,15 +9,6 @@ use std::process::{Child, Command, Output, Stdio};
 /// The binary under test.
 pub const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
 
-/// A fresh, empty directory for one test (test binaries are separate
-/// processes, so the process id keeps them apart).
-pub fn tempdir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("seekless-cli-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Writes `text` to `input`, runs `seekless pwned prepare INPUT -o OUTPUT`
 /// and asserts it succeeded; returns `output`.
 pub fn prepare_index(text: &str, input: &Path, output: &Path) -> PathBuf {

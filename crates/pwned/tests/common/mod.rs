@@ -8,34 +8,22 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use seekless_pwned::{BuildOptions, Index, Input, Kind, build_to_vec};
+use seekless_testkit::Rng;
 use tower::Service as _;
-
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// `n` random hashes of `kind` in `ranges` ranges (several hashes a range,
 /// some sharing more than the prefix), with counts.
 pub fn corpus(kind: Kind, ranges: u64, n: usize, seed: u64) -> Vec<(String, u64)> {
-    let mut state = seed;
-    let prefixes: Vec<u64> = (0..ranges)
-        .map(|_| splitmix(&mut state) % (1 << 20))
-        .collect();
+    let mut rng = Rng::splitmix64(seed);
+    let prefixes: Vec<u64> = (0..ranges).map(|_| rng.below(1 << 20)).collect();
     (0..n)
         .map(|i| {
             let mut hex = format!("{:05X}", prefixes[i % prefixes.len()]);
             if i % 7 == 0 {
                 hex.push_str("ABCD");
             }
-            while hex.len() < kind.hex_len() {
-                hex.push_str(&format!("{:016X}", splitmix(&mut state)));
-            }
-            hex.truncate(kind.hex_len());
-            (hex, 1 + splitmix(&mut state) % 1_000_000)
+            hex.push_str(&seekless_testkit::hex(&mut rng, kind.hex_len() - hex.len()));
+            (hex, 1 + rng.below(1_000_000))
         })
         .collect()
 }

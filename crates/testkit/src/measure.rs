@@ -1,8 +1,5 @@
 //! What every engine's macro benchmark needs: timing (wall and CPU time),
-//! medians, and evicting a file from the page cache for cold runs. Each
-//! benchmark includes this file (`#[path = "../../../benches/measure.rs"] mod measure;`);
-//! it is not a crate, and nothing outside the benchmarks uses it.
-#![allow(dead_code)]
+//! medians, and evicting a file from the page cache for cold runs.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
