@@ -20,89 +20,59 @@
 //! The file format is documented in `docs/format-pwned.md`.
 #![deny(missing_docs)]
 
-#[cfg(feature = "serve")]
-mod api;
-mod bits;
-#[cfg(feature = "update")]
-mod bundle;
-#[cfg(feature = "update")]
-mod client;
+mod build;
 pub mod date;
-mod direct;
-mod encoding;
 mod error;
 mod export;
 mod format;
-#[cfg(feature = "gzip")]
-mod gzip;
-mod hash;
-#[cfg(feature = "serve")]
-mod hash_api;
-#[cfg(feature = "serve")]
-mod health;
-mod index;
-mod input;
-#[cfg(feature = "update")]
-mod journal;
-#[cfg(feature = "serve")]
-mod literals;
-#[cfg(feature = "serve")]
-mod metrics;
-mod nameless;
-mod once;
-mod ordered;
-mod page;
-mod partition;
-mod prepare;
 mod range;
+mod read;
 pub mod sample;
-mod sort;
-mod source;
+#[cfg(feature = "serve")]
+mod serve;
 #[cfg(test)]
 mod testing;
+mod tmpfile;
 #[cfg(feature = "update")]
 mod update;
-#[cfg(target_arch = "x86_64")]
-mod wide;
-mod writer;
 
-#[cfg(feature = "serve")]
-pub use api::{RangeApi, Served};
-#[cfg(feature = "update")]
-pub use bundle::{
-    BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, DiffSummary, diff, identity,
-    write_bundle,
+pub use build::input::Input;
+pub use build::prepare::{
+    BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
 };
-#[cfg(feature = "update")]
-pub use client::Proxies;
+pub use build::writer::{Checkpoint, SortedWriter, Written};
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
     ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,
     range_file_name, write_sorted,
 };
-pub use format::{MIN_KEY_BITS, PAGE, VERSION};
+pub use format::hash::{Key, Kind};
+pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
+pub use format::source::{MAX_VALIDATOR, RANGES, Source};
 #[cfg(feature = "gzip")]
-pub use gzip::gzip;
-pub use hash::{Key, Kind};
-#[cfg(feature = "serve")]
-pub use hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-pub use index::{Index, Iter, Stats};
-pub use input::Input;
-#[cfg(feature = "update")]
-pub use journal::UpdateSummary;
-#[cfg(feature = "serve")]
-pub use metrics::{Connection, Reload};
-pub use prepare::{
-    BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
-};
+pub use range::gzip::gzip;
 pub use range::{
     MAX_RANGE_BODY, PAD_MIN, PAD_SPREAD, PREFIX_DIGITS, pad_range, parse_range, prefix_hex,
     range_body, range_etag, write_range_body,
 };
-pub use source::{MAX_VALIDATOR, RANGES, Source};
+pub use read::index::{Index, Iter, Stats};
+#[cfg(feature = "serve")]
+pub use serve::api::{RangeApi, Served};
+#[cfg(feature = "serve")]
+pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
+#[cfg(feature = "serve")]
+pub use serve::metrics::{Connection, Reload};
+#[cfg(feature = "update")]
+pub use update::bundle::{
+    BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, DiffSummary, diff, identity,
+    write_bundle,
+};
+#[cfg(feature = "update")]
+pub use update::client::Proxies;
+#[cfg(feature = "update")]
+pub use update::journal::UpdateSummary;
 #[cfg(feature = "update")]
 pub use update::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
     decode_body, update,
 };
-pub use writer::{Checkpoint, SortedWriter, Written};

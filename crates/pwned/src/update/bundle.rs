@@ -16,11 +16,11 @@ use flate2::bufread::MultiGzDecoder;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::Kind;
-use crate::index::Index;
-use crate::nameless::Nameless;
+use crate::format::hash::Kind;
+use crate::format::source::{MAX_VALIDATOR, RANGES, Source};
 use crate::range::{MAX_RANGE_BODY, range_digest};
-use crate::source::{MAX_VALIDATOR, RANGES, Source};
+use crate::read::index::Index;
+use crate::tmpfile::Nameless;
 
 const MAGIC: &[u8; 8] = b"SEEKBNDL";
 const END: &[u8; 8] = b"SEEKBEND";
@@ -340,7 +340,7 @@ impl<W: Write> BundleWriter<W> {
             return Ok(());
         }
         self.sha.update(&self.content);
-        let member = crate::gzip(&self.content, 6);
+        let member = crate::range::gzip::gzip(&self.content, 6);
         self.out
             .write_all(&member)
             .map_err(|e| Error::io(None, e))?;
@@ -561,6 +561,6 @@ fn truncated(e: std::io::Error, what: &str) -> Error {
 /// The identity in hex, for messages.
 pub(crate) fn hex_identity(identity: &[u8; 32]) -> String {
     let mut out = Vec::with_capacity(64);
-    crate::hash::push_hex(identity, b"0123456789abcdef", &mut out);
+    crate::format::hash::push_hex(identity, b"0123456789abcdef", &mut out);
     String::from_utf8(out).expect("hex is ASCII")
 }

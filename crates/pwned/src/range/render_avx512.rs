@@ -24,10 +24,10 @@
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use crate::bits::{BYTES, Words};
-use crate::format::{CHUNK, Layout};
-use crate::hash::Kind;
-use crate::page::{Cursor, Page};
+use crate::format::bits::{BYTES, Words};
+use crate::format::hash::Kind;
+use crate::format::layout::{CHUNK, Layout};
+use crate::format::page::{Cursor, Page};
 use crate::range::{Lines, put_count};
 
 /// Hashes a batch.
@@ -554,9 +554,9 @@ unsafe fn write_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{CONTINUED, PAGE};
-    use crate::hash::Key;
-    use crate::page::{Encoder, page_bytes};
+    use crate::format::hash::Key;
+    use crate::format::layout::{CONTINUED, PAGE};
+    use crate::format::page::{Encoder, page_bytes};
 
     /// Pages of `n` SHA-1 hashes spread over `layout`'s buckets, with
     /// counts of every length (1 to 2^64 - 1) when `wide`, else mostly

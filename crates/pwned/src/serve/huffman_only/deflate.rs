@@ -78,7 +78,7 @@ fn gzip_with(data: &[u8], counts: &[u32; 256]) -> Option<Vec<u8>> {
     }
     bits.put(u32::from(codes[END]), u32::from(lengths[END]));
     let mut out = bits.finish();
-    out.extend_from_slice(&crate::gzip::crc32(data).to_le_bytes());
+    out.extend_from_slice(&crate::range::gzip::crc32(data).to_le_bytes());
     out.extend_from_slice(&(data.len() as u32).to_le_bytes());
     Some(out)
 }
@@ -135,7 +135,7 @@ mod tests {
         let packed = gzip(data);
         assert_eq!(inflate(&packed), data, "zlib-rs");
         assert_eq!(
-            crate::gzip::gunzip_whole(&packed, data.len()).as_deref(),
+            crate::range::gzip::gunzip_whole(&packed, data.len()).as_deref(),
             Some(data),
             "libdeflate"
         );
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_range_answer_packs_to_its_entropy() {
-        use crate::hash::{Key, Kind};
+        use crate::format::hash::{Key, Kind};
         let mut state = 7u64;
         let mut next = || {
             state = state
@@ -176,7 +176,7 @@ mod tests {
         // 16 hex digits at ~4 bits and a few rarer symbols: 52–56%.
         assert!((0.50..0.57).contains(&ratio), "{ratio}");
         // No worse than libdeflate's level 1 by more than a hundredth.
-        let level1 = crate::gzip::gzip(&body, 1).len() as f64 / body.len() as f64;
+        let level1 = crate::range::gzip::gzip(&body, 1).len() as f64 / body.len() as f64;
         assert!(ratio < level1 + 0.01, "{ratio} against {level1}");
     }
 

@@ -2,11 +2,16 @@
 //! lines, checked strictly before anything of it is indexed, rendered from
 //! an index's pairs, padded on request, and named by a strong validator.
 
+#[cfg(feature = "gzip")]
+pub(crate) mod gzip;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod render_avx512;
+
+use crate::build::input::count_then_next;
 use crate::error::{ErrorKind, Result};
-use crate::hash::{Key, Kind, prefix_ascii};
-use crate::input::count_then_next;
-use crate::page::Visit;
-use crate::source::RANGES;
+use crate::format::hash::{Key, Kind, prefix_ascii};
+use crate::format::page::Visit;
+use crate::format::source::RANGES;
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
 pub const MAX_RANGE_BODY: usize = 8 << 20;
@@ -159,7 +164,7 @@ pub fn range_etag(kind: Kind, items: &[(Key, u64)]) -> String {
 /// A range digest as its `ETag` value: lowercase hex in double quotes.
 pub(crate) fn quoted_etag(digest: [u8; 16]) -> [u8; 34] {
     let mut hex = Vec::with_capacity(32);
-    crate::hash::push_hex(&digest, b"0123456789abcdef", &mut hex);
+    crate::format::hash::push_hex(&digest, b"0123456789abcdef", &mut hex);
     let mut quoted = [b'"'; 34];
     quoted[1..33].copy_from_slice(&hex);
     quoted
@@ -469,7 +474,7 @@ impl<'a> Lines<'a> {
     }
 
     /// The buffer, and whether the next line is the body's first (for a
-    /// writer of many lines at once, [`crate::wide`]).
+    /// writer of many lines at once, [`crate::range::render_avx512`]).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn parts(&mut self) -> (&mut Vec<u8>, &mut bool) {
         (self.out, &mut self.first)

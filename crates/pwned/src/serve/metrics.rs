@@ -18,7 +18,7 @@ use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::hash::Kind;
+use crate::format::hash::Kind;
 
 /// The routes requests are counted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

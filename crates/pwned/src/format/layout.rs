@@ -1,7 +1,7 @@
 //! The index file's header, directory and geometry (see docs/format-pwned.md).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::Kind;
+use crate::format::hash::Kind;
 
 /// File magic.
 pub(crate) const MAGIC: &[u8; 8] = b"SEEKPWND";

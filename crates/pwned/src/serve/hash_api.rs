@@ -18,9 +18,9 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 
-use crate::api::RangeApi;
 use crate::error::{ErrorKind, Result};
-use crate::hash::{Key, Kind};
+use crate::format::hash::{Key, Kind};
+use crate::serve::api::RangeApi;
 
 /// The most hashes `POST /check` takes at once.
 pub const MAX_BATCH: usize = 10_000;

@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::build::partition::{Partitions, Segment};
+use crate::build::sort::{Record, Sink};
+use crate::build::writer::{SortedWriter, Written};
 use crate::error::Result;
-use crate::format::{Layout, PAGE_BITS};
-use crate::hash::Key;
-use crate::index::Index;
-use crate::page::{DirEntry, Encoder, Merged, PageBuf, page_bytes};
-use crate::partition::{Partitions, Segment};
-use crate::sort::{Record, Sink};
-use crate::writer::{SortedWriter, Written};
+use crate::format::hash::Key;
+use crate::format::layout::{Layout, PAGE_BITS};
+use crate::format::page::{DirEntry, Encoder, Merged, PageBuf, page_bytes};
+use crate::read::index::Index;
 
 /// Pages a run must fill at least to be packed by its parser: its last page
 /// is left partly filled, which costs under 1% of the index from here on.
@@ -312,8 +312,8 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::hash::Kind;
-    use crate::partition::{Budget, Spill};
+    use crate::build::partition::{Budget, Spill};
+    use crate::format::hash::Kind;
 
     /// Sorted records, with runs of equal hashes and of hashes that share
     /// their top 40 bits.

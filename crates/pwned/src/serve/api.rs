@@ -58,11 +58,11 @@ use axum::response::{IntoResponse, Response};
 
 use crate::date::http_date;
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::{Key, Kind};
-use crate::index::Index;
-use crate::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
+use crate::format::hash::{Key, Kind};
+use crate::format::source::RANGES;
 use crate::range::{pad_range, range_digest, write_range_body};
-use crate::source::RANGES;
+use crate::read::index::Index;
+use crate::serve::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
 
 /// `Cache-Control` of range answers (31 days, as the HIBP API sends).
 const CACHE_CONTROL: &str = "public, max-age=2678400";
@@ -315,7 +315,7 @@ impl RangeApi {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/range/{prefix}", axum::routing::any(range))
-            .route("/health", axum::routing::any(crate::health::health))
+            .route("/health", axum::routing::any(crate::serve::health::health))
             .fallback(fallback)
             .with_state(self.clone())
             .layer(axum::middleware::map_response(cors))
@@ -358,7 +358,7 @@ impl RangeApi {
                 updated: served.updated,
             })
             .collect();
-        crate::metrics::render(&self.shared.metrics, &indexes, SystemTime::now())
+        crate::serve::metrics::render(&self.shared.metrics, &indexes, SystemTime::now())
     }
 
     /// Counts a connection as open in `/metrics` until the guard is
@@ -423,7 +423,7 @@ impl RangeApi {
             .filter(|_| check_api)?
             .split_once('/')
             .filter(|(_, hash)| !hash.contains('/'))?;
-        let response = crate::hash_api::check_one(self, kind, hash, method);
+        let response = crate::serve::hash_api::check_one(self, kind, hash, method);
         Some(self.measured(Route::Check, start, response))
     }
 
@@ -442,7 +442,7 @@ async fn metrics(State(api): State<RangeApi>, method: Method) -> Response {
             set_headers(
                 &mut response,
                 &[
-                    (header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE),
+                    (header::CONTENT_TYPE, crate::serve::metrics::CONTENT_TYPE),
                     (header::CACHE_CONTROL, "no-store"),
                 ],
             );
@@ -461,13 +461,13 @@ async fn check_one(
     let start = Instant::now();
     let mut params = params.iter().map(|(_, value)| value);
     let (kind, hash) = (params.next().unwrap_or(""), params.next().unwrap_or(""));
-    let response = crate::hash_api::check_one(&api, kind, hash, &method);
+    let response = crate::serve::hash_api::check_one(&api, kind, hash, &method);
     api.measured(Route::Check, start, response)
 }
 
 async fn check_batch(State(api): State<RangeApi>, request: Request) -> Response {
     let start = Instant::now();
-    let response = crate::hash_api::check_batch(&api, request).await;
+    let response = crate::serve::hash_api::check_batch(&api, request).await;
     api.measured(Route::CheckBatch, start, response)
 }
 
@@ -1086,9 +1086,9 @@ enum Effort {
 fn compress(body: &[u8], encoding: Encoding, effort: Effort) -> Vec<u8> {
     match (encoding, effort) {
         (Encoding::Identity, _) => body.to_vec(),
-        (Encoding::Gzip, Effort::Fresh) => crate::literals::gzip(body),
-        (Encoding::Gzip, Effort::Kept) => crate::gzip(body, 6),
-        (Encoding::Br, _) => crate::literals::brotli(body),
+        (Encoding::Gzip, Effort::Fresh) => crate::serve::huffman_only::gzip(body),
+        (Encoding::Gzip, Effort::Kept) => crate::range::gzip::gzip(body, 6),
+        (Encoding::Br, _) => crate::serve::huffman_only::brotli(body),
     }
 }
 

@@ -35,10 +35,10 @@ use std::sync::{Condvar, Mutex, mpsc};
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use crate::direct::{self, ALIGN, Aligned};
+use crate::build::direct_io::{self, ALIGN, Aligned};
+use crate::build::sort::{self, RECORD_BYTES, Record, Sink};
 use crate::error::{Error, Result};
-use crate::nameless::Nameless;
-use crate::sort::{self, RECORD_BYTES, Record, Sink};
+use crate::tmpfile::Nameless;
 
 /// Partitions by the top bits of the hash: this many, or more for a
 /// large input known to fit the budget ([`part_bits`]).
@@ -766,10 +766,10 @@ impl Spill {
         if cfg!(target_endian = "little") {
             // The records' memory is their encoding.
             let bytes = sort::as_bytes(records);
-            if f.direct && direct::aligned(bytes, f.len) {
-                match direct::write_direct(&f.file.file, bytes, f.len) {
+            if f.direct && direct_io::aligned(bytes, f.len) {
+                match direct_io::write_direct(&f.file.file, bytes, f.len) {
                     Ok(()) => written = true,
-                    Err(e) if direct::refused(&e) => f.direct = false,
+                    Err(e) if direct_io::refused(&e) => f.direct = false,
                     Err(e) => return Err(io_err(e)),
                 }
             }
@@ -827,18 +827,18 @@ impl Spill {
         }
         // Room for whole blocks: a direct read asks for them, and the last
         // one ends at the end of the file.
-        let bytes = memory.first_mut(direct::align_up(len));
+        let bytes = memory.first_mut(direct_io::align_up(len));
         let mut read = None;
         if spilled.direct {
-            match direct::read_direct(file, bytes, 0) {
+            match direct_io::read_direct(file, bytes, 0) {
                 Ok(n) => read = Some(n),
-                Err(e) if direct::refused(&e) => {}
+                Err(e) if direct_io::refused(&e) => {}
                 Err(e) => return Err(io_err(e)),
             }
         }
         let n = match read {
             Some(n) => n,
-            None => direct::read_full_at(file, &mut bytes[..len], 0).map_err(io_err)?,
+            None => direct_io::read_full_at(file, &mut bytes[..len], 0).map_err(io_err)?,
         };
         if n != len {
             return Err(torn());

@@ -26,8 +26,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use crate::hash::Kind;
-use crate::writer::{Checkpoint, Written};
+use crate::build::writer::{Checkpoint, Written};
+use crate::format::hash::Kind;
 
 const MAGIC: &[u8; 8] = b"SEEKUPJ1";
 

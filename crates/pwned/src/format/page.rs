@@ -1,10 +1,10 @@
 //! One 4 KiB page of sorted hashes with counts: how it is packed and read
 //! (docs/format-pwned.md, "Page").
 
-use crate::bits;
-use crate::format::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
-use crate::hash::{Key, Kind};
-use crate::sort::Record;
+use crate::build::sort::Record;
+use crate::format::bits;
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -617,7 +617,7 @@ impl<'a> Page<'a> {
         }
     }
 
-    /// Where a decoder of its own ([`crate::wide`]) starts on the hashes of
+    /// Where a decoder of its own ([`crate::range::render_avx512`]) starts on the hashes of
     /// `window`: as [`Page::start`], with the sections' bounds.
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn cursor(
@@ -829,7 +829,7 @@ fn sha1(bucket: u64, [c0, c1, c2]: [u64; 3], last: u32) -> Key {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::Kind;
+    use crate::format::hash::Kind;
 
     #[test]
     fn whole_sha1_assembly_matches_the_general_one() {
@@ -985,7 +985,7 @@ mod tests {
             // Ones after the page: its last bits read in place are masked.
             for filler in [0x00, 0xFF, 0xA5] {
                 let mut followed = bytes.to_vec();
-                followed.resize(PAGE + crate::bits::BYTES, filler);
+                followed.resize(PAGE + crate::format::bits::BYTES, filler);
                 let page = Page::with_what_follows(&followed, layout).unwrap();
                 let mut in_place = Vec::new();
                 page.decode(layout, first, &mut in_place).unwrap();

@@ -20,9 +20,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::{DAMAGED, RangeApi, Served, VERIFIED};
 use crate::date::rfc3339;
-use crate::metrics::Route;
+use crate::serve::api::{DAMAGED, RangeApi, Served, VERIFIED};
+use crate::serve::metrics::Route;
 
 pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Response {
     let start = Instant::now();
@@ -40,8 +40,8 @@ pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Respo
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             response
         }
-        Method::OPTIONS => crate::api::preflight(),
-        _ => crate::api::method_not_allowed(),
+        Method::OPTIONS => crate::serve::api::preflight(),
+        _ => crate::serve::api::method_not_allowed(),
     };
     api.measured(Route::Health, start, response)
 }

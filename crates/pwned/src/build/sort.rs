@@ -2,7 +2,7 @@
 //! a partition of them.
 
 use crate::error::Result;
-use crate::hash::Key;
+use crate::format::hash::Key;
 
 /// Where the parser puts the records of a chunk of lines.
 pub(crate) trait Sink {

@@ -6,11 +6,13 @@
 use std::io::{Seek, SeekFrom, Write};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE};
-use crate::hash::{Key, Kind};
-use crate::index::Index;
-use crate::page::{DirEntry, Encoder, Merged, page_bytes};
-use crate::source::Source;
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::{
+    BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE,
+};
+use crate::format::page::{DirEntry, Encoder, Merged, page_bytes};
+use crate::format::source::Source;
+use crate::read::index::Index;
 
 /// Hashes held back to estimate the corpus size (and so the bucket bits)
 /// from how far into the hash space they reach, when the size is not given.
@@ -481,7 +483,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::format::VERSION_WHOLE;
+    use crate::format::layout::VERSION_WHOLE;
 
     fn keys(n: usize, seed: u64) -> Vec<(Key, u64)> {
         let mut state = seed;

@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::encoding::{self, Encoding};
-use crate::hash::{Key, Kind, prefix_ascii};
+use crate::build::encoding::{self, Encoding};
+use crate::format::hash::{Key, Kind, prefix_ascii};
 
 /// One input of `prepare`.
 #[derive(Debug, Clone)]
@@ -85,7 +85,7 @@ fn sniff(path: &Path) -> io::Result<Sniffed> {
             "is a zip archive: extract it into prepare's standard input \
              (unzip -p FILE | seekless pwned prepare - -o INDEX)",
         )
-    } else if head.starts_with(crate::format::MAGIC) {
+    } else if head.starts_with(crate::format::layout::MAGIC) {
         Sniffed::Refused(
             "is a seekless index, not a corpus of HASH:COUNT lines \
              (`seekless pwned export` turns an index back into one)",

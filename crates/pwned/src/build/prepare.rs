@@ -24,18 +24,18 @@ use std::time::Instant;
 
 use memmap2::Mmap;
 
-use crate::direct::{Aligned, DirectWriter};
+use crate::build::direct_io::{Aligned, DirectWriter};
+use crate::build::input::{self, Input, Line, LineError, Part};
+use crate::build::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
+use crate::build::partition::{Budget, PART_BITS, Partitions, ReadAhead, Segment, Spill};
+use crate::build::sort::{self, RECORD_BYTES, Record, Sink};
+use crate::build::writer::{Written, check_key_bits, write_subset, write_trailer};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{Layout, PAGE};
-use crate::hash::{Kind, prefix_ascii};
-use crate::index::Index;
-use crate::input::{self, Input, Line, LineError, Part};
-use crate::nameless::Nameless;
-use crate::ordered::{MIN_PACKED_PAGES, Run, Stream, Streamed};
-use crate::page::{DirEntry, Encoder, PageBuf, page_bytes};
-use crate::partition::{Budget, PART_BITS, Partitions, ReadAhead, Segment, Spill};
-use crate::sort::{self, RECORD_BYTES, Record, Sink};
-use crate::writer::{Written, check_key_bits, write_subset, write_trailer};
+use crate::format::hash::{Kind, prefix_ascii};
+use crate::format::layout::{Layout, PAGE};
+use crate::format::page::{DirEntry, Encoder, PageBuf, page_bytes};
+use crate::read::index::Index;
+use crate::tmpfile::Nameless;
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
@@ -164,7 +164,7 @@ impl Summary {
     /// corpus finds one that shares its kept bits (0 otherwise).
     pub fn false_positive_rate(&self) -> f64 {
         self.key_bits.map_or(0.0, |bits| {
-            crate::index::false_positive_rate(self.hashes, bits)
+            crate::read::index::false_positive_rate(self.hashes, bits)
         })
     }
 
@@ -1403,7 +1403,7 @@ fn line_end(data: &[u8], pos: usize, hex_len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::Key;
+    use crate::format::hash::Key;
 
     #[test]
     fn the_default_budget_is_half_the_memory_and_at_most_4_gib() {
@@ -1411,7 +1411,7 @@ mod tests {
         assert!(budget <= DEFAULT_MEMORY_AT_MOST, "{budget}");
         assert!(budget >= 1 << 20, "{budget}");
     }
-    use crate::partition::TEST_PART_BITS;
+    use crate::build::partition::TEST_PART_BITS;
     use std::fmt::Write as _;
 
     /// Inputs gigabytes long are held in up to 1,024 partitions: the same

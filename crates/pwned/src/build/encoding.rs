@@ -77,7 +77,7 @@ pub(crate) fn detect(head: &[u8]) -> Encoding {
 /// saying what to do.
 pub(crate) fn decoded<'a>(mut reader: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
     let mut head = [0u8; HEAD];
-    let n = crate::input::fill(&mut reader, &mut head)?;
+    let n = crate::build::input::fill(&mut reader, &mut head)?;
     let encoding = detect(&head[..n]);
     let rest = head[encoding.mark().min(n)..n].to_vec();
     Ok(match encoding {

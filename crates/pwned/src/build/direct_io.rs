@@ -10,7 +10,7 @@
 //! the file system refuses direct I/O, everything goes the usual way.
 //!
 //! Data that is itself aligned (the pages a build packs, in
-//! [`PageBuf`](crate::page::PageBuf)s) is not copied into the block: what
+//! [`PageBuf`](crate::format::page::PageBuf)s) is not copied into the block: what
 //! the block holds goes out first, then the data from where it lies.
 
 use std::fs::File;

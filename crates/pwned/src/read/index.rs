@@ -5,10 +5,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE};
-use crate::hash::{Key, Kind};
-use crate::page::{Page, Visit};
-use crate::source::Source;
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::{
+    BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, HEADER_LEN, Header, Layout, PAGE,
+};
+use crate::format::page::{Page, Visit};
+use crate::format::source::Source;
 
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
@@ -366,7 +368,7 @@ impl Index {
     fn prefetch_page(&self, i: usize) {
         let bytes = self.data.bytes();
         for line in (0..PAGE).step_by(64) {
-            crate::sort::prefetch(bytes, PAGE * (1 + i) + line);
+            crate::build::sort::prefetch(bytes, PAGE * (1 + i) + line);
         }
     }
 
@@ -439,7 +441,7 @@ impl Index {
             return Err(ErrorKind::BadHash {
                 text: {
                     let mut hex = Vec::with_capacity(2 * hash.len());
-                    crate::hash::push_hex(hash, b"0123456789abcdef", &mut hex);
+                    crate::format::hash::push_hex(hash, b"0123456789abcdef", &mut hex);
                     String::from_utf8(hex).expect("hex is ASCII")
                 },
                 what: "wrong length for the index's hash kind",
@@ -496,13 +498,17 @@ impl Index {
         out.reserve(1100 * (self.kind().hex_len() + 8));
         let mut lines = crate::range::Lines::new(self.kind(), out);
         #[cfg(target_arch = "x86_64")]
-        let done = if crate::wide::usable(self.layout()) {
+        let done = if crate::range::render_avx512::usable(self.layout()) {
             // Eight lines at a time; with 20 bucket bits or more a range is
             // whole buckets, so no hash needs its top bits checked.
             let layout = self.layout();
             self.range_pages(u64::from(prefix), 20, |page, first, window| {
                 // SAFETY: `usable` found the processor's features.
-                unsafe { crate::wide::write_lines(&page, layout, first, window, &mut lines) }
+                unsafe {
+                    crate::range::render_avx512::write_lines(
+                        &page, layout, first, window, &mut lines,
+                    )
+                }
             })
         } else {
             self.visit_range(u64::from(prefix), 20, lines)

@@ -7,10 +7,10 @@
 use std::path::Path;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, PAGE};
-use crate::hash::{Key, Kind};
-use crate::index::{Index, parse_hex};
-use crate::page::Page;
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::{BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, PAGE};
+use crate::format::page::Page;
+use crate::read::index::{Index, parse_hex};
 
 /// Bytes that can be read at any offset: an index file, or one in memory.
 trait Source {

@@ -16,6 +16,10 @@
 //! index is locked while an update runs, so a second update of the same
 //! index is refused.
 
+pub(crate) mod bundle;
+pub(crate) mod client;
+pub(crate) mod journal;
+
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -26,17 +30,17 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
-use crate::bundle::{BundleEntry, BundleHeader, BundleReader, Digests, hex_identity};
-use crate::client::{self, Proxies, describe, refused_certificate};
+use crate::build::writer::SortedWriter;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::PAGE;
-use crate::gzip::gunzip_whole;
-use crate::hash::{Key, Kind};
-use crate::index::Index;
-use crate::journal::{Journal, Record, Terms, UpdateSummary};
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::PAGE;
+use crate::format::source::{RANGES, Source};
+use crate::range::gzip::gunzip_whole;
 use crate::range::{MAX_RANGE_BODY, parse_range, prefix_hex, range_digest};
-use crate::source::{RANGES, Source};
-use crate::writer::SortedWriter;
+use crate::read::index::Index;
+use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader, Digests, hex_identity};
+use crate::update::client::{Proxies, describe, refused_certificate};
+use crate::update::journal::{Journal, Record, Terms, UpdateSummary};
 
 /// The codings asked for: gzip preferred. Range bodies are random hex, which
 /// brotli packs only ~3% smaller than gzip, and brotli-decompressor inflates
@@ -442,7 +446,7 @@ pub fn update(
         }
     }
     if let Some(out) = &options.bundle_out {
-        crate::bundle::write_bundle(out, old.as_ref(), &check)?;
+        crate::update::bundle::write_bundle(out, old.as_ref(), &check)?;
     }
     drop(check);
     drop(old);

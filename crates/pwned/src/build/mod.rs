@@ -1,0 +1,18 @@
+//! Building an index from the HIBP text corpus: inputs are read and parsed,
+//! then either streamed into pages when they come in hash order
+//! ([`ordered`], [`writer`]) or held by partition, spilled where memory runs
+//! out, sorted and packed ([`partition`], [`sort`]); [`prepare`] runs it all.
+//!
+//! Invariants: memory stays within the budget the caller gives; the index
+//! appears complete under its name or not at all (it is written unnamed and
+//! linked at the end); the bytes written depend only on the hashes and
+//! counts read, never on thread timing.
+
+pub(crate) mod direct_io;
+pub(crate) mod encoding;
+pub(crate) mod input;
+pub(crate) mod ordered;
+pub(crate) mod partition;
+pub(crate) mod prepare;
+pub(crate) mod sort;
+pub(crate) mod writer;
