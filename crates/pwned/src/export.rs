@@ -21,7 +21,7 @@ use std::time::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Key;
 use crate::format::source::RANGES;
-use crate::range::write_range_body;
+use crate::range::render::write_range_body;
 use crate::read::index::Index;
 use crate::tmpfile::Nameless;
 

@@ -21,7 +21,6 @@
 #![deny(missing_docs)]
 
 mod build;
-pub mod date;
 mod error;
 mod export;
 mod format;
@@ -36,43 +35,60 @@ mod tmpfile;
 #[cfg(feature = "update")]
 mod update;
 
+// The product: what the CLI, the Python package and applications use.
 pub use build::input::Input;
-pub use build::prepare::{
-    BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
-};
-pub use build::writer::{Checkpoint, SortedWriter, Written};
+pub use build::prepare::{BuildOptions, NoProgress, Progress, Summary, build, default_memory};
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
     ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,
-    range_file_name, write_sorted,
+    write_sorted,
 };
 pub use format::hash::{Key, Kind};
-pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
-pub use format::source::{MAX_VALIDATOR, RANGES, Source};
-#[cfg(feature = "gzip")]
-pub use range::gzip::gzip;
-pub use range::{
-    MAX_RANGE_BODY, PAD_MIN, PAD_SPREAD, PREFIX_DIGITS, pad_range, parse_range, prefix_hex,
-    range_body, range_etag, write_range_body,
-};
+pub use format::source::{RANGES, Source};
+pub use range::prefix_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
 pub use serve::api::{RangeApi, Served};
 #[cfg(feature = "serve")]
-pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-#[cfg(feature = "serve")]
 pub use serve::metrics::{Connection, Reload};
 #[cfg(feature = "update")]
-pub use update::bundle::{
-    BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, DiffSummary, diff, identity,
-    write_bundle,
-};
+pub use update::bundle::{DiffSummary, write_bundle};
 #[cfg(feature = "update")]
 pub use update::client::Proxies;
 #[cfg(feature = "update")]
 pub use update::journal::UpdateSummary;
 #[cfg(feature = "update")]
 pub use update::{
-    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
-    decode_body, update,
+    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress, update,
 };
+
+// Building blocks the tests, benchmarks and fuzz targets reach into
+// (feature `test-util`): not part of the product, free to change.
+#[cfg(feature = "test-util")]
+pub use build::prepare::build_to_vec;
+#[cfg(feature = "test-util")]
+pub use build::writer::{Checkpoint, SortedWriter, Written};
+#[cfg(feature = "test-util")]
+pub use export::range_file_name;
+#[cfg(feature = "test-util")]
+pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
+#[cfg(feature = "test-util")]
+pub use format::source::MAX_VALIDATOR;
+#[cfg(feature = "test-util")]
+pub use range::PREFIX_DIGITS;
+#[cfg(all(feature = "gzip", feature = "test-util"))]
+pub use range::gzip::gzip;
+#[cfg(feature = "test-util")]
+pub use range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
+#[cfg(feature = "test-util")]
+pub use range::parse::{MAX_RANGE_BODY, parse_range};
+#[cfg(feature = "test-util")]
+pub use range::render::{range_body, write_range_body};
+#[cfg(feature = "test-util")]
+pub use range::validator::range_etag;
+#[cfg(all(feature = "serve", feature = "test-util"))]
+pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
+#[cfg(all(feature = "update", feature = "test-util"))]
+pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, diff, identity};
+#[cfg(all(feature = "update", feature = "test-util"))]
+pub use update::decode_body;

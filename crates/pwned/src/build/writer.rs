@@ -44,10 +44,12 @@ pub struct SortedWriter<W: Write + Seek> {
     last: Option<(Key, u64)>,
     written: Written,
     dir: Vec<DirEntry>,
+    #[cfg(any(test, feature = "update", feature = "test-util"))]
     /// Directory entries already handed out by a checkpoint.
     checkpointed: usize,
 }
 
+#[cfg(any(test, feature = "update", feature = "test-util"))]
 /// A point a [`SortedWriter`] can resume from (see
 /// [`SortedWriter::checkpoint`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +106,7 @@ pub struct Written {
 }
 
 impl<W: Write + Seek> SortedWriter<W> {
+    #[cfg(any(test, feature = "update", feature = "test-util"))]
     /// Starts an index of `kind` at the current start of `out`. `expected`,
     /// the number of hashes when known, chooses the layout at once;
     /// otherwise the first hashes are held back to estimate it.
@@ -154,6 +157,7 @@ impl<W: Write + Seek> SortedWriter<W> {
             last: None,
             written: Written::default(),
             dir: Vec::new(),
+            #[cfg(any(test, feature = "update", feature = "test-util"))]
             checkpointed: 0,
         })
     }
@@ -207,11 +211,13 @@ impl<W: Write + Seek> SortedWriter<W> {
         self.key_bits
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// The kind of hashes this writer takes.
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
+    #[cfg(any(test, feature = "update", feature = "test-util"))]
     /// The last hash given, if any.
     pub fn last(&self) -> Option<Key> {
         self.last.map(|(key, _)| key)
@@ -297,6 +303,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "update", feature = "test-util"))]
     /// Makes everything pushed so far durable in `out`'s pages (the last
     /// page closed partly filled, the layout chosen if it was not), and
     /// returns what [`SortedWriter::resume`] needs to go on from here in
@@ -330,6 +337,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         Ok(checkpoint)
     }
 
+    #[cfg(any(test, feature = "update", feature = "test-util"))]
     /// Goes on from a sequence of checkpoints: `out` holds the header block
     /// and the pages they describe, and is positioned after them; `dir` is
     /// the concatenation of their directory entries.
@@ -366,6 +374,7 @@ impl<W: Write + Seek> SortedWriter<W> {
         })
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// The output being written.
     pub fn get_mut(&mut self) -> &mut W {
         &mut self.out

@@ -28,7 +28,7 @@ use crate::format::bits::{BYTES, Words};
 use crate::format::hash::Kind;
 use crate::format::layout::{CHUNK, Layout};
 use crate::format::page::{Cursor, Page};
-use crate::range::{Lines, put_count};
+use crate::range::render::{Lines, put_count};
 
 /// Hashes a batch.
 pub(crate) const BATCH: usize = 8;

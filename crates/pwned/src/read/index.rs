@@ -488,7 +488,7 @@ impl Index {
 
     /// The range API's answer for the range `prefix` (below 2^20, the 5 hex
     /// digits of `GET /range/{prefix}`), appended to `out`: the same bytes
-    /// as [`write_range_body`](crate::write_range_body) of its pairs, each
+    /// as [`write_range_body`](crate::range::render::write_range_body) of its pairs, each
     /// pair written as a line as it is decoded, none held in between. On
     /// error `out` is left as it was.
     pub fn write_range(&self, prefix: u32, out: &mut Vec<u8>) -> Result<()> {
@@ -496,7 +496,7 @@ impl Index {
         // A range of the whole corpus holds ~1,000 hashes (~40 KB of
         // lines); more grow the buffer as they come.
         out.reserve(1100 * (self.kind().hex_len() + 8));
-        let mut lines = crate::range::Lines::new(self.kind(), out);
+        let mut lines = crate::range::render::Lines::new(self.kind(), out);
         #[cfg(target_arch = "x86_64")]
         let done = if crate::range::render_avx512::usable(self.layout()) {
             // Eight lines at a time; with 20 bucket bits or more a range is

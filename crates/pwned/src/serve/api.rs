@@ -23,7 +23,7 @@
 //!   methods; `OPTIONS` answers CORS preflight; every answer carries
 //!   `Access-Control-Allow-Origin: *`.
 //! - gzip or brotli when `Accept-Encoding` asks; a strong `ETag` per range
-//!   computed from the range's content alone ([`range_etag`](crate::range_etag): the same across
+//!   computed from the range's content alone ([`range_etag`](crate::range::validator::range_etag): the same across
 //!   restarts and across indexes holding the same range, so `update`
 //!   refreshes incrementally from a mirror and mirrors chain) and a
 //!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
@@ -56,12 +56,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::date::http_date;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
 use crate::format::source::RANGES;
-use crate::range::{pad_range, range_digest, write_range_body};
+use crate::range::pad::pad_range;
+use crate::range::render::write_range_body;
+use crate::range::validator::range_digest;
 use crate::read::index::Index;
+use crate::serve::date::http_date;
 use crate::serve::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
 
 /// `Cache-Control` of range answers (31 days, as the HIBP API sends).
@@ -954,7 +956,7 @@ impl Answer<'_> {
                 tag
             }
         };
-        let quoted = crate::range::quoted_etag(tag);
+        let quoted = crate::range::validator::quoted_etag(tag);
         Ok(HeaderValue::from_bytes(&quoted).expect("hex in quotes is a valid header value"))
     }
 

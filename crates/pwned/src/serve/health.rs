@@ -20,8 +20,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::date::rfc3339;
 use crate::serve::api::{DAMAGED, RangeApi, Served, VERIFIED};
+use crate::serve::date::rfc3339;
 use crate::serve::metrics::Route;
 
 pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Response {

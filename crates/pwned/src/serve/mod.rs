@@ -7,6 +7,7 @@
 //! whole, never edited under a request.
 
 pub(crate) mod api;
+pub(crate) mod date;
 pub(crate) mod hash_api;
 pub(crate) mod health;
 pub(crate) mod huffman_only;

@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::format::source::{MAX_VALIDATOR, RANGES, Source};
-use crate::range::{MAX_RANGE_BODY, range_digest};
+use crate::range::parse::MAX_RANGE_BODY;
+use crate::range::validator::range_digest;
 use crate::read::index::Index;
 use crate::tmpfile::Nameless;
 
@@ -35,6 +36,7 @@ const VALIDATOR: u8 = 2;
 /// Bytes of content compressed into one gzip member.
 const MEMBER: usize = 4 << 20;
 
+#[cfg(any(test, feature = "test-util"))]
 /// The identity of an index: a digest of its hashes and counts alone,
 /// whatever built it (docs/format-bundle.md). Reads every page.
 pub fn identity(index: &Index) -> Result<[u8; 32]> {
@@ -436,6 +438,7 @@ impl<R: Read> BundleReader<R> {
         &self.header
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// Entries not yet read.
     pub fn entries_left(&self) -> u32 {
         self.left

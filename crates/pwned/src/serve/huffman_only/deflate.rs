@@ -170,7 +170,7 @@ mod tests {
             })
             .collect();
         pairs.sort_unstable();
-        let body = crate::range::range_body(Kind::Sha1, &pairs);
+        let body = crate::range::render::range_body(Kind::Sha1, &pairs);
         let packed = round_trip(&body);
         let ratio = packed.len() as f64 / body.len() as f64;
         // 16 hex digits at ~4 bits and a few rarer symbols: 52–56%.

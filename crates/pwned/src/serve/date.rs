@@ -1,4 +1,5 @@
-//! Dates as HTTP and logs write them (UTC), without a date library.
+//! Dates as HTTP headers and `/health` write them (UTC), without a date
+//! library. The CLI keeps its own RFC 3339 formatter for what it prints.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,7 +25,7 @@ fn split_time(time: SystemTime) -> (i64, u32, u32, u64, i64) {
 }
 
 /// An IMF-fixdate, as HTTP headers carry dates: `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(time: SystemTime) -> String {
+pub(crate) fn http_date(time: SystemTime) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -41,7 +42,7 @@ pub fn http_date(time: SystemTime) -> String {
 }
 
 /// An RFC 3339 timestamp in UTC with milliseconds: `2000-02-29T00:00:00.123Z`.
-pub fn rfc3339(time: SystemTime) -> String {
+pub(crate) fn rfc3339(time: SystemTime) -> String {
     let (y, m, d, s, _) = split_time(time);
     let millis = time
         .duration_since(UNIX_EPOCH)
