@@ -406,7 +406,8 @@ fn sync_file_system(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::prepare::{BuildOptions, build_to_vec};
+    use crate::build::options::BuildOptions;
+    use crate::build::prepare::build_to_vec;
     use crate::format::hash::Kind;
 
     fn index_of(text: &str) -> Index {

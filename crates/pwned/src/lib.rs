@@ -37,7 +37,8 @@ mod update;
 
 // The product: what the CLI, the Python package and applications use.
 pub use build::input::Input;
-pub use build::prepare::{BuildOptions, NoProgress, Progress, Summary, build, default_memory};
+pub use build::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
+pub use build::prepare::build;
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
     ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,

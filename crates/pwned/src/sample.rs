@@ -3,7 +3,8 @@
 //! password counts 1.
 
 use crate::build::input::Input;
-use crate::build::prepare::{BuildOptions, build_to_vec};
+use crate::build::options::BuildOptions;
+use crate::build::prepare::build_to_vec;
 use crate::error::Result;
 use crate::format::hash::Kind;
 use crate::read::index::Index;

@@ -11,8 +11,13 @@
 pub(crate) mod direct_io;
 pub(crate) mod encoding;
 pub(crate) mod input;
+pub(crate) mod options;
 pub(crate) mod ordered;
+mod pack;
+mod parser;
 pub(crate) mod partition;
 pub(crate) mod prepare;
+mod reader;
+mod shared;
 pub(crate) mod sort;
 pub(crate) mod writer;
