@@ -40,8 +40,8 @@ pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Respo
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             response
         }
-        Method::OPTIONS => crate::serve::api::preflight(),
-        _ => crate::serve::api::method_not_allowed(),
+        Method::OPTIONS => crate::serve::http::preflight(),
+        _ => crate::serve::http::method_not_allowed(),
     };
     api.measured(Route::Health, start, response)
 }

@@ -162,7 +162,7 @@ impl Fetcher {
 
 /// A range answer's body as sent, decoded by its `Content-Encoding`
 /// (`gzip`, `br` or none) to at most [`MAX_RANGE_BODY`] bytes; the error
-/// says what is wrong with it. What [`update`] does with every answer before
+/// says what is wrong with it. What [`update`](crate::update::update()) does with every answer before
 /// [`parse_range`] checks it.
 pub fn decode_body(encoding: Option<&[u8]>, wire: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let limit = MAX_RANGE_BODY as u64 + 1;

@@ -17,7 +17,7 @@ pub const DEFAULT_CONCURRENCY: u16 = 256;
 /// Where the corpus is published.
 pub const DEFAULT_BASE_URL: &str = "https://api.pwnedpasswords.com";
 
-/// How [`update`] fetches.
+/// How [`update`](crate::update::update()) fetches.
 #[derive(Debug, Clone)]
 pub struct UpdateOptions {
     /// The API's base URL; ranges are `{base_url}/range/{PREFIX}`.
