@@ -265,8 +265,19 @@ fn kind_label(kind: Kind) -> &'static str {
 
 /// The metrics in the Prometheus text format (version 0.0.4).
 pub(crate) fn render(metrics: &Metrics, indexes: &[IndexGauges], now: SystemTime) -> String {
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut registry = Registry::with_prefix("seekless");
+    register_requests(&mut registry, metrics);
+    register_server(&mut registry, metrics);
+    register_indexes(&mut registry, indexes, now);
+    let mut text = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
+        .expect("writing to a String cannot fail");
+    text
+}
+
+/// Requests by route and status, and how long their answers took.
+fn register_requests(registry: &mut Registry, metrics: &Metrics) {
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut requests = Vec::new();
     let mut latency = Vec::new();
     for route in Route::ALL {
@@ -319,6 +330,11 @@ pub(crate) fn render(metrics: &Metrics, indexes: &[IndexGauges], now: SystemTime
             series: latency,
         },
     );
+}
+
+/// Body bytes, connections, TLS failures and reloads.
+fn register_server(registry: &mut Registry, metrics: &Metrics) {
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     registry.register_with_unit(
         "http_response_body",
         "Bytes of answer bodies sent",
@@ -364,6 +380,10 @@ pub(crate) fn render(metrics: &Metrics, indexes: &[IndexGauges], now: SystemTime
         "Replaced indexes or certificates refused (the old one kept)",
         Snapshot::counters(by_what(&metrics.reload_failures)),
     );
+}
+
+/// The hashes and age of each index served.
+fn register_indexes(registry: &mut Registry, indexes: &[IndexGauges], now: SystemTime) {
     let index_labels = |i: &IndexGauges| {
         labels([
             ("kind", kind_label(i.kind).into()),
@@ -394,10 +414,6 @@ pub(crate) fn render(metrics: &Metrics, indexes: &[IndexGauges], now: SystemTime
                 .collect(),
         ),
     );
-    let mut text = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
-        .expect("writing to a String cannot fail");
-    text
 }
 
 /// The `Content-Type` of the text [`render`] makes.
