@@ -45,7 +45,7 @@ pub use export::{
     write_sorted,
 };
 pub use format::hash::{Key, Kind};
-pub use format::source::{RANGES, Source};
+pub use format::source::{MAX_VALIDATOR, RANGES, Source};
 pub use range::prefix_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
@@ -53,7 +53,7 @@ pub use serve::api::{RangeApi, Served};
 #[cfg(feature = "serve")]
 pub use serve::metrics::{Connection, Reload};
 #[cfg(feature = "update")]
-pub use update::bundle::{DiffSummary, write_bundle};
+pub use update::bundle::{DiffSummary, diff, write_bundle};
 #[cfg(feature = "update")]
 pub use update::client::Proxies;
 #[cfg(feature = "update")]
@@ -74,8 +74,6 @@ pub use export::range_file_name;
 #[cfg(feature = "test-util")]
 pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
 #[cfg(feature = "test-util")]
-pub use format::source::MAX_VALIDATOR;
-#[cfg(feature = "test-util")]
 pub use range::PREFIX_DIGITS;
 #[cfg(all(feature = "gzip", feature = "test-util"))]
 pub use range::gzip::gzip;
@@ -90,6 +88,6 @@ pub use range::validator::range_etag;
 #[cfg(all(feature = "serve", feature = "test-util"))]
 pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
 #[cfg(all(feature = "update", feature = "test-util"))]
-pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, diff, identity};
+pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, identity};
 #[cfg(all(feature = "update", feature = "test-util"))]
 pub use update::decode_body;

@@ -488,7 +488,7 @@ impl Index {
 
     /// The range API's answer for the range `prefix` (below 2^20, the 5 hex
     /// digits of `GET /range/{prefix}`), appended to `out`: the same bytes
-    /// as [`write_range_body`](crate::range::render::write_range_body) of its pairs, each
+    /// as `write_range_body` of its pairs, each
     /// pair written as a line as it is decoded, none held in between. On
     /// error `out` is left as it was.
     pub fn write_range(&self, prefix: u32, out: &mut Vec<u8>) -> Result<()> {

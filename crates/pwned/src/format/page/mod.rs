@@ -29,7 +29,7 @@ fn funnel(hi: u64, lo: u64, shift: u32) -> u64 {
     (hi << shift) | ((lo >> 1) >> (63 - shift))
 }
 
-/// Most chunks a remainder has (at most 160 bits, in chunks of [`CHUNK`]).
+/// Most chunks a remainder has (at most 160 bits, in chunks of [`CHUNK`](crate::format::layout::CHUNK)).
 const MAX_CHUNKS: usize = 3;
 
 /// One page's bytes, at an address aligned as direct I/O asks (its size):
