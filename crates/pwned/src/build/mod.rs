@@ -3,10 +3,11 @@
 //! ([`ordered`], [`writer`]) or held by partition, spilled where memory runs
 //! out, sorted and packed ([`partition`], [`sort`]); [`prepare`] runs it all.
 //!
-//! Invariants: memory stays within the budget the caller gives; the index
-//! appears complete under its name or not at all (it is written unnamed and
-//! linked at the end); the bytes written depend only on the hashes and
-//! counts read, never on thread timing.
+//! Invariants: records held in memory stay within the caller's budget (the
+//! rest is spilled); the index appears complete under its name or not at
+//! all (it is written unnamed and named at the end); the bytes written
+//! depend only on the hashes and counts read, not on how many threads or
+//! partitions read them.
 
 pub(crate) mod direct_io;
 pub(crate) mod encoding;

@@ -5,7 +5,7 @@
 //!
 //! Invariants: a page is [`PAGE`](layout::PAGE) bytes and decodes on its own;
 //! hashes are stored as sortable integers ([`hash::Key`]) in ascending order;
-//! every multi-byte field is little-endian.
+//! every integer field is little-endian.
 
 pub(crate) mod bits;
 pub(crate) mod hash;
