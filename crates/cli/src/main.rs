@@ -7,6 +7,8 @@
 mod bencode;
 #[cfg(feature = "blocks")]
 mod blocks;
+#[cfg(feature = "pwned")]
+mod date;
 #[cfg(feature = "exhash")]
 mod exhash;
 #[cfg(any(feature = "pwned", feature = "bencode"))]

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::date::rfc3339;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use seekless_pwned::date::rfc3339;
 use seekless_pwned::{Kind, RangeApi, Reload, Served};
 use tower::Service;
 

@@ -59,7 +59,7 @@ pub enum ErrorKind {
     },
     /// The index is too large for this build (more pages than fit an address).
     TooLarge,
-    /// Hashes given to a [`SortedWriter`](crate::SortedWriter) went down.
+    /// Hashes given to a `SortedWriter` (the streaming writer) went down.
     Unsorted {
         /// The hash before, in hex.
         previous: String,

@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::hash::Key;
-use crate::index::Index;
-use crate::nameless::Nameless;
-use crate::range::write_range_body;
-use crate::source::RANGES;
+use crate::format::hash::Key;
+use crate::format::source::RANGES;
+use crate::range::render::write_range_body;
+use crate::read::index::Index;
+use crate::tmpfile::Nameless;
 
 /// What an export writes.
 #[derive(Debug, Clone)]
@@ -406,8 +406,9 @@ fn sync_file_system(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::Kind;
-    use crate::prepare::{BuildOptions, build_to_vec};
+    use crate::build::options::BuildOptions;
+    use crate::build::prepare::build_to_vec;
+    use crate::format::hash::Kind;
 
     fn index_of(text: &str) -> Index {
         let input = crate::Input::Bytes {

@@ -20,89 +20,74 @@
 //! The file format is documented in `docs/format-pwned.md`.
 #![deny(missing_docs)]
 
-#[cfg(feature = "serve")]
-mod api;
-mod bits;
-#[cfg(feature = "update")]
-mod bundle;
-#[cfg(feature = "update")]
-mod client;
-pub mod date;
-mod direct;
-mod encoding;
+mod build;
 mod error;
 mod export;
 mod format;
-#[cfg(feature = "gzip")]
-mod gzip;
-mod hash;
-#[cfg(feature = "serve")]
-mod hash_api;
-#[cfg(feature = "serve")]
-mod health;
-mod index;
-mod input;
-#[cfg(feature = "update")]
-mod journal;
-#[cfg(feature = "serve")]
-mod literals;
-#[cfg(feature = "serve")]
-mod metrics;
-mod nameless;
-mod once;
-mod ordered;
-mod page;
-mod partition;
-mod prepare;
 mod range;
+mod read;
 pub mod sample;
-mod sort;
-mod source;
+#[cfg(feature = "serve")]
+mod serve;
 #[cfg(test)]
 mod testing;
+mod tmpfile;
 #[cfg(feature = "update")]
 mod update;
-#[cfg(target_arch = "x86_64")]
-mod wide;
-mod writer;
 
-#[cfg(feature = "serve")]
-pub use api::{RangeApi, Served};
-#[cfg(feature = "update")]
-pub use bundle::{
-    BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, DiffSummary, diff, identity,
-    write_bundle,
-};
-#[cfg(feature = "update")]
-pub use client::Proxies;
+// The product: what the CLI, the Python package and applications use.
+pub use build::input::Input;
+pub use build::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
+pub use build::prepare::build;
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
     ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,
-    range_file_name, write_sorted,
+    write_sorted,
 };
-pub use format::{MIN_KEY_BITS, PAGE, VERSION};
-#[cfg(feature = "gzip")]
-pub use gzip::gzip;
-pub use hash::{Key, Kind};
+pub use format::hash::{Key, Kind};
+pub use format::source::{MAX_VALIDATOR, RANGES, Source};
+pub use range::prefix_hex;
+pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
-pub use hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-pub use index::{Index, Iter, Stats};
-pub use input::Input;
+pub use serve::api::{RangeApi, Served};
+#[cfg(feature = "serve")]
+pub use serve::metrics::{Connection, Reload};
 #[cfg(feature = "update")]
-pub use journal::UpdateSummary;
-#[cfg(feature = "serve")]
-pub use metrics::{Connection, Reload};
-pub use prepare::{
-    BuildOptions, NoProgress, Progress, Summary, build, build_to_vec, default_memory,
-};
-pub use range::{
-    MAX_RANGE_BODY, PAD_MIN, PAD_SPREAD, PREFIX_DIGITS, pad_range, parse_range, prefix_hex,
-    range_body, range_etag, write_range_body,
-};
-pub use source::{MAX_VALIDATOR, RANGES, Source};
+pub use update::bundle::{DiffSummary, diff, write_bundle};
+#[cfg(feature = "update")]
+pub use update::client::Proxies;
+#[cfg(feature = "update")]
+pub use update::journal::UpdateSummary;
 #[cfg(feature = "update")]
 pub use update::{
-    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
-    decode_body, update,
+    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress, update,
 };
-pub use writer::{Checkpoint, SortedWriter, Written};
+
+// Building blocks the tests, benchmarks and fuzz targets reach into
+// (feature `test-util`): not part of the product, free to change.
+#[cfg(feature = "test-util")]
+pub use build::prepare::build_to_vec;
+#[cfg(feature = "test-util")]
+pub use build::writer::{Checkpoint, SortedWriter, Written};
+#[cfg(feature = "test-util")]
+pub use export::range_file_name;
+#[cfg(feature = "test-util")]
+pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
+#[cfg(feature = "test-util")]
+pub use range::PREFIX_DIGITS;
+#[cfg(all(feature = "gzip", feature = "test-util"))]
+pub use range::gzip::gzip;
+#[cfg(feature = "test-util")]
+pub use range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
+#[cfg(feature = "test-util")]
+pub use range::parse::{MAX_RANGE_BODY, parse_range};
+#[cfg(feature = "test-util")]
+pub use range::render::{range_body, write_range_body};
+#[cfg(feature = "test-util")]
+pub use range::validator::range_etag;
+#[cfg(all(feature = "serve", feature = "test-util"))]
+pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
+#[cfg(all(feature = "update", feature = "test-util"))]
+pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, identity};
+#[cfg(all(feature = "update", feature = "test-util"))]
+pub use update::decode_body;

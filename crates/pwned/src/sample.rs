@@ -2,11 +2,12 @@
 //! passwords (see `data/README.md`). It holds no breach counts: a listed
 //! password counts 1.
 
+use crate::build::input::Input;
+use crate::build::options::BuildOptions;
+use crate::build::prepare::build_to_vec;
 use crate::error::Result;
-use crate::hash::Kind;
-use crate::index::Index;
-use crate::input::Input;
-use crate::prepare::{BuildOptions, build_to_vec};
+use crate::format::hash::Kind;
+use crate::read::index::Index;
 
 /// The passwords of the sample, one per line.
 pub const PASSWORDS: &str = include_str!("../data/common-passwords.txt");

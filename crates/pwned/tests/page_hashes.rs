@@ -1,4 +1,4 @@
-//! The check page's own hashing (`src/check.html`) against Rust's: its
+//! The check page's own hashing (`src/serve/check.html`) against Rust's: its
 //! SHA-1 of UTF-8 (used where the browser offers no WebCrypto) and its MD4
 //! of UTF-16LE (NTLM) give the same digests as the `sha1` and `md4` crates,
 //! on empty input, every length around the 64-byte blocks' padding
@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use md4::Md4;
 use sha1::{Digest, Sha1};
 
-const PAGE: &str = include_str!("../src/check.html");
+const PAGE: &str = include_str!("../src/serve/check.html");
 
 /// Uppercase hex, as the page writes digests.
 fn hex_upper(bytes: &[u8]) -> String {

@@ -1,0 +1,8 @@
+//! Reading an index: open it once and answer lookups, iterate or verify it
+//! ([`index`]), or answer one lookup without opening it ([`cold_lookup`]).
+//!
+//! Invariants: reading never writes; a lookup reads one page; every page is
+//! checked against its checksum before its hashes are believed.
+
+pub(crate) mod cold_lookup;
+pub(crate) mod index;

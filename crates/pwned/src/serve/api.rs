@@ -1,0 +1,435 @@
+//! The Have I Been Pwned range API over HTTP (`GET /range/{5 hex}`), as an
+//! [axum] [`Router`] an application mounts under any path, answering from
+//! indexes shared by every request.
+//!
+//! ```no_run
+//! use seekless_pwned::{Index, RangeApi, Served};
+//!
+//! let api = RangeApi::new();
+//! api.put(Served::new(Index::open("pwned.idx")?, "pwned.idx")?);
+//! // Mounted under /pwned: GET /pwned/range/5BAA6 answers.
+//! let app: axum::Router = axum::Router::new().nest("/pwned", api.router());
+//! # Ok::<(), seekless_pwned::Error>(())
+//! ```
+//!
+//! Behaviour, as api.pwnedpasswords.com:
+//! - `GET /range/5BAA6` (either case): `200 text/plain`, one `SUFFIX:COUNT`
+//!   line per hash whose hex starts with the prefix (35 hex digits of SHA-1,
+//!   27 of NTLM, uppercase), sorted, CRLF-separated, no trailing newline; an
+//!   empty range is an empty body. `?mode=ntlm` answers from the NTLM index.
+//! - `Add-Padding: true`: random `SUFFIX:0` lines are mixed in
+//!   ([`pad_range`](crate::range::pad::pad_range)), fresh for every answer.
+//! - 400 for a malformed prefix or mode, 404 for other paths, 405 for other
+//!   methods; `OPTIONS` answers CORS preflight; every answer carries
+//!   `Access-Control-Allow-Origin: *`.
+//! - gzip or brotli when `Accept-Encoding` asks; a strong `ETag` per range
+//!   computed from the range's content alone ([`range_etag`](crate::range::validator::range_etag): the same across
+//!   restarts and across indexes holding the same range, so `update`
+//!   refreshes incrementally from a mirror and mirrors chain) and a
+//!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
+//!   on revalidation; `Cache-Control: public`.
+//! - `GET /health`: each index's kind, hashes, state and when it was last
+//!   brought up to date, and its age; 200 once every served index has
+//!   been verified ([`Served::verify`]), 503 while one is not yet, is
+//!   damaged, or is older than [`RangeApi::set_max_age`] allows.
+//! - [`RangeApi::check_api`]: whole-hash lookups for trusted callers
+//!   (`GET /check/sha1/{40 hex}`, `POST /check`; see `hash_api`).
+//! - [`RangeApi::metrics`]: `GET /metrics` in the Prometheus text format.
+//! - [`RangeApi::page`]: `GET /` is a page where a person checks a password:
+//!   the browser hashes it (SHA-1 by WebCrypto, or by the page's own script
+//!   where WebCrypto is not offered, as over plain HTTP by a name other than
+//!   localhost; MD4 for NTLM when only an NTLM index is served), asks for
+//!   its range with padding and looks for the rest of the hash itself; the password and its hash never leave the
+//!   browser. One self-contained file under a strict Content-Security-Policy
+//!   (its script and style allowed by their hashes, nothing external).
+//!
+//! [`RangeApi::put`] swaps an index for a new one of its kind while
+//! requests go on: a request holds the indexes it started with to its end.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::Router;
+use axum::http::{HeaderValue, Method, header};
+use axum::response::Response;
+
+use crate::error::{ErrorKind, Result};
+use crate::format::hash::Kind;
+use crate::format::source::RANGES;
+use crate::read::index::Index;
+use crate::serve::date::http_date;
+use crate::serve::http::{check_batch, check_one, cors, fallback, metrics};
+use crate::serve::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
+use crate::serve::page::page;
+use crate::serve::range_answer::{Cache, range, range_answer};
+
+/// `Cache-Control` of range answers (31 days, as the HIBP API sends).
+pub(super) const CACHE_CONTROL: &str = "public, max-age=2678400";
+
+/// Verification state of a served index.
+pub(crate) const VERIFYING: u8 = 0;
+pub(crate) const VERIFIED: u8 = 1;
+pub(crate) const DAMAGED: u8 = 2;
+
+/// An index as the range API serves it: with the name `/health` reports,
+/// the time answers give as `Last-Modified`, and whether it was verified.
+#[derive(Debug)]
+pub struct Served {
+    pub(super) index: Index,
+    pub(super) name: String,
+    pub(super) last_modified: Option<HeaderValue>,
+    /// When the hashes were last brought up to date: the last `update`
+    /// (from the source section), else the file's time.
+    pub(super) updated: Option<SystemTime>,
+    pub(crate) status: AtomicU8,
+    pub(crate) damage: OnceLock<String>,
+    /// Each range's validator, computed on first use.
+    pub(super) validators: OnceLock<Validators>,
+}
+
+/// The validators of an index's ranges, kept once computed: 16 bytes a
+/// range (16 MiB for the 2^20 ranges), so a range's pairs are hashed once
+/// in the index's life, not once a request.
+#[derive(Debug)]
+pub(super) struct Validators(Box<[AtomicU64]>);
+
+impl Validators {
+    pub(super) fn new() -> Validators {
+        Validators((0..2 * RANGES).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    pub(super) fn get(&self, prefix: u32) -> Option<[u8; 16]> {
+        let i = 2 * prefix as usize;
+        // The low word is stored last: once it is seen, the high one is.
+        let low = self.0[i + 1].load(Ordering::Acquire);
+        let high = self.0[i].load(Ordering::Relaxed);
+        (low != 0).then(|| {
+            let mut tag = [0u8; 16];
+            tag[..8].copy_from_slice(&high.to_be_bytes());
+            tag[8..].copy_from_slice(&low.to_be_bytes());
+            tag
+        })
+    }
+
+    /// Keeps `tag` (one whose low half is zero is not kept: zero means
+    /// not computed). Threads that race store the same value.
+    pub(super) fn set(&self, prefix: u32, tag: [u8; 16]) {
+        let i = 2 * prefix as usize;
+        let high = u64::from_be_bytes(tag[..8].try_into().expect("8 bytes"));
+        let low = u64::from_be_bytes(tag[8..].try_into().expect("8 bytes"));
+        self.0[i].store(high, Ordering::Relaxed);
+        self.0[i + 1].store(low, Ordering::Release);
+    }
+}
+
+impl Served {
+    /// `index`, named `name` (its path, say) in `/health`. A compact index
+    /// (`prepare --key-bits`) is refused: it cannot list a range.
+    pub fn new(index: Index, name: impl Into<String>) -> Result<Served> {
+        let stats = index.stats();
+        if stats.is_compact() {
+            return Err(ErrorKind::Compact {
+                key_bits: stats.key_bits,
+            }
+            .into());
+        }
+        // An index `update` made says when it last did; its section is
+        // checked in full by `verify`.
+        let updated = index
+            .source()
+            .ok()
+            .flatten()
+            .filter(|source| source.updated > 0)
+            .map(|source| std::time::UNIX_EPOCH + Duration::from_secs(source.updated));
+        Ok(Served {
+            index,
+            name: name.into(),
+            last_modified: None,
+            updated,
+            status: AtomicU8::new(VERIFYING),
+            damage: OnceLock::new(),
+            validators: OnceLock::new(),
+        })
+    }
+
+    /// Answers carry `time` as their `Last-Modified` (the index file's
+    /// modification time, say), and `If-Modified-Since` repeating it is
+    /// answered `304`. For an index not made by `update` (one `prepare`
+    /// built), it is also when the hashes were brought up to date, which
+    /// `/health` and `/metrics` count its age from.
+    #[must_use]
+    pub fn last_modified(mut self, time: SystemTime) -> Served {
+        self.last_modified = HeaderValue::from_str(&http_date(time)).ok();
+        self.updated = self.updated.or(Some(time));
+        self
+    }
+
+    /// When the hashes were last brought up to date: the time of the last
+    /// `update` recorded in the index, else the time given to
+    /// [`Served::last_modified`]; `None` when neither is known.
+    pub fn updated(&self) -> Option<SystemTime> {
+        self.updated
+    }
+
+    /// Checks every page of the index ([`Index::verify`]) and records the
+    /// outcome for `/health`.
+    pub fn verify(&self) -> Result<()> {
+        let result = self.index.verify();
+        match &result {
+            Ok(()) => self.status.store(VERIFIED, Ordering::Release),
+            Err(e) => {
+                let _ = self.damage.set(format!("{}: {e}", self.name));
+                self.status.store(DAMAGED, Ordering::Release);
+            }
+        }
+        result
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The name given to [`Served::new`].
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// The range API: the indexes it answers from (one of each kind) and how.
+/// Cloning is cheap and every clone serves the same indexes.
+#[derive(Debug, Clone)]
+pub struct RangeApi {
+    pub(super) shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) current: RwLock<Arc<Generation>>,
+    pub(super) cache_bytes: usize,
+    pub(super) seed: AtomicU64,
+    /// The age past which `/health` calls an index stale, in seconds (0:
+    /// none).
+    pub(super) max_age: AtomicU64,
+    pub(super) metrics: Arc<Metrics>,
+}
+
+/// The indexes answering requests now, with what is cached of them.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    pub(crate) sha1: Option<Arc<Served>>,
+    pub(crate) ntlm: Option<Arc<Served>>,
+    pub(super) cache: Option<Cache>,
+}
+
+impl Default for RangeApi {
+    fn default() -> Self {
+        RangeApi::new()
+    }
+}
+
+impl RangeApi {
+    /// An API serving no index yet (every range answers 404 until
+    /// [`RangeApi::put`]), with no response cache.
+    pub fn new() -> RangeApi {
+        RangeApi::with_cache(0)
+    }
+
+    /// An API that keeps up to `bytes` of recently served range bodies in
+    /// memory (0: none). It helps when traffic favours some ranges, as real
+    /// traffic does; padded answers are never kept.
+    pub fn with_cache(bytes: usize) -> RangeApi {
+        let seed = std::collections::hash_map::RandomState::new();
+        let seed = std::hash::BuildHasher::hash_one(&seed, SystemTime::now());
+        RangeApi {
+            shared: Arc::new(Shared {
+                current: RwLock::new(Arc::new(Generation {
+                    sha1: None,
+                    ntlm: None,
+                    cache: None,
+                })),
+                cache_bytes: bytes,
+                seed: AtomicU64::new(seed),
+                max_age: AtomicU64::new(0),
+                metrics: Arc::default(),
+            }),
+        }
+    }
+
+    pub(crate) fn load(&self) -> Arc<Generation> {
+        Arc::clone(
+            &self
+                .shared
+                .current
+                .read()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
+    /// Serves `served` for its kind from now on, in place of the index of
+    /// that kind served before (returned); requests already started finish
+    /// on the one they began with.
+    pub fn put(&self, served: Served) -> Option<Arc<Served>> {
+        let mut current = self
+            .shared
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let (mut sha1, mut ntlm) = (current.sha1.clone(), current.ntlm.clone());
+        let slot = match served.index.kind() {
+            Kind::Sha1 => &mut sha1,
+            Kind::Ntlm => &mut ntlm,
+        };
+        let old = slot.replace(Arc::new(served));
+        let cache_bytes = self.shared.cache_bytes;
+        *current = Arc::new(Generation {
+            sha1,
+            ntlm,
+            cache: (cache_bytes > 0).then(|| Cache::new(cache_bytes)),
+        });
+        old
+    }
+
+    /// The index of `kind` served now.
+    pub fn get(&self, kind: Kind) -> Option<Arc<Served>> {
+        let current = self.load();
+        match kind {
+            Kind::Sha1 => current.sha1.clone(),
+            Kind::Ntlm => current.ntlm.clone(),
+        }
+    }
+
+    /// The check page at `/`, for the indexes served at the time of each
+    /// request; merge it into [`RangeApi::router`]'s router
+    /// (`api.router().merge(api.page())`) to offer it beside the API.
+    pub fn page(&self) -> Router {
+        Router::new()
+            .route("/", axum::routing::any(page))
+            .with_state(self.clone())
+    }
+
+    /// The HTTP service: `/range/{prefix}` and `/health`, every other path
+    /// 404, CORS on every answer. Mount it under any path
+    /// (`Router::nest`) or serve it as it is.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/range/{prefix}", axum::routing::any(range))
+            .route("/health", axum::routing::any(crate::serve::health::health))
+            .fallback(fallback)
+            .with_state(self.clone())
+            .layer(axum::middleware::map_response(cors))
+    }
+
+    /// Whole-hash lookups for trusted callers, to merge into
+    /// [`RangeApi::router`]'s router (`api.router().merge(api.check_api())`):
+    /// `GET /check/sha1/{40 hex}`, `GET /check/ntlm/{32 hex}` and
+    /// `POST /check` (a JSON array of hex hashes). These receive whole
+    /// hashes (no k-anonymity, no CORS): offer them only to callers
+    /// trusted with the passwords' hashes.
+    pub fn check_api(&self) -> Router {
+        Router::new()
+            .route("/check/{kind}/{hash}", axum::routing::any(check_one))
+            .route("/check", axum::routing::any(check_batch))
+            .with_state(self.clone())
+    }
+
+    /// `GET /metrics` in the Prometheus text format, to merge into
+    /// [`RangeApi::router`]'s router: requests by route and status, a
+    /// latency histogram, bytes sent, connections (as counted by
+    /// [`RangeApi::connection`]), reloads ([`RangeApi::reloaded`]), and
+    /// each index's hashes and age.
+    pub fn metrics(&self) -> Router {
+        Router::new()
+            .route("/metrics", axum::routing::any(metrics))
+            .with_state(self.clone())
+    }
+
+    /// The metrics as `GET /metrics` answers them.
+    pub fn render_metrics(&self) -> String {
+        let current = self.load();
+        let indexes: Vec<IndexGauges> = [&current.sha1, &current.ntlm]
+            .into_iter()
+            .flatten()
+            .map(|served| IndexGauges {
+                kind: served.index.kind(),
+                name: served.name.clone(),
+                hashes: served.index.len(),
+                updated: served.updated,
+            })
+            .collect();
+        crate::serve::metrics::render(&self.shared.metrics, &indexes, SystemTime::now())
+    }
+
+    /// Counts a connection as open in `/metrics` until the guard is
+    /// dropped.
+    pub fn connection(&self) -> Connection {
+        Connection::open(&self.shared.metrics)
+    }
+
+    /// Counts a TLS handshake that failed, in `/metrics`.
+    pub fn tls_handshake_failed(&self) {
+        self.shared.metrics.tls_failed();
+    }
+
+    /// Counts a reload of `what` in `/metrics`: done (`ok`), or refused
+    /// with the old one kept.
+    pub fn reloaded(&self, what: Reload, ok: bool) {
+        self.shared.metrics.reloaded(what, ok);
+    }
+
+    /// `/health` answers 503 while an index is older than `age` (counted
+    /// from [`Served::updated`]); `None`: however old.
+    pub fn set_max_age(&self, age: Option<Duration>) {
+        let secs = age.map_or(0, |a| a.as_secs().max(1));
+        self.shared.max_age.store(secs, Ordering::Relaxed);
+    }
+
+    /// The age set by [`RangeApi::set_max_age`].
+    pub fn max_age(&self) -> Option<Duration> {
+        let secs = self.shared.max_age.load(Ordering::Relaxed);
+        (secs > 0).then(|| Duration::from_secs(secs))
+    }
+
+    /// The answer to a `GET` or `HEAD` of `/range/{prefix}` or, with
+    /// `check_api`, of `/check/{kind}/{hash}`, made without the Router's
+    /// dispatch (no route matching, no boxed services): the same answer
+    /// [`RangeApi::router`] (merged with [`RangeApi::check_api`]) gives,
+    /// counted the same in the metrics. For a server that serves the API
+    /// at its root and wants the cheapest path for the requests that make
+    /// nearly all of its traffic; `None` for any other request, which the
+    /// Router answers.
+    pub fn answer_directly<B>(
+        &self,
+        request: &axum::http::Request<B>,
+        check_api: bool,
+    ) -> Option<Response> {
+        let method = request.method();
+        if *method != Method::GET && *method != Method::HEAD {
+            return None;
+        }
+        let start = Instant::now();
+        let path = request.uri().path();
+        if let Some(prefix) = path.strip_prefix("/range/").filter(|p| !p.contains('/')) {
+            let mut response = range_answer(self, prefix, method, request.uri(), request.headers());
+            response.headers_mut().insert(
+                header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                HeaderValue::from_static("*"),
+            );
+            return Some(self.measured(Route::Range, start, response));
+        }
+        let (kind, hash) = path
+            .strip_prefix("/check/")
+            .filter(|_| check_api)?
+            .split_once('/')
+            .filter(|(_, hash)| !hash.contains('/'))?;
+        let response = crate::serve::hash_api::check_one(self, kind, hash, method);
+        Some(self.measured(Route::Check, start, response))
+    }
+
+    /// Counts an answer of `route` begun at `start`.
+    pub(crate) fn measured(&self, route: Route, start: Instant, response: Response) -> Response {
+        self.shared.metrics.record(route, start, &response);
+        response
+    }
+}

@@ -1,0 +1,222 @@
+//! Where the ranges' answers come from: a bounded window of concurrent
+//! requests taken in prefix order, or a delta bundle; and the digests
+//! that check a bundle made what it says.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+
+use crate::error::{Error, Result};
+use crate::format::hash::{Key, Kind};
+use crate::format::source::{RANGES, Source};
+use crate::range::parse::parse_range;
+use crate::range::validator::range_digest;
+use crate::read::index::Index;
+use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader, Digests};
+use crate::update::fetch::Fetcher;
+use crate::update::options::UpdateOptions;
+
+/// Where the ranges' answers come from: the network, or a bundle.
+pub(super) enum Answers {
+    Network {
+        answers: tokio::sync::mpsc::Receiver<Result<Answer>>,
+        runtime: tokio::runtime::Runtime,
+    },
+    Bundle {
+        reader: Box<BundleReader<File>>,
+        next: Option<BundleEntry>,
+        kind: Kind,
+        /// The validators of the index the bundle applies to.
+        validators: Option<Source>,
+        /// The digests of the ranges of the index it applies to, and of
+        /// the one it makes.
+        old: Digests,
+        new: Digests,
+    },
+}
+
+impl Answers {
+    /// Ranges from `start` on fetched by a window of concurrent requests,
+    /// taken in prefix order.
+    pub(super) fn network(
+        fetcher: Fetcher,
+        options: &UpdateOptions,
+        start: u32,
+    ) -> Result<Answers> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(options.threads.max(1))
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io(None, e))?;
+        let (tx, answers) = tokio::sync::mpsc::channel(options.concurrency.max(1));
+        let concurrency = options.concurrency.max(1);
+        runtime.spawn(async move {
+            let fetcher = Arc::new(fetcher);
+            let mut answers = futures_util::stream::iter(start..RANGES)
+                .map(|prefix| {
+                    let fetcher = Arc::clone(&fetcher);
+                    tokio::spawn(async move { fetcher.fetch(prefix).await })
+                })
+                .buffered(concurrency);
+            while let Some(joined) = answers.next().await {
+                let answer = joined
+                    .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
+                let failed = answer.is_err();
+                if tx.send(answer).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Ok(Answers::Network { answers, runtime })
+    }
+
+    /// Ranges from `start` on from the bundle at `path` (checked whole
+    /// before), applied to `old`. The digests of the ranges before `start`
+    /// (done by an earlier run) are taken from `old` and the bundle.
+    pub(super) fn bundle(
+        path: &Path,
+        header: &BundleHeader,
+        old: Option<&Index>,
+        validators: Option<Source>,
+        start: u32,
+    ) -> Result<Answers> {
+        let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
+        let mut reader = BundleReader::new(file).map_err(|e| e.with_path(path))?;
+        let kind = header.kind;
+        let (mut old_digests, mut new_digests) =
+            (Digests::with_capacity(), Digests::with_capacity());
+        let mut next = reader.next_entry()?;
+        let mut range = Vec::new();
+        for prefix in 0..start {
+            range.clear();
+            if let Some(old) = old {
+                old.range_into(u64::from(prefix), 20, &mut range)?;
+            }
+            let digest = range_digest(kind, &range);
+            old_digests.push(digest);
+            match next.take() {
+                Some(entry) if entry.prefix == prefix => {
+                    let digest = match &entry.lines {
+                        Some(lines) => {
+                            range.clear();
+                            parse_range(kind, prefix, lines, &mut range)?;
+                            range_digest(kind, &range)
+                        }
+                        None => digest,
+                    };
+                    new_digests.push(digest);
+                    next = reader.next_entry()?;
+                }
+                other => {
+                    new_digests.push(digest);
+                    next = other;
+                }
+            }
+        }
+        Ok(Answers::Bundle {
+            reader: Box::new(reader),
+            next,
+            kind,
+            validators,
+            old: old_digests,
+            new: new_digests,
+        })
+    }
+
+    /// The answer for `prefix` (asked in order).
+    pub(super) fn next(&mut self, prefix: u32) -> Result<Answer> {
+        match self {
+            Answers::Network { answers, .. } => answers.blocking_recv().ok_or_else(|| {
+                Error::io(None, std::io::Error::other("the fetching tasks stopped"))
+            })?,
+            Answers::Bundle {
+                reader,
+                next,
+                kind,
+                validators,
+                ..
+            } => {
+                let body = match next.take() {
+                    Some(entry) if entry.prefix == prefix => {
+                        *next = reader.next_entry()?;
+                        match entry.lines {
+                            Some(lines) => {
+                                let mut entries = Vec::with_capacity(lines.len() / 40 + 1);
+                                parse_range(*kind, prefix, &lines, &mut entries)?;
+                                Body::Range {
+                                    validator: entry.validator,
+                                    entries,
+                                    received: lines.len() as u64,
+                                }
+                            }
+                            None => Body::NotModified {
+                                validator: entry.validator,
+                            },
+                        }
+                    }
+                    other => {
+                        *next = other;
+                        Body::NotModified {
+                            validator: validators
+                                .as_ref()
+                                .and_then(|s| s.validator(prefix))
+                                .map(<[u8]>::to_vec),
+                        }
+                    }
+                };
+                Ok(Answer { retries: 0, body })
+            }
+        }
+    }
+
+    /// Notes a range's content before (`old`) and after (`new`; `None`:
+    /// the same), for the identities a bundle names.
+    pub(super) fn digested(&mut self, old: &[(Key, u64)], new: Option<&[(Key, u64)]>) {
+        if let Answers::Bundle {
+            kind,
+            old: old_digests,
+            new: new_digests,
+            ..
+        } = self
+        {
+            let before = range_digest(*kind, old);
+            old_digests.push(before);
+            new_digests.push(new.map_or(before, |new| range_digest(*kind, new)));
+        }
+    }
+
+    /// Stops fetching; for a bundle, the identities of the index it was
+    /// applied to and of the one it made, once every range was answered.
+    pub(super) fn finish(self) -> Option<([u8; 32], [u8; 32])> {
+        match self {
+            Answers::Network { answers, runtime } => {
+                drop(answers);
+                runtime.shutdown_background();
+                None
+            }
+            Answers::Bundle { kind, old, new, .. } => {
+                (old.len() == RANGES as usize).then(|| (old.identity(kind), new.identity(kind)))
+            }
+        }
+    }
+}
+
+/// One range's answer, checked.
+pub(super) struct Answer {
+    pub(super) retries: u32,
+    pub(super) body: Body,
+}
+
+pub(super) enum Body {
+    /// `304`: the stored validator still holds (from a bundle: the range
+    /// is the same; its validator, if any).
+    NotModified { validator: Option<Vec<u8>> },
+    /// `200`: the range's hashes and its new validator.
+    Range {
+        validator: Option<Vec<u8>>,
+        entries: Vec<(Key, u64)>,
+        received: u64,
+    },
+}

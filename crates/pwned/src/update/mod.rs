@@ -1,0 +1,38 @@
+//! `update`: the corpus straight from the HIBP range API into an index, and
+//! refreshes that ask only for what changed.
+//!
+//! Every one of the 1,048,576 ranges is requested (`GET {base}/range/PREFIX`)
+//! by a bounded window of concurrent requests whose answers are taken in
+//! prefix order, checked line by line, and streamed into a [`SortedWriter`](crate::build::writer::SortedWriter):
+//! no text file, no sort, no spill. When the index already exists, each
+//! range is asked for with its stored validator (`If-None-Match`); a `304`
+//! range is copied from the old index. The new index is written beside the
+//! old one (`.NAME.update-partial`), checked, and only then renamed over it,
+//! so an error, a Ctrl-C or a `kill -9` leaves the old index as it was. A
+//! journal beside it (`.NAME.update-journal`, see the `journal` module)
+//! records a checkpoint every 16,384 ranges: a rerun after an interruption
+//! or an error goes on from the last checkpoint instead of fetching every
+//! range again. Both are gone once the new index is in place. The partial
+//! index is locked while an update runs, so a second update of the same
+//! index is refused.
+//!
+//! The parts: [`run`] (the update from start to end), [`answers`] (ranges
+//! from the network or a bundle), [`fetch`] (HTTP requests, retries,
+//! decoding), [`journal`] (checkpoints to resume from), [`bundle`] (delta
+//! bundles), [`client`] (proxies and certificates), [`options`].
+
+mod answers;
+pub(crate) mod bundle;
+pub(crate) mod client;
+mod fetch;
+pub(crate) mod journal;
+pub(crate) mod options;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use fetch::decode_body;
+pub use options::{
+    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
+};
+pub use run::update;

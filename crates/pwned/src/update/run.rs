@@ -1,0 +1,656 @@
+//! An update run from start to end: the old index checked, the partial
+//! index locked and started or resumed from its journal, every range taken
+//! in order with checkpoints, then the new index read back, checked and
+//! renamed over the old one.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::build::writer::SortedWriter;
+use crate::build::writer::Written;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::hash::{Key, Kind};
+use crate::format::layout::PAGE;
+use crate::format::source::{RANGES, Source};
+use crate::range::parse::parse_range;
+use crate::range::prefix_hex;
+use crate::read::index::Index;
+use crate::update::answers::{Answers, Body};
+use crate::update::bundle::{BundleHeader, BundleReader, hex_identity};
+use crate::update::client;
+use crate::update::fetch::Fetcher;
+use crate::update::journal::{Journal, Record, Terms, UpdateSummary};
+use crate::update::options::{UpdateOptions, UpdateProgress};
+
+/// Builds `path` from the range API, or refreshes it when it exists (see the
+/// module documentation); or, with [`UpdateOptions::from_bundle`], applies
+/// a delta bundle with no network.
+pub fn update(
+    path: &Path,
+    options: &UpdateOptions,
+    progress: &dyn UpdateProgress,
+) -> Result<UpdateSummary> {
+    let started = Instant::now();
+    let io_err = |e| Error::io(path.to_path_buf(), e);
+    // A bundle is checked whole (every size, every range's lines, the
+    // checksum) before any file is touched; proxies and CA certificates
+    // likewise before an online update.
+    let (bundle, client) = match &options.from_bundle {
+        Some(bundle) => (Some(check_bundle(bundle, options.kind)?), None),
+        None => (None, Some(client::build(options)?)),
+    };
+    let old = open_old(path, options, bundle.as_ref())?;
+    let held = old.as_ref().map_or(1, |old| old.stats().min_count);
+    let min_count = min_count(held, options)?;
+    let validators = match &old {
+        Some(old) if !options.full || bundle.is_some() => old.source()?,
+        _ => None,
+    };
+    let base = options.base_url.trim_end_matches('/').to_string();
+    let terms = Terms {
+        kind: options.kind,
+        full: options.full,
+        url: match &bundle {
+            Some((_, header)) => format!("bundle:{}", hex_identity(&header.new_identity)),
+            None => base.clone(),
+        },
+        old: match &old {
+            Some(_) => identity(path).map_err(io_err)?,
+            None => (0, 0),
+        },
+        min_count,
+    };
+    let (partial_path, journal_path) = beside(path)?;
+    let partial = lock_partial(path, &partial_path)?;
+    // The old index's size, unless another minimum makes it another.
+    let expected = old.as_ref().filter(|_| min_count == held).map(Index::len);
+    let mut filling = Filling::start(
+        Files {
+            partial: &partial,
+            partial_path: &partial_path,
+            journal_path: &journal_path,
+        },
+        &terms,
+        Source::new(base.clone(), 0),
+        expected,
+        progress,
+    )?;
+    filling.summary.created = old.is_none();
+    let start = filling.start;
+
+    let mut answers = match (&bundle, client) {
+        (Some((bundle_path, header)), _) => {
+            Answers::bundle(bundle_path, header, old.as_ref(), validators, start)?
+        }
+        (None, Some(client)) => Answers::network(
+            Fetcher {
+                client,
+                base,
+                kind: options.kind,
+                tries: options.tries.max(1),
+                backoff: options.backoff,
+                validators,
+            },
+            options,
+            start,
+        )?,
+        (None, None) => unreachable!("an online update has a client"),
+    };
+    let result = filling.take_ranges(&mut answers, old.as_ref(), min_count, progress);
+    let bundled = answers.finish();
+    // On an error the partial index and its journal stay: a rerun goes on
+    // from the last checkpoint. What failed to be written is the partial
+    // index (the journal's errors name it).
+    result.map_err(|e| e.with_path(&partial_path))?;
+
+    let (check, written, journal, mut summary) =
+        filling.finish(bundle.as_ref().map(|(_, header)| header))?;
+    if let (Some((bundle_path, header)), Some(digests)) = (&bundle, bundled) {
+        let files = Files {
+            partial: &partial,
+            partial_path: &partial_path,
+            journal_path: &journal_path,
+        };
+        check_bundled(path, bundle_path, header, digests, &written, &check, &files)?;
+    }
+    if let Some(out) = &options.bundle_out {
+        crate::update::bundle::write_bundle(out, old.as_ref(), &check)?;
+    }
+    drop(check);
+    drop(old);
+    std::fs::rename(&partial_path, path).map_err(io_err)?;
+    drop(journal);
+    std::fs::remove_file(&journal_path).map_err(|e| Error::io(journal_path.clone(), e))?;
+    sync_parent(path);
+    summary.hashes = written.hashes;
+    summary.min_count = min_count;
+    summary.bytes = written.bytes;
+    summary.seconds = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// The index at `path` when there is one, checked against what the update
+/// asks: of its kind, not compact, and the index a bundle applies to.
+pub(super) fn open_old(
+    path: &Path,
+    options: &UpdateOptions,
+    bundle: Option<&(PathBuf, BundleHeader)>,
+) -> Result<Option<Index>> {
+    let old = match Index::open(path) {
+        Ok(index) => Some(index),
+        Err(e) if matches!(e.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(old) = &old
+        && old.kind() != options.kind
+    {
+        return Err(ErrorKind::WrongKind {
+            found: old.kind(),
+            wanted: options.kind,
+        }
+        .into());
+    }
+    if let Some(old) = &old
+        && old.stats().is_compact()
+    {
+        return Err(ErrorKind::Compact {
+            key_bits: old.stats().key_bits,
+        }
+        .into());
+    }
+    if let (Some((bundle_path, header)), old) = (bundle, &old) {
+        let hashes = old.as_ref().map_or(0, Index::len);
+        if hashes != header.old_hashes {
+            return Err(ErrorKind::BadBundle {
+                what: format!(
+                    "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index)",
+                    bundle_path.display(),
+                    header.old_hashes,
+                    path.display()
+                ),
+            }
+            .into());
+        }
+    }
+    Ok(old)
+}
+
+/// The partial index, locked for as long as this update runs: a second
+/// update of the same index stops here instead of writing over it.
+pub(super) fn lock_partial(path: &Path, partial_path: &Path) -> Result<File> {
+    let partial = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(partial_path)
+        .map_err(|e| Error::io(partial_path.to_path_buf(), e))?;
+    match partial.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(Error::io(
+                path.to_path_buf(),
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "another update of this index is running",
+                ),
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::io(partial_path.to_path_buf(), e));
+        }
+    }
+    Ok(partial)
+}
+
+/// The files of an update beside the index: the partial index (open and
+/// locked) and the journal.
+pub(super) struct Files<'f> {
+    pub(super) partial: &'f File,
+    pub(super) partial_path: &'f Path,
+    pub(super) journal_path: &'f Path,
+}
+
+impl Files<'_> {
+    pub(super) fn partial_err(&self, e: std::io::Error) -> Error {
+        Error::io(self.partial_path.to_path_buf(), e)
+    }
+}
+
+/// The partial index being filled range by range, and what goes with it.
+pub(super) struct Filling<'f> {
+    pub(super) files: Files<'f>,
+    pub(super) journal: Journal,
+    pub(super) writer: SortedWriter<BufWriter<File>>,
+    pub(super) source: Source,
+    pub(super) summary: UpdateSummary,
+    /// Since the last checkpoint: validators of the ranges seen.
+    pub(super) fresh_validators: Vec<Option<Vec<u8>>>,
+    /// The first range still to take.
+    pub(super) start: u32,
+}
+
+impl<'f> Filling<'f> {
+    /// Goes on from the journal's last checkpoint when it has one, or
+    /// starts afresh.
+    pub(super) fn start(
+        files: Files<'f>,
+        terms: &Terms,
+        mut source: Source,
+        expected: Option<u64>,
+        progress: &dyn UpdateProgress,
+    ) -> Result<Filling<'f>> {
+        let (partial, partial_path, journal_path) =
+            (files.partial, files.partial_path, files.journal_path);
+        let partial_err = |e| Error::io(partial_path.to_path_buf(), e);
+        let resumed = match Journal::open(journal_path, terms)
+            .map_err(|e| Error::io(journal_path.to_path_buf(), e))?
+        {
+            Some((journal, records)) if !records.is_empty() => Some((journal, records)),
+            _ => None,
+        };
+        let mut summary = UpdateSummary::default();
+        let (journal, writer, start) = match resumed {
+            Some((journal, records)) => {
+                let last = records.last().expect("not empty").clone();
+                let pages_end = PAGE as u64 * (1 + last.checkpoint.pages);
+                let len = partial.metadata().map_err(partial_err)?.len();
+                if len < pages_end {
+                    return Err(Error::corrupt(format!(
+                        "{} is shorter than its journal says; remove it and {} to start over",
+                        partial_path.display(),
+                        journal_path.display()
+                    )));
+                }
+                partial.set_len(pages_end).map_err(partial_err)?;
+                let mut dir = Vec::new();
+                for record in &records {
+                    dir.extend_from_slice(&record.checkpoint.dir);
+                    for v in &record.validators {
+                        source.push_validator(v.as_deref());
+                    }
+                }
+                summary = last.summary.clone();
+                summary.checked = last.next_prefix;
+                summary.resumed_from = last.next_prefix;
+                progress.resumed(last.next_prefix);
+                let mut out = BufWriter::with_capacity(1 << 20, clone(partial, partial_path)?);
+                out.seek(SeekFrom::End(0)).map_err(partial_err)?;
+                let writer = SortedWriter::resume(out, terms.kind, &last.checkpoint, &dir)?
+                    .with_min_count(terms.min_count);
+                (journal, writer, last.next_prefix)
+            }
+            None => {
+                partial.set_len(0).map_err(partial_err)?;
+                let journal = Journal::create(journal_path, terms)
+                    .map_err(|e| Error::io(journal_path.to_path_buf(), e))?;
+                let out = BufWriter::with_capacity(1 << 20, clone(partial, partial_path)?);
+                let writer =
+                    SortedWriter::new(out, terms.kind, expected)?.with_min_count(terms.min_count);
+                (journal, writer, 0)
+            }
+        };
+        Ok(Filling {
+            files,
+            journal,
+            writer,
+            source,
+            summary,
+            fresh_validators: Vec::new(),
+            start,
+        })
+    }
+
+    /// Every range from the start on, from `answers` (or the old index where
+    /// unchanged), into the partial index, with a checkpoint in the
+    /// journal every [`CHECKPOINT_RANGES`].
+    pub(super) fn take_ranges(
+        &mut self,
+        answers: &mut Answers,
+        old: Option<&Index>,
+        min_count: u64,
+        progress: &dyn UpdateProgress,
+    ) -> Result<()> {
+        let summary = &mut self.summary;
+        let writer = &mut self.writer;
+        let mut old_range = Vec::new();
+        for prefix in self.start..RANGES {
+            let answer = answers.next(prefix)?;
+            summary.checked += 1;
+            summary.retries += u64::from(answer.retries);
+            old_range.clear();
+            if let Some(old) = old {
+                old_range = old.range(u64::from(prefix), 20)?;
+            }
+            let (received, hashes) = match answer.body {
+                Body::NotModified { validator } => {
+                    summary.not_modified += 1;
+                    answers.digested(&old_range, None);
+                    // A minimum raised above the old index's leaves some out.
+                    let before = old_range.len();
+                    old_range.retain(|&(_, count)| count >= min_count);
+                    if old_range.len() < before {
+                        summary.changed += 1;
+                        summary.removed += (before - old_range.len()) as u64;
+                    }
+                    for &(key, count) in &old_range {
+                        writer.push(key, count)?;
+                    }
+                    self.fresh_validators.push(validator);
+                    (0, old_range.len())
+                }
+                Body::Range {
+                    validator,
+                    mut entries,
+                    received,
+                } => {
+                    entries.retain(|&(_, count)| count >= min_count);
+                    summary.received += received;
+                    let diff = Diff::of(&old_range, &entries);
+                    if diff != Diff::default() || old.is_none() {
+                        summary.changed += 1;
+                    }
+                    summary.added += diff.added;
+                    summary.removed += diff.removed;
+                    summary.counts_changed += diff.counts_changed;
+                    answers.digested(&old_range, Some(&entries));
+                    for &(key, count) in &entries {
+                        writer.push(key, count)?;
+                    }
+                    self.fresh_validators.push(validator);
+                    (received, entries.len())
+                }
+            };
+            progress.range(received, hashes as u64);
+            let next_prefix = prefix + 1;
+            if next_prefix % CHECKPOINT_RANGES == 0
+                && next_prefix < RANGES
+                && writer.last().is_some()
+            {
+                checkpoint(
+                    &self.files,
+                    writer,
+                    &mut self.journal,
+                    &mut self.source,
+                    summary,
+                    &mut self.fresh_validators,
+                    next_prefix,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The partial index completed (the source section last), synced, and
+    /// read back: its header, size, directory and source checksums, and
+    /// the totals written. Returns it as read back, what was written, the
+    /// journal (removed once the index is in place) and the summary.
+    pub(super) fn finish(
+        mut self,
+        bundle: Option<&BundleHeader>,
+    ) -> Result<(Index, Written, Journal, UpdateSummary)> {
+        let (partial, partial_path) = (self.files.partial, self.files.partial_path);
+        for v in &self.fresh_validators {
+            self.source.push_validator(v.as_deref());
+        }
+        self.source.updated = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Some(header) = bundle {
+            // The index the bundle makes says where its hashes came from.
+            self.source.url = header.url.clone();
+            self.source.updated = header.updated;
+        }
+        let (buffered, written) = self
+            .writer
+            .finish(Some(&self.source))
+            .map_err(|e| e.with_path(partial_path))?;
+        buffered
+            .into_inner()
+            .map_err(|e| self.files.partial_err(e.into_error()))?;
+        partial.sync_all().map_err(|e| self.files.partial_err(e))?;
+        // Checked before it takes the old one's place.
+        let check = Index::from_file(clone(partial, partial_path)?)
+            .map_err(|e| e.with_path(partial_path))?;
+        if check.len() != written.hashes || check.source()?.as_ref() != Some(&self.source) {
+            return Err(Error::corrupt(
+                "the new index does not read back as written",
+            ));
+        }
+        Ok((check, written, self.journal, self.summary))
+    }
+}
+
+/// A checkpoint: the pages written so far made durable, then the journal
+/// record that points at them.
+pub(super) fn checkpoint(
+    files: &Files,
+    writer: &mut SortedWriter<BufWriter<File>>,
+    journal: &mut Journal,
+    source: &mut Source,
+    summary: &UpdateSummary,
+    fresh_validators: &mut Vec<Option<Vec<u8>>>,
+    next_prefix: u32,
+) -> Result<()> {
+    // Pages first, durable; then the record that points at them.
+    let checkpoint = writer.checkpoint()?;
+    files
+        .partial
+        .sync_data()
+        .map_err(|e| files.partial_err(e))?;
+    for v in fresh_validators.iter() {
+        source.push_validator(v.as_deref());
+    }
+    let record = Record {
+        next_prefix,
+        checkpoint,
+        summary: summary.clone(),
+        validators: std::mem::take(fresh_validators),
+    };
+    journal
+        .append(&record)
+        .map_err(|e| Error::io(files.journal_path.to_path_buf(), e))
+}
+
+/// The base's identity and the result's, against the bundle's word: a
+/// bundle made for another index, or one that does not make what it says,
+/// is refused and the index left as it was (the partial index and the
+/// journal removed).
+pub(super) fn check_bundled(
+    path: &Path,
+    bundle_path: &Path,
+    header: &BundleHeader,
+    (old_identity, new_identity): ([u8; 32], [u8; 32]),
+    written: &Written,
+    check: &Index,
+    files: &Files,
+) -> Result<()> {
+    let refused = |what: String| -> Error {
+        let _ = std::fs::remove_file(files.partial_path);
+        let _ = std::fs::remove_file(files.journal_path);
+        ErrorKind::BadBundle { what }.into()
+    };
+    if old_identity != header.old_identity {
+        return Err(refused(format!(
+            "{} was made for the index of identity {}; {} has identity {} (a bundle for another index)",
+            bundle_path.display(),
+            hex_identity(&header.old_identity),
+            path.display(),
+            hex_identity(&old_identity)
+        )));
+    }
+    if new_identity != header.new_identity
+        || written.hashes != header.new_hashes
+        || check.stats().total_count != header.new_total
+    {
+        return Err(refused(format!(
+            "applied, {} does not make the index it names (identity {}, {} hashes; made {}, {} hashes)",
+            bundle_path.display(),
+            hex_identity(&header.new_identity),
+            header.new_hashes,
+            hex_identity(&new_identity),
+            written.hashes
+        )));
+    }
+    Ok(())
+}
+
+/// The minimum count of the new index, from the one asked for and the
+/// old index's (`held`, 1 for none): refused where it cannot be had.
+pub(super) fn min_count(held: u64, options: &UpdateOptions) -> Result<u64> {
+    let asked = options.min_count.map_or(held, |m| m.max(1));
+    let refused = |what| -> Result<u64> {
+        Err(ErrorKind::MinCount {
+            index: held,
+            asked,
+            what,
+        }
+        .into())
+    };
+    if asked != held && options.from_bundle.is_some() {
+        return refused(
+            "a delta bundle makes an index of the same minimum as the one it applies to",
+        );
+    }
+    if asked != held && options.bundle_out.is_some() {
+        return refused(
+            "a delta bundle joins only indexes of the same minimum (a new index counts as holding every hash); copy the new index whole instead",
+        );
+    }
+    if asked < held && !options.full {
+        return refused(
+            "the ranges the server reports unchanged are copied from the index, which lacks the hashes it left out; add --full to download every range again",
+        );
+    }
+    Ok(asked)
+}
+
+/// Checks the whole bundle at `path` (every size, the order of its
+/// entries, every range's lines, the checksum) and that it is of `kind`;
+/// its header.
+pub(super) fn check_bundle(path: &Path, kind: Kind) -> Result<(PathBuf, BundleHeader)> {
+    let named = |e: Error| match e.into_kind() {
+        ErrorKind::BadBundle { what } => ErrorKind::BadBundle {
+            what: format!("{}: {what}", path.display()),
+        }
+        .into(),
+        other => Error::from(other).with_path(path),
+    };
+    let file = File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
+    let mut reader = BundleReader::new(file).map_err(named)?;
+    let header = reader.header().clone();
+    if header.kind != kind {
+        return Err(named(
+            ErrorKind::BadBundle {
+                what: format!(
+                    "a bundle of {} indexes, not {kind} (add or drop --ntlm)",
+                    header.kind
+                ),
+            }
+            .into(),
+        ));
+    }
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.next_entry().map_err(named)? {
+        if let Some(lines) = &entry.lines {
+            entries.clear();
+            parse_range(kind, entry.prefix, lines, &mut entries).map_err(|e| {
+                named(
+                    ErrorKind::BadBundle {
+                        what: format!("range {}: {e}", prefix_hex(entry.prefix)),
+                    }
+                    .into(),
+                )
+            })?;
+        }
+    }
+    reader.finish().map_err(named)?;
+    Ok((path.to_path_buf(), header))
+}
+
+/// Ranges between checkpoints of the journal (64 in a full update).
+pub(super) const CHECKPOINT_RANGES: u32 = 1 << 14;
+
+/// The partial index and the journal of an update of `path`, beside it.
+pub(super) fn beside(path: &Path) -> Result<(PathBuf, PathBuf)> {
+    let name = path.file_name().ok_or_else(|| {
+        Error::io(
+            path.to_path_buf(),
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
+        )
+    })?;
+    let name = name.to_string_lossy();
+    Ok((
+        path.with_file_name(format!(".{name}.update-partial")),
+        path.with_file_name(format!(".{name}.update-journal")),
+    ))
+}
+
+/// The length and header checksum of the index at `path`: what a journal
+/// records of the index it refreshes.
+pub(super) fn identity(path: &Path) -> std::io::Result<(u64, u32)> {
+    let mut file = File::open(path)?;
+    let mut header = [0u8; 64];
+    file.read_exact(&mut header)?;
+    Ok((file.metadata()?.len(), crc32c::crc32c(&header)))
+}
+
+pub(super) fn clone(file: &File, path: &Path) -> Result<File> {
+    file.try_clone()
+        .map_err(|e| Error::io(path.to_path_buf(), e))
+}
+
+/// Makes a rename in `path`'s directory durable, where directories can be
+/// synced.
+pub(super) fn sync_parent(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
+/// How a new range differs from the old one.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Diff {
+    pub(super) added: u64,
+    pub(super) removed: u64,
+    pub(super) counts_changed: u64,
+}
+
+impl Diff {
+    pub(super) fn of(old: &[(Key, u64)], new: &[(Key, u64)]) -> Diff {
+        let mut diff = Diff::default();
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() && j < new.len() {
+            match old[i].0.cmp(&new[j].0) {
+                std::cmp::Ordering::Less => {
+                    diff.removed += 1;
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    diff.added += 1;
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    diff.counts_changed += u64::from(old[i].1 != new[j].1);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        diff.removed += (old.len() - i) as u64;
+        diff.added += (new.len() - j) as u64;
+        diff
+    }
+}

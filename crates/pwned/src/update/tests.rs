@@ -1,0 +1,64 @@
+use super::*;
+use crate::format::hash::Key;
+use crate::range::gzip::gunzip_whole;
+use crate::range::parse::MAX_RANGE_BODY;
+use crate::update::run::Diff;
+
+fn key(n: u64) -> Key {
+    Key {
+        hi: n,
+        mid: 0,
+        lo: 0,
+    }
+}
+
+#[test]
+fn diffs_count_added_removed_and_changed() {
+    let old = [(key(1), 5), (key(2), 1), (key(4), 7)];
+    let new = [(key(2), 1), (key(3), 1), (key(4), 8), (key(5), 2)];
+    assert_eq!(
+        Diff::of(&old, &new),
+        Diff {
+            added: 2,
+            removed: 1,
+            counts_changed: 1
+        }
+    );
+    assert_eq!(Diff::of(&old, &old), Diff::default());
+    assert_eq!(Diff::of(&[], &new).added, 4);
+    assert_eq!(Diff::of(&old, &[]).removed, 3);
+}
+
+#[test]
+fn bodies_decode_within_the_limit() {
+    use std::io::Write;
+    let text = b"1E4C9B93F3F0682250B6CF8331B7EE68FD8:1".repeat(10);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&text).unwrap();
+    let gz = gz.finish().unwrap();
+    assert_eq!(decode_body(Some(b"gzip"), &gz).unwrap(), text);
+    assert_eq!(decode_body(None, &text).unwrap(), text);
+    assert!(
+        decode_body(Some(b"gzip"), &gz[..gz.len() - 9]).is_err(),
+        "truncated"
+    );
+    assert!(decode_body(Some(b"zstd"), &gz).is_err());
+    // Two members, as concatenated files are: the streaming decoder.
+    let two = [gz.clone(), gz.clone()].concat();
+    assert!(gunzip_whole(&two, MAX_RANGE_BODY).is_none());
+    assert_eq!(decode_body(Some(b"gzip"), &two).unwrap(), text.repeat(2));
+    // A trailer that states a wrong size; garbage after the member.
+    let mut lying = gz.clone();
+    let n = lying.len();
+    lying[n - 4] ^= 1;
+    assert!(gunzip_whole(&lying, MAX_RANGE_BODY).is_none());
+    assert!(decode_body(Some(b"gzip"), &lying).is_err());
+    let trailing = [&gz[..], b"junk"].concat();
+    assert!(decode_body(Some(b"gzip"), &trailing).is_err());
+    // A small body that inflates past the limit.
+    let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    bomb.write_all(&vec![b'0'; MAX_RANGE_BODY + 10]).unwrap();
+    let bomb = bomb.finish().unwrap();
+    assert!(bomb.len() < 100_000);
+    assert!(decode_body(Some(b"gzip"), &bomb).is_err());
+}
