@@ -29,8 +29,6 @@ mod read;
 pub mod sample;
 #[cfg(feature = "serve")]
 mod serve;
-#[cfg(test)]
-mod testing;
 mod tmpfile;
 #[cfg(feature = "update")]
 mod update;

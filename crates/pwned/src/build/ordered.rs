@@ -318,7 +318,8 @@ mod tests {
     /// Sorted records, with runs of equal hashes and of hashes that share
     /// their top 40 bits.
     fn sorted_records(n: usize, seed: u64) -> Vec<Record> {
-        let mut next = crate::testing::rng(seed);
+        let mut rng = seekless_testkit::Rng::xorshift64((seed) | 1);
+        let mut next = || rng.next_u64();
         let mut records = Vec::new();
         while records.len() < n {
             let key = Key {
@@ -356,7 +357,8 @@ mod tests {
     /// pages; unless `anywhere`, each cut where the kept bits change),
     /// packing some of them.
     fn runs(records: &[Record], layout: Layout, seed: u64, anywhere: bool) -> Vec<Run> {
-        let mut next = crate::testing::rng(seed);
+        let mut rng = seekless_testkit::Rng::xorshift64((seed) | 1);
+        let mut next = || rng.next_u64();
         let kept = |r: &Record| r.key().truncated(layout.key_bits);
         let mut runs = Vec::new();
         let mut rest = records;
@@ -394,7 +396,8 @@ mod tests {
         layout: Layout,
         seed: u64,
     ) -> std::result::Result<Vec<u8>, Vec<Record>> {
-        let mut next = crate::testing::rng(seed);
+        let mut rng = seekless_testkit::Rng::xorshift64((seed) | 1);
+        let mut next = || rng.next_u64();
         for i in 1..runs.len() {
             if next().is_multiple_of(3) {
                 runs.swap(i - 1, i);

@@ -563,7 +563,8 @@ mod tests {
     /// short ones, as in the corpus (eight lengths within 64 bits, taken by
     /// vectors), with a long one now and then.
     fn pages(layout: Layout, n: usize, seed: u64, wide: bool) -> (Vec<u8>, Vec<u64>) {
-        let mut next = crate::testing::rng(seed);
+        let mut rng = seekless_testkit::Rng::xorshift64((seed) | 1);
+        let mut next = || rng.next_u64();
         // About 1.5 hashes a bucket, as an index's layout makes them, from
         // a bucket near the start, the middle or the end of the space.
         let h = layout.h;
@@ -689,7 +690,8 @@ mod tests {
         let layout = Layout::whole(Kind::Sha1, 24);
         let (bytes, firsts) = pages(layout, 300, 5, false);
         let good = &bytes[..PAGE];
-        let mut next = crate::testing::rng(11);
+        let mut rng = seekless_testkit::Rng::xorshift64((11) | 1);
+        let mut next = || rng.next_u64();
         let mut refused = 0;
         for _ in 0..3_000 {
             let mut bad = good.to_vec();

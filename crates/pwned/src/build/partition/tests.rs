@@ -41,7 +41,8 @@ fn large_inputs_known_to_fit_get_more_partitions() {
 fn records_go_to_the_partition_of_their_top_bits() {
     let dir = std::env::temp_dir().join(format!("seekless-wide-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut next = crate::testing::rng(0x1D3A);
+    let mut rng = seekless_testkit::Rng::xorshift64((0x1D3A) | 1);
+    let mut next = || rng.next_u64();
     for bits in [PART_BITS, 9, 10] {
         TEST_PART_BITS.set(Some(bits));
         let budget = Budget::new(64 << 20, 1, 0).unwrap();
@@ -154,7 +155,8 @@ fn a_failed_spill_refuses_every_later_record_within_the_budget() {
         let spill = Spill::new(&missing, PARTS);
         let memory = 1000 * 64 * RECORD_BYTES as u64;
         let budget = Budget::new(memory, 1, 0).unwrap();
-        let mut next = crate::testing::rng(0x5B17);
+        let mut rng = seekless_testkit::Rng::xorshift64((0x5B17) | 1);
+        let mut next = || rng.next_u64();
         let mut record = || Record {
             hi: next(),
             mid: 0,
@@ -192,7 +194,8 @@ fn a_failed_spill_refuses_every_later_record_within_the_budget() {
 /// The records [`fill_and_hold`] sends: partition 3 gets a record in
 /// four, in order (its count says when); the rest go anywhere.
 fn sent_records() -> Vec<Record> {
-    let mut next = crate::testing::rng(0xb0d9);
+    let mut rng = seekless_testkit::Rng::xorshift64((0xb0d9) | 1);
+    let mut next = || rng.next_u64();
     (0..200_000u32)
         .map(|i| {
             let hi = if i % 4 == 0 {
@@ -340,7 +343,8 @@ fn input_known_to_fit_is_held_in_small_segments_handed_out_in_order() {
 fn spills_read_ahead_come_to_their_partitions_and_a_stop_leaves_the_rest() {
     let dir = std::env::temp_dir().join(format!("seekless-ahead-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut next = crate::testing::rng(0xA4EAD);
+    let mut rng = seekless_testkit::Rng::xorshift64((0xA4EAD) | 1);
+    let mut next = || rng.next_u64();
     let spill = Spill::new(&dir, PARTS);
     let mut encoded = Vec::new();
     // Partitions 3, 5, 6 and 9 spill (9 torn); the others do not.
@@ -406,7 +410,8 @@ fn spills_read_ahead_come_to_their_partitions_and_a_stop_leaves_the_rest() {
 fn spilled_records_come_back_as_written_and_a_torn_file_is_an_error() {
     let dir = std::env::temp_dir().join(format!("seekless-spill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut next = crate::testing::rng(0x5111);
+    let mut rng = seekless_testkit::Rng::xorshift64((0x5111) | 1);
+    let mut next = || rng.next_u64();
     let mut random = |n: usize| -> Vec<Record> {
         (0..n)
             .map(|_| Record {
