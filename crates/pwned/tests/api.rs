@@ -1,11 +1,13 @@
 //! The range API as a library: mounted under a sub-path of an application's
 //! router, it answers every range with the bytes the index holds, with
-//! validators, revalidation, padding, compression and hot swaps.
+//! validators, revalidation, padding, compression and hot swaps; the HIBP
+//! line format, error statuses, CORS and `?mode=ntlm` as a server offers it.
 
 use std::io::Read as _;
+use std::time::SystemTime;
 
 use axum::Router;
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use seekless_pwned::{
     BuildOptions, Index, Input, Key, Kind, PAD_MIN, RangeApi, Served, build_to_vec, parse_range,
     range_etag,
@@ -13,7 +15,7 @@ use seekless_pwned::{
 use seekless_testkit::Rng;
 
 mod common;
-use common::{corpus, expected, get, index};
+use common::{Reply, corpus, expected, get, index, send};
 
 fn app(api: &RangeApi) -> Router {
     Router::new()
@@ -199,4 +201,441 @@ async fn padding_compression_health_and_swaps() {
     };
     let compact = Index::from_bytes(build_to_vec(vec![input], &options).unwrap().0).unwrap();
     assert!(Served::new(compact, "compact").is_err());
+}
+
+/// The router a server offers by default: the range API with the check
+/// page, the whole-hash lookups and the metrics merged in, as `seekless
+/// pwned serve` builds it.
+fn served(api: &RangeApi) -> Router {
+    api.router()
+        .merge(api.page())
+        .merge(api.check_api())
+        .merge(api.metrics())
+}
+
+/// `kind`'s hashes in 400 ranges or so, with the edges of the space (an
+/// all-zero hash, an all-F hash counted 2^32 - 1).
+fn wide(kind: Kind, seed: u64) -> Vec<(String, u64)> {
+    let mut lines = corpus(kind, 400, 3000, seed);
+    lines.push(("0".repeat(kind.hex_len()), 7));
+    lines.push(("F".repeat(kind.hex_len()), u64::from(u32::MAX)));
+    lines
+}
+
+/// `lines` as an index served under `name`, with a `Last-Modified`.
+fn put(api: &RangeApi, kind: Kind, lines: &[(String, u64)], name: &str) {
+    let served = Served::new(index(kind, lines), name).unwrap();
+    api.put(served.last_modified(SystemTime::now()));
+}
+
+/// A reply's body decoded from its `Content-Encoding`.
+fn decoded(reply: &Reply) -> Vec<u8> {
+    let mut plain = Vec::new();
+    match reply
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.as_bytes())
+    {
+        None => plain.clone_from(&reply.body),
+        Some(b"gzip") => {
+            flate2::read::GzDecoder::new(&reply.body[..])
+                .read_to_end(&mut plain)
+                .unwrap();
+        }
+        Some(b"br") => {
+            brotli_decompressor::Decompressor::new(&reply.body[..], 4096)
+                .read_to_end(&mut plain)
+                .unwrap();
+        }
+        Some(other) => panic!("coding {:?}", String::from_utf8_lossy(other)),
+    }
+    plain
+}
+
+fn header(reply: &Reply, name: header::HeaderName) -> Option<&str> {
+    reply.headers.get(name).map(|v| v.to_str().unwrap())
+}
+
+/// Whether `Vary` names `Accept-Encoding` (among the values it has).
+fn varies_by_coding(reply: &Reply) -> bool {
+    reply.headers.get_all(header::VARY).iter().any(|v| {
+        v.to_str()
+            .unwrap()
+            .to_ascii_lowercase()
+            .contains("accept-encoding")
+    })
+}
+
+/// The HIBP line format: 35 uppercase hex digits (27 for NTLM), a colon,
+/// a count; CRLF between lines and none at the end; sorted by suffix.
+fn assert_api_format(kind: Kind, body: &[u8], what: &str) {
+    let text = std::str::from_utf8(body).unwrap();
+    assert!(!text.ends_with('\n'), "{what}");
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "{what} unsorted");
+    for line in &lines {
+        let (suffix, count) = line.split_once(':').unwrap();
+        assert_eq!(suffix.len(), kind.hex_len() - 5, "{what}");
+        assert!(suffix.bytes().all(upper_hex), "{what}: {line}");
+        assert!(count.parse::<u64>().unwrap() > 0, "{what}: {line}");
+        assert!(!line.contains('\n'), "{what}");
+    }
+}
+
+fn upper_hex(b: u8) -> bool {
+    b.is_ascii_digit() || (b'A'..=b'F').contains(&b)
+}
+
+#[tokio::test]
+async fn every_range_in_the_api_format_cached_or_not() {
+    let lines = wide(Kind::Sha1, 1);
+    let want = expected(&index(Kind::Sha1, &lines));
+    let api = RangeApi::new();
+    put(&api, Kind::Sha1, &lines, "sha1");
+    assert!(want.len() > 300, "{} ranges", want.len());
+    let mut app = served(&api);
+    for (prefix, body) in &want {
+        // Either case of the prefix answers the same.
+        let path = if prefix.len() % 2 == 0 {
+            format!("/range/{prefix}")
+        } else {
+            format!("/range/{}", prefix.to_lowercase())
+        };
+        let r = get(&mut app, &path, &[]).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}");
+        assert_eq!(r.body, *body, "{path}");
+        assert_eq!(header(&r, header::CONTENT_TYPE), Some("text/plain"));
+        assert_eq!(header(&r, header::ACCESS_CONTROL_ALLOW_ORIGIN), Some("*"));
+        assert_api_format(Kind::Sha1, &r.body, &path);
+    }
+    // With a small body cache (evicting as it goes): the same bytes, twice.
+    let cached = RangeApi::with_cache(1 << 20);
+    put(&cached, Kind::Sha1, &lines, "cached");
+    let mut cached = served(&cached);
+    for _ in 0..2 {
+        for (prefix, body) in &want {
+            let path = format!("/range/{prefix}");
+            assert_eq!(get(&mut cached, &path, &[]).await.body, *body);
+            // Compressed once into the cache, served from it after.
+            for (accept, coding) in [
+                ("gzip", Some("gzip")),
+                ("gzip, deflate, br", Some("br")),
+                ("br;q=0, gzip", Some("gzip")),
+                ("identity", None),
+            ] {
+                let r = get(&mut cached, &path, &[("accept-encoding", accept)]).await;
+                assert_eq!(header(&r, header::CONTENT_ENCODING), coding, "{accept}");
+                assert!(varies_by_coding(&r), "{accept}");
+                assert_eq!(decoded(&r), *body, "{path} {accept}");
+            }
+        }
+    }
+    // Empty ranges: an empty 200 body.
+    let mut rng = Rng::splitmix64(99);
+    let mut empty = 0;
+    while empty < 100 {
+        let prefix = format!("{:05X}", rng.below(1 << 20));
+        if want.contains_key(&prefix) {
+            continue;
+        }
+        let r = get(&mut app, &format!("/range/{prefix}"), &[]).await;
+        assert_eq!((r.status, r.body.len()), (StatusCode::OK, 0), "{prefix}");
+        empty += 1;
+    }
+}
+
+#[tokio::test]
+async fn padding_only_when_asked_and_never_shadowing() {
+    let lines = wide(Kind::Sha1, 2);
+    let want = expected(&index(Kind::Sha1, &lines));
+    let api = RangeApi::new();
+    put(&api, Kind::Sha1, &lines, "sha1");
+    let mut app = served(&api);
+    let (prefix, real) = want.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let real_lines: Vec<&str> = std::str::from_utf8(real).unwrap().split("\r\n").collect();
+    let empty_prefix = (0..1u32 << 20)
+        .map(|p| format!("{p:05X}"))
+        .find(|p| !want.contains_key(p))
+        .unwrap();
+    let mut sizes = std::collections::BTreeSet::new();
+    for (name, value) in [
+        ("Add-Padding", "true"),
+        ("add-padding", "TRUE"),
+        ("ADD-PADDING", "True"),
+    ] {
+        for p in [prefix.as_str(), empty_prefix.as_str()] {
+            let r = get(&mut app, &format!("/range/{p}"), &[(name, value)]).await;
+            assert_eq!(r.status, StatusCode::OK);
+            let text = r.text();
+            assert!(!text.ends_with('\n'));
+            let lines: Vec<&str> = text.split("\r\n").collect();
+            sizes.insert(lines.len());
+            assert!((800..=1000).contains(&lines.len()), "{} lines", lines.len());
+            assert!(
+                lines.windows(2).all(|w| w[0] < w[1]),
+                "padded range unsorted"
+            );
+            let reals: Vec<&str> = lines
+                .iter()
+                .copied()
+                .filter(|l| !l.ends_with(":0"))
+                .collect();
+            let pads: Vec<&str> = lines.iter().filter_map(|l| l.strip_suffix(":0")).collect();
+            if p == prefix {
+                assert_eq!(reals, real_lines);
+            } else {
+                assert!(reals.is_empty());
+            }
+            for pad in &pads {
+                assert_eq!(pad.len(), 35);
+                assert!(pad.bytes().all(upper_hex));
+                assert!(
+                    !real_lines.iter().any(|l| l.starts_with(pad)),
+                    "padding {pad} shadows a real suffix"
+                );
+            }
+        }
+    }
+    assert!(sizes.len() > 1, "padding sizes do not vary: {sizes:?}");
+    // Not asked (or asked with another value): no `:0` lines.
+    for headers in [
+        &[][..],
+        &[("Add-Padding", "false")][..],
+        &[("Add-Padding", "1")][..],
+    ] {
+        let r = get(&mut app, &format!("/range/{prefix}"), headers).await;
+        assert_eq!(r.body, *real, "{headers:?}");
+    }
+}
+
+#[tokio::test]
+async fn ntlm_mode() {
+    let sha1_lines = wide(Kind::Sha1, 3);
+    let ntlm_lines = wide(Kind::Ntlm, 4);
+    let want = expected(&index(Kind::Ntlm, &ntlm_lines));
+    let api = RangeApi::new();
+    put(&api, Kind::Ntlm, &ntlm_lines, "ntlm");
+    put(&api, Kind::Sha1, &sha1_lines, "sha1");
+    let mut app = served(&api);
+    for (prefix, body) in want.iter().take(60) {
+        for query in ["mode=ntlm", "mode=NTLM", "x=1&mode=ntlm"] {
+            let r = get(&mut app, &format!("/range/{prefix}?{query}"), &[]).await;
+            assert_eq!(r.status, StatusCode::OK);
+            assert_eq!(r.body, *body);
+            assert!(r.text().split("\r\n").all(|l| l.find(':') == Some(27)));
+        }
+    }
+    let (prefix, body) = want.iter().next().unwrap();
+    let path = format!("/range/{prefix}?mode=ntlm");
+    let text = get(&mut app, &path, &[("Add-Padding", "true")])
+        .await
+        .text();
+    assert!(text.split("\r\n").all(|l| l.find(':') == Some(27)));
+    assert!(text.split("\r\n").count() >= 800);
+    assert!(
+        String::from_utf8_lossy(body)
+            .split("\r\n")
+            .all(|l| text.contains(l))
+    );
+    // SHA-1 still answers without a mode or with mode=sha1.
+    let sha1_ranges = expected(&index(Kind::Sha1, &sha1_lines));
+    let (prefix, body) = sha1_ranges.iter().next().unwrap();
+    let plain = get(&mut app, &format!("/range/{prefix}"), &[]).await;
+    assert_eq!(plain.body, *body);
+    let sha1 = get(&mut app, &format!("/range/{prefix}?mode=sha1"), &[]).await;
+    assert_eq!(sha1.body, *body);
+    // Only a SHA-1 index: mode=ntlm is a clear 404.
+    let api = RangeApi::new();
+    put(&api, Kind::Sha1, &sha1_lines, "sha1");
+    let r = get(&mut served(&api), "/range/5BAA6?mode=ntlm", &[]).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.text().contains("no NTLM index"), "{}", r.text());
+}
+
+#[tokio::test]
+async fn error_statuses_and_cors() {
+    let api = RangeApi::new();
+    put(&api, Kind::Sha1, &wide(Kind::Sha1, 5), "sha1");
+    let mut app = served(&api);
+    for path in [
+        "/range/5BAA",
+        "/range/5BAA61",
+        "/range/GGGGG",
+        "/range/5BAA%20",
+        "/range/%FF%FE%FD%FC%FB",
+        "/range/",
+        "/range",
+        "/range/5BAA6/extra",
+        "/range/5BAA6?mode=md5",
+        "/range/%2e%2e%2f",
+    ] {
+        let r = get(&mut app, path, &[]).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}");
+        assert!(!r.body.is_empty() && r.body.len() < 200, "{path}");
+    }
+    // `/` is the check page (cli's tests/check_page.rs); other paths are
+    // 404.
+    assert_eq!(get(&mut app, "/", &[]).await.status, StatusCode::OK);
+    for path in [
+        "/index.html",
+        "/ranges/5BAA6",
+        "/api/v3/range/5BAA6",
+        "/health/x",
+    ] {
+        let r = get(&mut app, path, &[]).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+        let headers = [("content-length", "0")];
+        let r = send(
+            &mut app,
+            method.clone(),
+            "/range/5BAA6",
+            &headers,
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+        assert!(header(&r, header::ALLOW).is_some_and(|a| a.contains("GET")));
+    }
+    let preflight = [
+        ("Origin", "https://example.com"),
+        ("Access-Control-Request-Method", "GET"),
+        ("Access-Control-Request-Headers", "add-padding"),
+    ];
+    let r = send(
+        &mut app,
+        Method::OPTIONS,
+        "/range/5BAA6",
+        &preflight,
+        Vec::new(),
+    )
+    .await;
+    assert!(
+        r.status == StatusCode::NO_CONTENT || r.status == StatusCode::OK,
+        "{}",
+        r.status
+    );
+    assert_eq!(header(&r, header::ACCESS_CONTROL_ALLOW_ORIGIN), Some("*"));
+    assert!(header(&r, header::ACCESS_CONTROL_ALLOW_METHODS).is_some_and(|m| m.contains("GET")));
+    assert!(
+        header(&r, header::ACCESS_CONTROL_ALLOW_HEADERS)
+            .is_some_and(|h| h.to_ascii_lowercase().contains("add-padding"))
+    );
+    // HEAD: the headers of a GET, no body.
+    let r = send(&mut app, Method::HEAD, "/range/5BAA6", &[], Vec::new()).await;
+    assert_eq!((r.status, r.body.len()), (StatusCode::OK, 0));
+}
+
+#[tokio::test]
+async fn compression_and_revalidation() {
+    let lines = wide(Kind::Sha1, 6);
+    let want = expected(&index(Kind::Sha1, &lines));
+    let api = RangeApi::new();
+    put(&api, Kind::Sha1, &lines, "sha1");
+    let mut app = served(&api);
+    let (prefix, body) = want.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let path = format!("/range/{prefix}");
+
+    let gz = get(&mut app, &path, &[("Accept-Encoding", "gzip")]).await;
+    assert_eq!(header(&gz, header::CONTENT_ENCODING), Some("gzip"));
+    assert_eq!(decoded(&gz), *body);
+    let r = get(&mut app, &path, &[("Accept-Encoding", "br")]).await;
+    assert_eq!(header(&r, header::CONTENT_ENCODING), Some("br"));
+    assert_eq!(decoded(&r), *body);
+    let r = get(&mut app, &path, &[("Accept-Encoding", "identity")]).await;
+    assert_eq!(header(&r, header::CONTENT_ENCODING), None);
+    assert_eq!(r.body, *body);
+    let choices = [
+        ("gzip, br", Some("br")),
+        ("gzip, br;q=0.5", Some("gzip")),
+        ("br;q=0.2, gzip;q=0.9", Some("gzip")),
+        ("gzip;q=0, br;q=0", None),
+    ];
+    let mut last = None;
+    for (accept, coding) in choices {
+        let r = get(&mut app, &path, &[("Accept-Encoding", accept)]).await;
+        assert_eq!(header(&r, header::CONTENT_ENCODING), coding, "{accept}");
+        last = Some(r);
+    }
+    let r = last.unwrap();
+
+    // A strong validator per range, from the range's content.
+    let etag = header(&r, header::ETAG).unwrap().to_string();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34,
+        "{etag}"
+    );
+    let modified = header(&r, header::LAST_MODIFIED).unwrap().to_string();
+    assert!(
+        header(&r, header::CACHE_CONTROL)
+            .unwrap()
+            .starts_with("public")
+    );
+    assert!(modified.ends_with(" GMT"), "{modified}");
+    let again = get(&mut app, &path, &[]).await;
+    assert_eq!(header(&again, header::ETAG), Some(etag.as_str()));
+    let other = get(&mut app, "/range/00000", &[]).await;
+    assert_ne!(
+        header(&other, header::ETAG),
+        Some(etag.as_str()),
+        "another range"
+    );
+    let r = get(&mut app, &path, &[("If-None-Match", &etag)]).await;
+    assert_eq!((r.status, r.body.len()), (StatusCode::NOT_MODIFIED, 0));
+    assert_eq!(header(&r, header::ETAG), Some(etag.as_str()));
+    let list = format!("\"0000\", W/{etag}");
+    let r = get(&mut app, &path, &[("If-None-Match", &list)]).await;
+    assert_eq!(
+        r.status,
+        StatusCode::NOT_MODIFIED,
+        "weak comparison, one of a list"
+    );
+    let r = get(&mut app, &path, &[("If-None-Match", "W/\"0000\", ")]).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = get(&mut app, &path, &[("If-Modified-Since", &modified)]).await;
+    assert_eq!(r.status, StatusCode::NOT_MODIFIED);
+    // A padded answer is never a cache hit and carries no validator.
+    let headers = [("If-None-Match", etag.as_str()), ("Add-Padding", "true")];
+    let r = get(&mut app, &path, &headers).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(header(&r, header::ETAG), None);
+
+    // The same ranges built again into another index, served by another
+    // API (with a cache, which keeps validators): the same validators.
+    let cached = RangeApi::with_cache(1 << 20);
+    put(&cached, Kind::Sha1, &lines, "again");
+    let mut cached = served(&cached);
+    for _ in 0..2 {
+        let r = get(&mut cached, &path, &[("If-None-Match", &etag)]).await;
+        let tag = header(&r, header::ETAG);
+        assert_eq!(
+            (r.status, tag),
+            (StatusCode::NOT_MODIFIED, Some(etag.as_str()))
+        );
+    }
+    // The cache answers in the coding the compression layer would choose.
+    for _ in 0..2 {
+        for (accept, coding) in choices {
+            let r = get(&mut cached, &path, &[("Accept-Encoding", accept)]).await;
+            assert_eq!(
+                header(&r, header::CONTENT_ENCODING),
+                coding,
+                "cached: {accept}"
+            );
+            assert_eq!(decoded(&r), *body, "cached: {accept}");
+        }
+    }
+    // gzip kept in the cache is compressed harder (once a range): other
+    // bytes than an answer made fresh, the same text. The command line's
+    // tests tell `--cache-mib` reaching the cache by this.
+    let kept = get(&mut cached, &path, &[("Accept-Encoding", "gzip")]).await;
+    assert_ne!(kept.body, gz.body);
+    assert_eq!(decoded(&kept), *body);
+
+    // A rebuilt index with other content changes the validator.
+    let rebuilt = RangeApi::new();
+    put(&rebuilt, Kind::Sha1, &wide(Kind::Sha1, 7), "rebuilt");
+    let r = get(&mut served(&rebuilt), &path, &[]).await;
+    assert_ne!(header(&r, header::ETAG), Some(etag.as_str()));
 }
