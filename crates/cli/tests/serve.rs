@@ -321,7 +321,7 @@ fn one_index_of_each_kind() {
 fn last_modified_is_the_index_files_modification_time() {
     let (_dir, index, expected) = sha1_index("modified", 10);
     let modified = std::fs::metadata(&index).unwrap().modified().unwrap();
-    let date = seekless_pwned::date::http_date(modified);
+    let date = httpdate::fmt_http_date(modified);
     let server = Server::start(&[&index], &[]);
     let (prefix, _) = expected.iter().next().unwrap();
     let path = format!("/range/{prefix}");

@@ -58,7 +58,6 @@ use crate::error::{ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::format::source::RANGES;
 use crate::read::index::Index;
-use crate::serve::date::http_date;
 use crate::serve::http::{check_batch, check_one, cors, fallback, metrics};
 use crate::serve::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
 use crate::serve::page::page;
@@ -160,7 +159,7 @@ impl Served {
     /// `/health` and `/metrics` count its age from.
     #[must_use]
     pub fn last_modified(mut self, time: SystemTime) -> Served {
-        self.last_modified = HeaderValue::from_str(&http_date(time)).ok();
+        self.last_modified = HeaderValue::from_str(&httpdate::fmt_http_date(time)).ok();
         self.updated = self.updated.or(Some(time));
         self
     }

@@ -1,5 +1,6 @@
-//! Dates as HTTP headers and `/health` write them (UTC), without a date
-//! library. The CLI keeps its own RFC 3339 formatter for what it prints.
+//! RFC 3339 dates as `/health` writes them (UTC). HTTP headers' dates come
+//! from `httpdate`; the CLI keeps its own RFC 3339 formatter for what it
+//! prints (the library does not export one).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,23 +25,6 @@ fn split_time(time: SystemTime) -> (i64, u32, u32, u64, i64) {
     (y, m, d, secs % 86_400, days)
 }
 
-/// An IMF-fixdate, as HTTP headers carry dates: `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub(crate) fn http_date(time: SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (y, m, d, s, days) = split_time(time);
-    format!(
-        "{}, {d:02} {} {y} {:02}:{:02}:{:02} GMT",
-        DAYS[days.rem_euclid(7) as usize],
-        MONTHS[m as usize - 1],
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
 /// An RFC 3339 timestamp in UTC with milliseconds: `2000-02-29T00:00:00.123Z`.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     let (y, m, d, s, _) = split_time(time);
@@ -63,9 +47,6 @@ mod tests {
 
     #[test]
     fn dates() {
-        let t = UNIX_EPOCH + Duration::from_secs(784_111_777);
-        assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(http_date(UNIX_EPOCH), "Thu, 01 Jan 1970 00:00:00 GMT");
         let t = UNIX_EPOCH + Duration::from_millis(951_782_400_123);
         assert_eq!(rfc3339(t), "2000-02-29T00:00:00.123Z");
     }
