@@ -17,7 +17,7 @@ mod rng;
 mod tempdir;
 
 pub use rng::Rng;
-pub use tempdir::TempDir;
+pub use tempdir::{KEEP_VAR, TempDir};
 
 use std::path::{Path, PathBuf};
 
