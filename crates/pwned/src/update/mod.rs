@@ -31,6 +31,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "test-util")]
 pub use fetch::decode_body;
 pub use options::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
