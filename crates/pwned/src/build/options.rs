@@ -55,7 +55,7 @@ impl Default for BuildOptions {
 /// at half the machine's memory (12 GiB): 53.2-58.3 s and 14.6-14.9 s of
 /// kernel time with 4 GiB against 58.5-60.1 s and 39.1-40.3 s, 5.1 GB
 /// resident against 12.9, 20 GB spilled against 12.3; 300M, 15.4-15.5 s
-/// against 18.7-20.2 s (BENCHMARKS.md).
+/// against 18.7-20.2 s (benchmarks/log/2026-11-26-pwned-default-budget-4gib.md).
 pub(super) const DEFAULT_MEMORY_AT_MOST: u64 = 4 << 30;
 
 /// Half of the machine's memory, at most 4 GiB (1 GiB when the machine's

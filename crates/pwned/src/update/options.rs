@@ -9,7 +9,7 @@ use crate::update::client::Proxies;
 
 /// Requests in flight at once, by default. Chosen by measurement: on
 /// loopback 256 in flight took 77.7 s for a full update against 86.9 s for
-/// 64 and 85.5 s for 16, for 12 MiB more memory (BENCHMARKS.md); and to
+/// 64 and 85.5 s for 16, for 12 MiB more memory (benchmarks/log/2026-11-24-update-against-curl.md); and to
 /// keep a 1 Gbit/s link busy (~7,500 ranges a second) across the ~30 ms a
 /// range answer takes over the internet, about 225 must be in flight.
 pub const DEFAULT_CONCURRENCY: u16 = 256;
