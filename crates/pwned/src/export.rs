@@ -13,7 +13,7 @@
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
@@ -155,21 +155,13 @@ pub fn export_sorted(index: &Index, path: &Path, options: &ExportOptions) -> Res
     whole_hashes(index)?;
     let started = Instant::now();
     let io_err = |e| Error::io(path.to_path_buf(), e);
-    let file = Nameless::create(&parent(path), "export").map_err(io_err)?;
+    let file = Nameless::create(&crate::tmpfile::parent_dir(path), "export").map_err(io_err)?;
     let mut summary = write_sorted(index, &file.file, options).map_err(|e| e.with_path(path))?;
     file.file.sync_all().map_err(io_err)?;
     file.persist(path).map_err(io_err)?;
     summary.files = 1;
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-/// The directory `path` is in (`.` for a bare name).
-fn parent(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
 }
 
 /// The per-range file name of `prefix`: `5BAA6.txt`.
@@ -211,7 +203,7 @@ pub fn export_ranges(
             ),
         )
     })?;
-    let partial = parent(dir).join(format!(
+    let partial = crate::tmpfile::parent_dir(dir).join(format!(
         ".{}.seekless-partial-{}",
         name.to_string_lossy(),
         std::process::id()
@@ -382,7 +374,7 @@ fn finish(partial: &Path, dir: &Path) -> Result<()> {
     fs::rename(partial, dir).map_err(io_err)?;
     // The new name on disk too.
     #[cfg(unix)]
-    File::open(parent(dir))
+    File::open(crate::tmpfile::parent_dir(dir))
         .and_then(|d| d.sync_all())
         .map_err(io_err)?;
     Ok(())

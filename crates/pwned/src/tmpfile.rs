@@ -54,10 +54,7 @@ impl Nameless {
         }
         // A nameless file can only be linked to a new name: link it under a
         // temporary one next to `path`, then rename that over `path`.
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = parent_dir(path);
         let name = path
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
@@ -167,6 +164,15 @@ fn link(_file: &File, _path: &Path) -> io::Result<()> {
         io::ErrorKind::Unsupported,
         "nameless files exist only on Linux",
     ))
+}
+
+/// The directory `path` is in: where its temporary file goes and what is
+/// synced after a rename (`.` for a bare name).
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, mpsc};
 use std::time::Instant;
@@ -58,10 +58,7 @@ pub fn build(
     options: &BuildOptions,
     progress: &dyn Progress,
 ) -> Result<Summary> {
-    let dir = match output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = crate::tmpfile::parent_dir(output);
     let io_err = |e| Error::io(output.to_path_buf(), e);
     if output.file_name().is_none() {
         return Err(io_err(io::Error::new(

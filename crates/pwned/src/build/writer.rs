@@ -147,7 +147,27 @@ impl<W: Write + Seek> SortedWriter<W> {
     ) -> Result<SortedWriter<W>> {
         out.write_all(&[0u8; PAGE])
             .map_err(|e| Error::io(None, e))?;
-        Ok(SortedWriter {
+        Ok(SortedWriter::at(
+            out,
+            kind,
+            key_bits,
+            encoder,
+            Written::default(),
+            Vec::new(),
+        ))
+    }
+
+    /// A writer whose `out` already holds the header block and the pages
+    /// `written` and `dir` describe.
+    fn at(
+        out: W,
+        kind: Kind,
+        key_bits: u32,
+        encoder: Option<Encoder>,
+        written: Written,
+        dir: Vec<DirEntry>,
+    ) -> SortedWriter<W> {
+        SortedWriter {
             out,
             kind,
             key_bits,
@@ -155,11 +175,11 @@ impl<W: Write + Seek> SortedWriter<W> {
             held: Vec::new(),
             encoder,
             last: None,
-            written: Written::default(),
-            dir: Vec::new(),
+            written,
             #[cfg(any(test, feature = "update", feature = "test-util"))]
-            checkpointed: 0,
-        })
+            checkpointed: dir.len(),
+            dir,
+        }
     }
 
     /// Keeps only the hashes whose count, summed over equal hashes given
@@ -360,18 +380,14 @@ impl<W: Write + Seek> SortedWriter<W> {
             key_bits,
         });
         encoder.after_closed(last.last_bucket);
-        Ok(SortedWriter {
+        Ok(SortedWriter::at(
             out,
             kind,
             key_bits,
-            min_count: 1,
-            held: Vec::new(),
-            encoder: Some(encoder),
-            last: None,
-            written: last.written,
-            checkpointed: dir.len(),
+            Some(encoder),
+            last.written,
             dir,
-        })
+        ))
     }
 
     #[cfg(any(test, feature = "test-util"))]

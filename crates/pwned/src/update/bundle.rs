@@ -10,7 +10,7 @@
 //! the entries and the checksum over the whole content.
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use flate2::bufread::MultiGzDecoder;
 use sha2::{Digest, Sha256};
@@ -257,10 +257,7 @@ pub fn diff(old: Option<&Index>, new: &Index, out: impl Write) -> Result<DiffSum
 /// [`diff`] into the file `out`, written under a temporary name (on Linux,
 /// no name at all) and renamed when complete: an error leaves nothing.
 pub fn write_bundle(out: &Path, old: Option<&Index>, new: &Index) -> Result<DiffSummary> {
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = crate::tmpfile::parent_dir(out);
     let io_err = |e| Error::io(out.to_path_buf(), e);
     let file = Nameless::create(&dir, "bundle").map_err(io_err)?;
     let mut buffered = BufWriter::with_capacity(1 << 20, &file.file);

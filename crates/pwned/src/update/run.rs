@@ -608,13 +608,8 @@ pub(super) fn clone(file: &File, path: &Path) -> Result<File> {
 /// synced.
 pub(super) fn sync_parent(path: &Path) {
     #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if let Ok(d) = File::open(dir) {
+    {
+        if let Ok(d) = File::open(crate::tmpfile::parent_dir(path)) {
             let _ = d.sync_all();
         }
     }
