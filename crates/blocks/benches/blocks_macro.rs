@@ -6,8 +6,10 @@
 //!    against `cat FILE > /dev/null` warm and cold. Core's published
 //!    LoadExternalBlockFile figure is 10.4–29 ms per pass (warm).
 //! 2. A synthetic out-of-order regtest chain (default 200,000 blocks,
-//!    realistic size mix, many files): blocks/s, bytes/s, and peak memory per
-//!    block measured in a child process.
+//!    realistic size mix, many files): blocks/s, bytes/s, warm and cold, one
+//!    thread against one a core (`ScanOptions::threads`, in turn), headers
+//!    mapped, every byte read, and `--verify`; `cat` and `dd` of the same
+//!    files; peak memory per block measured in a child process.
 //! 3. `--verify` throughput against `sha256sum` of the same bytes.
 //!
 //! Run: `cargo bench -p seekless-blocks --bench blocks_macro`. Data goes to
@@ -44,6 +46,18 @@ fn cat(paths: &[&Path]) -> Sample {
     let script = format!("cat {} > /dev/null", args.join(" "));
     let (sample, status) = time(|| Command::new("sh").arg("-c").arg(&script).status());
     assert!(status.expect("run cat").success());
+    sample
+}
+
+/// `dd` of each file in turn, 4 MiB a read.
+fn dd(paths: &[&Path]) -> Sample {
+    let args: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let script = format!(
+        "for f in {}; do dd if=\"$f\" of=/dev/null bs=4M status=none; done",
+        args.join(" ")
+    );
+    let (sample, status) = time(|| Command::new("sh").arg("-c").arg(&script).status());
+    assert!(status.expect("run dd").success());
     sample
 }
 
@@ -98,11 +112,17 @@ fn child(paths: &[PathBuf]) {
     let before = status_kb("VmRSS:");
     // SEEKLESS_BLOCKS_READ=1 measures the read path instead of the mapped one.
     let map_files = std::env::var_os("SEEKLESS_BLOCKS_READ").is_none();
+    let defaults = ScanOptions::default();
+    let threads = std::env::var("SEEKLESS_BLOCKS_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(defaults.threads);
     let (bytes, blocks) = scan_paths(
         paths,
         &ScanOptions {
             map_files,
-            ..ScanOptions::default()
+            threads,
+            ..defaults
         },
     );
     let peak = status_kb("VmHWM:");
@@ -344,14 +364,27 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
     let files = list_block_files(&paths, None).expect("list");
     let bytes: u64 = files.iter().map(|f| f.len).sum();
     let file_paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
-    let mapped = ScanOptions::default();
-    let read = ScanOptions {
-        map_files: false,
+    let cores = ScanOptions::default().threads;
+    let one = ScanOptions {
+        threads: 1,
         ..ScanOptions::default()
     };
+    let read = ScanOptions {
+        map_files: false,
+        ..one.clone()
+    };
+    let verify = ScanOptions {
+        verify: true,
+        ..one.clone()
+    };
+    let on_cores = |options: &ScanOptions| ScanOptions {
+        threads: cores,
+        ..options.clone()
+    };
     let modes = [
-        ("mapped (default)", &mapped),
-        ("read all, reader thread", &read),
+        ("mapped (default)", one.clone(), on_cores(&one)),
+        ("read all, reader thread", read.clone(), on_cores(&read)),
+        ("verify", verify.clone(), on_cores(&verify)),
     ];
     println!(
         "== synthetic out-of-order chain: {blocks} blocks, {} files, {bytes} bytes (avg {} bytes/block), medians",
@@ -360,37 +393,69 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
     );
     let mut cat_warm = Vec::new();
     let mut cat_cold = Vec::new();
+    let mut dd_cold = Vec::new();
     for _ in 0..runs.min(3) {
         cat_warm.push(cat(&file_paths));
         drop_dir_cache(&dir);
         cat_cold.push(cat(&file_paths));
+        drop_dir_cache(&dir);
+        dd_cold.push(dd(&file_paths));
     }
-    let (cw, cc) = (median(cat_warm), median(cat_cold));
-    for (name, options) in modes {
-        let _ = scan_paths(&paths, options);
-        let mut warm = Vec::new();
-        for _ in 0..runs {
-            let (d, (_, n)) = time(|| scan_paths(&paths, options));
-            assert_eq!(n, blocks);
-            warm.push(d);
+    let (cw, cc, dc) = (median(cat_warm), median(cat_cold), median(dd_cold));
+    println!(
+        "dd bs=4M cold {:8.1} ms {:7.0} MB/s (the disk's sequential speed)",
+        ms(dc),
+        mbps(bytes, dc)
+    );
+    // The part no thread count changes: linking the chain once scanned.
+    let build: Vec<Sample> = (0..runs)
+        .map(|_| {
+            let files = list_block_files(&paths, None).expect("list");
+            let mut output = scan(files, &one, &mut |_| {}).expect("scan");
+            time(|| Chain::build(&mut output)).0
+        })
+        .collect();
+    println!("chain building alone (one thread): {:.1} ms", ms(median(build)));
+    for (name, single, multi) in &modes {
+        // Both thread counts in turn, so machine noise hits them alike.
+        let (mut warm, mut cold) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+        let _ = scan_paths(&paths, single);
+        for run in 0..runs {
+            for (i, options) in [single, multi].into_iter().enumerate() {
+                let (d, (_, n)) = time(|| scan_paths(&paths, options));
+                assert_eq!(n, blocks);
+                warm[i].push(d);
+                if run < 3 {
+                    drop_dir_cache(&dir);
+                    cold[i].push(time(|| scan_paths(&paths, options)).0);
+                    // Read back in for the next warm run.
+                    let _ = cat(&file_paths);
+                }
+            }
         }
-        let mut cold = Vec::new();
-        for _ in 0..runs.min(3) {
-            drop_dir_cache(&dir);
-            cold.push(time(|| scan_paths(&paths, options)).0);
-        }
-        let (w, c) = (median(warm), median(cold));
-        for (label, d, cat_d) in [("warm", w, cw), ("cold", c, cc)] {
+        let [w1, wn] = warm.map(median);
+        let [c1, cn] = cold.map(median);
+        for (label, d1, dn, cat_d) in [("warm", w1, wn, cw), ("cold", c1, cn, cc)] {
+            for (threads, d) in [(1, d1), (cores, dn)] {
+                println!(
+                    "scan+chain {label}, {name:24} {threads} thr {:8.1} ms (cpu {:8.1}) {:10.0} blocks/s \
+                     {:7.0} MB/s | cat {label} {:8.1} ms, ratio {:.2}",
+                    ms(d),
+                    cpu_ms(d),
+                    blocks as f64 / d.secs(),
+                    mbps(bytes, d),
+                    ms(cat_d),
+                    d.secs() / cat_d.secs()
+                );
+            }
             println!(
-                "scan+chain {label}, {name:24} {:8.1} ms (cpu {:8.1}) {:10.0} blocks/s {:7.0} MB/s \
-                 | cat {label} {:8.1} ms (cpu {:8.1}), ratio {:.2}",
-                ms(d),
-                cpu_ms(d),
-                blocks as f64 / d.secs(),
-                mbps(bytes, d),
-                ms(cat_d),
-                cpu_ms(cat_d),
-                d.secs() / cat_d.secs()
+                "  {label}, {name}: {cores} threads are {:.2}x one thread{}",
+                d1.secs() / dn.secs(),
+                if label == "cold" {
+                    format!("; {:.2}x dd's time", dn.secs() / dc.secs())
+                } else {
+                    String::new()
+                }
             );
         }
     }

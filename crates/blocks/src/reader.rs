@@ -1,19 +1,62 @@
 //! Sequential reading, by default on a separate thread so the disk (or the
 //! page-cache copy) works while the scanner hashes: large chunks,
 //! de-obfuscated by the reader, each with room in front for the bytes the
-//! scanner keeps from the previous one.
+//! scanner keeps from the previous one. Files come from a [`FileQueue`]
+//! that several readers may share, each reading whole files in turn.
 
 use std::fs::File;
 use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::files::BlockFile;
 use crate::record::MAX_KEEP;
 
 /// Bytes reserved at the front of every buffer for the kept tail.
 pub(crate) const RESERVE: usize = MAX_KEEP;
+
+/// A chunk, or the error reading file `.0` gave.
+pub(crate) type Item = std::result::Result<Chunk, (usize, Error)>;
+
+/// The files of a scan, handed out one at a time, in order, to whoever asks
+/// next; once stopped, to nobody.
+#[derive(Debug)]
+pub(crate) struct FileQueue {
+    files: Vec<BlockFile>,
+    next: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+impl FileQueue {
+    pub(crate) fn new(files: Vec<BlockFile>) -> Arc<FileQueue> {
+        Arc::new(FileQueue {
+            files,
+            next: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+        })
+    }
+
+    /// The next file not yet taken, with its index.
+    pub(crate) fn take(&self) -> Option<(usize, &BlockFile)> {
+        if self.stopped.load(Ordering::Relaxed) {
+            return None;
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        Some((index, self.files.get(index)?))
+    }
+
+    /// Hands out no more files (after one failed).
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn files(&self) -> &[BlockFile] {
+        &self.files
+    }
+}
 
 /// A piece of one file.
 #[derive(Debug)]
@@ -36,33 +79,35 @@ fn new_buffer(chunk_size: usize) -> Vec<u8> {
     vec![0u8; RESERVE + chunk_size]
 }
 
-/// Reads the files in order, one chunk at a time.
+/// Reads whole files from the queue, one chunk at a time.
 #[derive(Debug)]
 struct FileReader {
-    files: Vec<BlockFile>,
+    queue: Arc<FileQueue>,
     chunk_size: usize,
-    index: usize,
-    open: Option<File>,
+    /// The file being read: its index and handle.
+    open: Option<(usize, File)>,
     base: u64,
 }
 
 impl FileReader {
-    /// Fills `buf` with the next chunk; `None` after the last file.
-    fn next_chunk(&mut self, mut buf: Vec<u8>) -> Option<Result<Chunk>> {
-        let file = self.files.get(self.index)?;
-        let handle = match &mut self.open {
-            Some(handle) => handle,
-            None => match File::open(&file.path) {
-                Ok(handle) => {
-                    self.base = 0;
-                    self.open.insert(handle)
+    /// Fills `buf` with the next chunk; `None` when the queue has no more
+    /// files. After an error, the next file is taken from the queue.
+    fn next_chunk(&mut self, mut buf: Vec<u8>) -> Option<Item> {
+        let (index, handle) = match &mut self.open {
+            Some((index, handle)) => (*index, handle),
+            None => {
+                let (index, file) = self.queue.take()?;
+                match File::open(&file.path) {
+                    Ok(handle) => {
+                        self.base = 0;
+                        let (index, handle) = self.open.insert((index, handle));
+                        (*index, handle)
+                    }
+                    Err(e) => return Some(Err((index, Error::io(&file.path, "open", e)))),
                 }
-                Err(e) => {
-                    self.index = self.files.len();
-                    return Some(Err(Error::io(&file.path, "open", e)));
-                }
-            },
+            }
         };
+        let file = &self.queue.files()[index];
         debug_assert_eq!(buf.len(), RESERVE + self.chunk_size);
         let mut len = 0;
         let mut eof = false;
@@ -75,14 +120,14 @@ impl FileReader {
                 Ok(n) => len += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.index = self.files.len();
-                    return Some(Err(Error::io(&file.path, "read", e)));
+                    self.open = None;
+                    return Some(Err((index, Error::io(&file.path, "read", e))));
                 }
             }
         }
         file.xor.apply(&mut buf[RESERVE..RESERVE + len], self.base);
         let chunk = Chunk {
-            file: self.index,
+            file: index,
             buf,
             len,
             base: self.base,
@@ -90,7 +135,6 @@ impl FileReader {
         };
         self.base += len as u64;
         if eof {
-            self.index += 1;
             self.open = None;
         }
         Some(Ok(chunk))
@@ -104,31 +148,31 @@ enum Mode {
         free: Vec<Vec<u8>>,
     },
     Thread {
-        chunks: Receiver<Result<Chunk>>,
+        chunks: Receiver<Item>,
         free: SyncSender<Vec<u8>>,
         thread: Option<JoinHandle<()>>,
     },
 }
 
-/// Hands out the chunks of a list of files in order.
+/// Hands out the chunks of the files it takes from a queue, in order.
 #[derive(Debug)]
 pub(crate) struct Reader {
     mode: Mode,
 }
 
 impl Reader {
-    /// Starts reading `files` in chunks of `chunk_size` bytes: on a thread
-    /// with `buffers` buffers in flight when `thread`, else on demand.
+    /// Starts reading files from `queue` in chunks of `chunk_size` bytes: on
+    /// a thread with `buffers` buffers in flight when `thread`, else on
+    /// demand.
     pub(crate) fn start(
-        files: Vec<BlockFile>,
+        queue: Arc<FileQueue>,
         chunk_size: usize,
         buffers: usize,
         thread: bool,
     ) -> Reader {
         let mut reader = FileReader {
-            files,
+            queue,
             chunk_size,
-            index: 0,
             open: None,
             base: 0,
         };
@@ -167,7 +211,7 @@ impl Reader {
     }
 
     /// The next chunk, or `None` after the last file's last chunk.
-    pub(crate) fn next(&mut self) -> Option<Result<Chunk>> {
+    pub(crate) fn next(&mut self) -> Option<Item> {
         match &mut self.mode {
             Mode::Inline { reader, free } => {
                 let buf = free.pop().unwrap_or_else(|| new_buffer(reader.chunk_size));

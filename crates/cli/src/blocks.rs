@@ -37,6 +37,10 @@ pub struct Source {
     /// not connect them), and are named.
     #[arg(long)]
     verify: bool,
+    /// Files read at once, each on a thread of its own (default: the cores).
+    /// The output is the same for any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 /// `seekless blocks` subcommands.
@@ -132,6 +136,9 @@ fn scan_files(source: &Source, files: Vec<BlockFile>) -> Result<(ScanOutput, Cha
         network,
         verify: source.verify,
         thorough: source.thorough,
+        threads: source
+            .threads
+            .map_or(ScanOptions::default().threads, usize::from),
         ..ScanOptions::default()
     };
     let read_plain = files.iter().all(|f| f.xor.is_zero());

@@ -357,6 +357,41 @@ fn mainnet_block_file_with_duplicates() {
 }
 
 #[test]
+fn threads_print_what_one_thread_prints() {
+    let plain = TempDir::new("cli-threads-plain");
+    write_chain(&plain, XorKey::default());
+    let xor = TempDir::new("cli-threads-xor");
+    write_chain(&xor, XorKey([1, 2, 3, 4, 5, 6, 7, 8]));
+    // A damaged record in the middle of the plain directory.
+    let path = plain.join("blk00002.dat");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[100..140].fill(0xee);
+    std::fs::write(&path, bytes).unwrap();
+    for dir in [plain.to_str().unwrap(), xor.to_str().unwrap()] {
+        for args in [
+            vec!["blocks", "scan", dir],
+            vec!["blocks", "scan", dir, "--json", "--verify"],
+            vec!["blocks", "scan", dir, "--thorough"],
+            vec!["blocks", "list", dir],
+            vec!["blocks", "list", dir, "--json"],
+        ] {
+            let one = seekless(&[args.as_slice(), &["--threads", "1"]].concat());
+            // Exit 1 when --verify finds the damaged block invalid.
+            assert!(matches!(one.status.code(), Some(0 | 1)), "{args:?}");
+            assert!(!one.stdout.is_empty(), "{args:?}");
+            for threads in ["2", "5"] {
+                let many = seekless(&[args.as_slice(), &["--threads", threads]].concat());
+                assert_eq!(many.stdout, one.stdout, "{args:?} --threads {threads}");
+                assert_eq!(many.status.code(), one.status.code());
+            }
+            assert_eq!(seekless(&args).stdout, one.stdout, "{args:?}");
+        }
+    }
+    let out = seekless(&["blocks", "scan", plain.to_str().unwrap(), "--threads", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn bad_arguments_fail_with_one_line() {
     let dir = TempDir::new("cli-errors");
     write_chain(&dir, XorKey::default());
