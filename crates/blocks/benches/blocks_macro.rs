@@ -407,15 +407,21 @@ fn synthetic(dir: &Path, blocks: usize, runs: usize) {
         ms(dc),
         mbps(bytes, dc)
     );
-    // The part no thread count changes: linking the chain once scanned.
-    let build: Vec<Sample> = (0..runs)
-        .map(|_| {
-            let files = list_block_files(&paths, None).expect("list");
-            let mut output = scan(files, &one, &mut |_| {}).expect("scan");
-            time(|| Chain::build(&mut output)).0
-        })
-        .collect();
-    println!("chain building alone (one thread): {:.1} ms", ms(median(build)));
+    // Linking the chain once scanned (its sort is what threads share).
+    for options in [&one, &on_cores(&one)] {
+        let build: Vec<Sample> = (0..runs)
+            .map(|_| {
+                let files = list_block_files(&paths, None).expect("list");
+                let mut output = scan(files, options, &mut |_| {}).expect("scan");
+                time(|| Chain::build(&mut output)).0
+            })
+            .collect();
+        println!(
+            "chain building alone, {} thr: {:.1} ms",
+            options.threads,
+            ms(median(build))
+        );
+    }
     for (name, single, multi) in &modes {
         // Both thread counts in turn, so machine noise hits them alike.
         let (mut warm, mut cold) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);

@@ -91,7 +91,6 @@ pub struct InvalidBlock {
 }
 
 /// What one pass over the files found.
-#[derive(Debug)]
 pub struct ScanOutput {
     /// The network scanned for.
     pub network: Network,
@@ -106,6 +105,24 @@ pub struct ScanOutput {
     /// Blocks that failed verification (only with `verify`).
     pub invalid: Vec<InvalidBlock>,
     pub(crate) entries: Vec<Entry>,
+    /// [`ScanOptions::threads`], for linking the chain.
+    pub(crate) threads: usize,
+}
+
+/// Everything but the thread count: the same files give the same output,
+/// whatever the threads.
+impl std::fmt::Debug for ScanOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanOutput")
+            .field("network", &self.network)
+            .field("files", &self.files)
+            .field("bytes", &self.bytes)
+            .field("records", &self.records)
+            .field("bad_records", &self.bad_records)
+            .field("invalid", &self.invalid)
+            .field("entries", &self.entries)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Finds the network of the first valid record in the first files.
@@ -223,6 +240,7 @@ pub fn scan(
         bad_records: found.bad_records,
         invalid: found.invalid,
         entries: found.entries,
+        threads: options.threads.max(1),
     })
 }
 
