@@ -142,7 +142,7 @@ impl Chain {
             "more blocks than heights"
         );
 
-        link_parents(&mut entries);
+        link_parents(&mut entries, threads);
         resolve_heights(&mut entries, &network.genesis().0);
         let best = mark_best_chain(&mut entries);
         let orphans = entries.iter().filter(|e| !e.connected()).count() as u64;
@@ -240,19 +240,37 @@ impl Chain {
     }
 }
 
-/// Each entry's parent, found by binary search on the hash; then its
-/// previous-block hash is spent and its height unset.
-fn link_parents(entries: &mut [Entry]) {
-    for i in 0..entries.len() {
-        let prev = entries[i].link;
-        let parent = match find(entries, &prev) {
-            Some(index) => index as u32,
-            None => NONE,
+/// Each entry's parent, found by interpolation search on the hash; then its
+/// previous-block hash is spent and its height unset. The searches only
+/// read, so a block of entries at a time is looked up on `threads` threads
+/// into a small buffer, then written.
+fn link_parents(entries: &mut [Entry], threads: usize) {
+    const BLOCK: usize = 1 << 16;
+    let mut parents = vec![NONE; BLOCK.min(entries.len())];
+    for start in (0..entries.len()).step_by(BLOCK) {
+        let end = (start + BLOCK).min(entries.len());
+        let parents = &mut parents[..end - start];
+        let all: &[Entry] = entries;
+        let look_up = |first: usize, out: &mut [u32]| {
+            for (slot, entry) in out.iter_mut().zip(&all[first..]) {
+                *slot = find(all, &entry.link).map_or(NONE, |index| index as u32);
+            }
         };
-        let entry = &mut entries[i];
-        entry.link = [0; 32];
-        entry.set_parent(parent);
-        entry.set_height(HEIGHT_UNSET);
+        if threads < 2 || parents.len() < 1 << 12 {
+            look_up(start, parents);
+        } else {
+            let per = parents.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                for (n, out) in parents.chunks_mut(per).enumerate() {
+                    scope.spawn(move || look_up(start + n * per, out));
+                }
+            });
+        }
+        for (entry, &parent) in entries[start..end].iter_mut().zip(parents.iter()) {
+            entry.link = [0; 32];
+            entry.set_parent(parent);
+            entry.set_height(HEIGHT_UNSET);
+        }
     }
 }
 
@@ -431,6 +449,49 @@ mod tests {
                 let order = |v: &[Entry]| v.iter().map(|e| (e.hash, e.pos)).collect::<Vec<_>>();
                 assert_eq!(order(&many), order(&one), "{threads} threads");
             }
+        }
+    }
+
+    #[test]
+    fn linking_on_threads_gives_one_thread_chain() {
+        let mut rng = crate::generate::Rng::new(6);
+        let network = Network::Regtest;
+        let mut entries: Vec<Entry> = Vec::new();
+        for i in 0..70_000u64 {
+            let mut hash = [0u8; 32];
+            rng.fill(&mut hash);
+            let link = match i {
+                0 => {
+                    hash = network.genesis().0;
+                    [0; 32]
+                }
+                // Mostly a chain, some forks, some orphans.
+                _ if i % 97 == 0 => {
+                    let mut unknown = [0u8; 32];
+                    rng.fill(&mut unknown);
+                    unknown
+                }
+                _ if i % 13 == 0 => entries[rng.range(0, i - 1) as usize].hash,
+                _ => entries[i as usize - 1].hash,
+            };
+            entries.push(Entry {
+                hash,
+                link,
+                bits: 0x207f_ffff,
+                time: i as u32,
+                version: 4,
+                size_flags: 300,
+                pos: i,
+            });
+        }
+        let one = format!("{:?}", Chain::from_entries(network, entries.clone(), 1));
+        assert!(one.len() > 1 << 20);
+        for threads in [2, 3, 8] {
+            let many = format!(
+                "{:?}",
+                Chain::from_entries(network, entries.clone(), threads)
+            );
+            assert!(many == one, "{threads} threads");
         }
     }
 
