@@ -405,7 +405,9 @@ impl Scan<'_> {
 
     /// Scans files from the queue until it is empty or `done` says stop.
     fn work(&self, done: &mut Done<'_>, progress: &mut dyn FnMut(u64)) {
-        if !(self.options.map_files && !(self.options.thorough || self.options.verify)) {
+        let options = self.options;
+        // Header-only scans map the files; the rest reads every byte.
+        if !options.map_files || options.thorough || options.verify {
             return self.reads(done, progress);
         }
         while let Some((file, _)) = self.queue.take() {
