@@ -372,6 +372,19 @@ fn mark_best_chain(entries: &mut [Entry]) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    /// An entry with only a hash and a position.
+    fn entry(hash: [u8; 32], pos: u64) -> Entry {
+        Entry {
+            hash,
+            link: [0; 32],
+            bits: 0,
+            time: 0,
+            version: 0,
+            size_flags: 0,
+            pos,
+        }
+    }
+
     #[test]
     fn interpolation_search_finds_every_hash() {
         let mut rng = crate::generate::Rng::new(3);
@@ -383,15 +396,7 @@ mod tests {
                     if i % 7 == 0 {
                         hash[..8].copy_from_slice(&[0; 8]); // equal keys
                     }
-                    Entry {
-                        hash,
-                        link: [0; 32],
-                        bits: 0,
-                        time: 0,
-                        version: 0,
-                        size_flags: 0,
-                        pos: 0,
-                    }
+                    entry(hash, 0)
                 })
                 .collect();
             entries.sort_unstable_by_key(|e| e.hash);
@@ -410,15 +415,6 @@ mod tests {
     #[test]
     fn sorting_on_threads_gives_one_thread_order() {
         let mut rng = crate::generate::Rng::new(5);
-        let entry = |hash: [u8; 32], pos: u64| Entry {
-            hash,
-            link: [0; 32],
-            bits: 0,
-            time: 0,
-            version: 0,
-            size_flags: 0,
-            pos,
-        };
         let mut uniform = Vec::new();
         let mut skewed = Vec::new();
         for i in 0..40_000u64 {
@@ -475,13 +471,12 @@ mod tests {
                 _ => entries[i as usize - 1].hash,
             };
             entries.push(Entry {
-                hash,
                 link,
                 bits: 0x207f_ffff,
                 time: i as u32,
                 version: 4,
                 size_flags: 300,
-                pos: i,
+                ..entry(hash, i)
             });
         }
         let one = format!("{:?}", Chain::from_entries(network, entries.clone(), 1));
