@@ -367,6 +367,16 @@ fn read_dir_files(dir: &Path) {
     }
 }
 
+/// Bytes this process has handed to write calls so far (`wchar` of
+/// `/proc/self/io`; its `write_bytes` counts a whole large folio of the
+/// page cache for each one a write dirties, far more than is written).
+fn written() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))
+        .map_or(0, |n| n.parse().unwrap())
+}
+
 /// The name of the file system `dir` is on.
 fn file_system(dir: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
@@ -428,10 +438,14 @@ impl Input {
         }
     }
 
-    /// The expected (count, sum) of getting `keys` from the loaded store.
-    fn expect(&self, keys: &[u64]) -> (usize, u64) {
+    /// The expected (count, sum) of each batch of gets from the loaded
+    /// store.
+    fn expect(&self) -> Vec<(usize, u64)> {
         let map: std::collections::HashMap<u64, u64> = self.load.iter().copied().collect();
-        sum(keys.iter().map(|k| map.get(k).copied()))
+        let batches = self.gets.chunks(COLD_BATCH);
+        batches
+            .map(|b| sum(b.iter().map(|k| map.get(k).copied())))
+            .collect()
     }
 }
 
@@ -449,6 +463,9 @@ struct Figures {
     cold_open: f64,
     puts: f64,
     deletes: f64,
+    /// Bytes the puts and the deletes handed to write calls.
+    put_written: u64,
+    delete_written: u64,
     delete_bytes: (u64, u64),
 }
 
@@ -502,16 +519,20 @@ fn run_store(kind: Kind, dir: &Path, input: &Input, expect: &[(usize, u64)]) -> 
 
     // 3, 4: puts and deletes with a commit every 1,000.
     let mut store = kind.open(&dir);
+    let before = written();
     f.puts = timed(&mut || {
         for chunk in input.puts.chunks(PER_COMMIT) {
             store.put_commit(chunk);
         }
     });
+    let between = written();
     f.deletes = timed(&mut || {
         for chunk in input.deletes.chunks(PER_COMMIT) {
             store.delete_commit(chunk);
         }
     });
+    f.put_written = between - before;
+    f.delete_written = written() - between;
     store.settle();
     let (found, _) = store.get_sum(&input.deletes);
     assert_eq!(found, 0, "{}: deleted keys found", kind.name());
@@ -709,6 +730,8 @@ fn medians(runs: &[Vec<Figures>]) -> Vec<(Kind, Figures)> {
                 cold_open: of(k, |f| f.cold_open),
                 puts: of(k, |f| f.puts),
                 deletes: of(k, |f| f.deletes),
+                put_written: median(runs.iter().map(|r| r[k].put_written).collect()),
+                delete_written: median(runs.iter().map(|r| r[k].delete_written).collect()),
                 delete_bytes: of_bytes(k, |f| f.delete_bytes),
             };
             (kind, f)
@@ -737,11 +760,7 @@ fn main() {
         root.display(),
         file_system(&root)
     );
-    let expect: Vec<(usize, u64)> = input
-        .gets
-        .chunks(COLD_BATCH)
-        .map(|b| input.expect(b))
-        .collect();
+    let expect = input.expect();
 
     // Each run gives every store its turn, starting one further each time.
     let mut runs_figures = Vec::new();
@@ -819,6 +838,16 @@ fn main() {
         &m,
         |f| f.deletes,
     );
+    let commits = ops.div_ceil(PER_COMMIT) as u64;
+    println!("| store | MB handed to write calls a commit, puts / deletes |\n|---|---:|");
+    for (kind, f) in &m {
+        println!(
+            "| {} | {:.3} / {:.3} |",
+            kind.name(),
+            (f.put_written / commits) as f64 / 1e6,
+            (f.delete_written / commits) as f64 / 1e6
+        );
+    }
     print_sizes("file after it", n, &m, |f| f.delete_bytes);
 
     let crash_ok = crash_check(&root);
