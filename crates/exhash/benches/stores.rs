@@ -5,13 +5,15 @@
 //! `Rng`) in the same run, and the stores take turns within each run.
 //!
 //! Workloads, each store from empty in every run:
-//! 1. bulk load of 10M pairs and one commit (random order; then, on fresh
-//!    stores, sorted by key: LMDB with `APPEND`, fjall by ingestion), and
+//! 1. bulk load of 10M pairs and one commit, in random order and (on
+//!    fresh stores) sorted by key: LMDB with `APPEND`, fjall by ingestion;
 //!    the bytes on disk after it;
 //! 2. 1M gets of loaded keys, warm (the files read right before), and cold:
 //!    the store closed, its files dropped from the page cache
 //!    (`posix_fadvise(DONTNEED)`) and reopened before each batch of 10k
-//!    gets (gets timed apart from the open; 10 batches by default);
+//!    gets (gets timed apart from the open; 10 batches by default).
+//!    exhash reads its whole file when it opens, so its cold gets are
+//!    memory lookups: the open's time is printed beside them;
 //! 3. 1M puts of new keys, a durable commit every 1,000;
 //! 4. 1M deletes of loaded keys, a commit every 1,000, and the size after;
 //! 5. kill -9 of a child process in the middle of commits of 1,000 puts,
@@ -21,14 +23,17 @@
 //! A commit is each store's own durable one: exhash `commit`, an LMDB or
 //! redb write transaction committed with their default flags and
 //! durability (fsync on commit), for fjall a write batch committed to its
-//! journal and `Database::persist(SyncAll)`.
+//! journal and `Database::persist(SyncAll)`. fjall gets a 1 GiB block
+//! cache, redb's default (its own is 32 MiB).
 //!
 //! Run: `cargo bench -p seekless-exhash --bench stores` (add `-- --quick`
 //! for one run instead of three). `SEEKLESS_BENCH_PAIRS` sets the bulk load's
 //! pairs (the other workloads take a tenth of it, at most 1M),
 //! `SEEKLESS_BENCH_RUNS` the runs, `SEEKLESS_BENCH_COLD_BATCHES` the cold
 //! batches. The stores go under `$TMPDIR` (default `/tmp`): its file system
-//! is printed, as it must be a disk's, not tmpfs.
+//! is printed, as it must be a disk's, not tmpfs. The default run took 22
+//! minutes on a 2-vCPU VM with a virtio disk
+//! (`benchmarks/log/2026-11-28-exhash-stores.md`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -485,7 +490,7 @@ fn run_store(kind: Kind, dir: &Path, input: &Input, expect: &[(usize, u64)]) -> 
         start.elapsed().as_secs_f64()
     };
 
-    // 2 first, on a store loaded from sorted pairs: sorted bulk load.
+    // 1, sorted, first: its store is dropped after the load.
     let sorted_dir = dir.join(format!("{}-sorted", kind.name()));
     let mut store = kind.open(&sorted_dir);
     f.sorted_load = timed(&mut || store.bulk_load(&input.sorted, true));
@@ -524,7 +529,9 @@ fn run_store(kind: Kind, dir: &Path, input: &Input, expect: &[(usize, u64)]) -> 
     f.cold_open = opens / cold as f64;
     f.cold_get = gets / cold as f64;
 
-    // 3, 4: puts and deletes with a commit every 1,000.
+    // 3, 4: puts and deletes with a commit every 1,000, on warm files as
+    // exhash's are in its memory.
+    read_dir_files(&dir);
     let mut store = kind.open(&dir);
     let before = written();
     f.puts = timed(&mut || {
