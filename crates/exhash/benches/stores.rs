@@ -342,11 +342,14 @@ impl Store for Fjall {
 
 // Files ----------------------------------------------------------------------
 
-/// Every file under `dir`.
+/// Every file under `dir` (none of a folder removed meanwhile).
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
         if path.is_dir() {
             out.extend(files(&path));
         } else {
@@ -357,25 +360,31 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Bytes on disk under `dir`: the files' lengths, and the blocks allocated.
+/// A file a store's background work removed meanwhile counts as none.
 fn disk_bytes(dir: &Path) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
-    files(dir).iter().fold((0, 0), |(len, alloc), f| {
-        let m = std::fs::metadata(f).unwrap();
+    let sizes = files(dir)
+        .into_iter()
+        .filter_map(|f| std::fs::metadata(f).ok());
+    sizes.fold((0, 0), |(len, alloc), m| {
         (len + m.len(), alloc + m.blocks() * 512)
     })
 }
 
-/// Every file under `dir` out of the page cache.
+/// Every file under `dir` out of the page cache (one removed meanwhile
+/// needs nothing).
 fn drop_dir_cache(dir: &Path) {
     for f in files(dir) {
-        drop_cache(&f);
+        if f.exists() {
+            drop_cache(&f);
+        }
     }
 }
 
 /// Every file under `dir` read once, into the page cache.
 fn read_dir_files(dir: &Path) {
     for f in files(dir) {
-        std::hint::black_box(std::fs::read(f).unwrap());
+        std::hint::black_box(std::fs::read(f).ok());
     }
 }
 
