@@ -31,7 +31,7 @@
 //! pairs (the other workloads take a tenth of it, at most 1M),
 //! `SEEKLESS_BENCH_RUNS` the runs, `SEEKLESS_BENCH_COLD_BATCHES` the cold
 //! batches. The stores go under `$TMPDIR` (default `/tmp`): its file system
-//! is printed, as it must be a disk's, not tmpfs. The default run took 22
+//! is printed, as it must be a disk's, not tmpfs. The default run took 23
 //! minutes on a 2-vCPU VM with a virtio disk
 //! (`benchmarks/log/2026-11-28-exhash-stores.md`).
 
