@@ -378,4 +378,6 @@ fn sync_dir(dir: &Path) {
     if let Some(parent) = dir.parent().and_then(|p| File::open(p).ok()) {
         let _ = parent.sync_all();
     }
+    #[cfg(not(unix))]
+    let _ = dir;
 }

@@ -6,7 +6,9 @@ use std::fs::File;
 use std::ops::Deref;
 use std::path::Path;
 
-use memmap2::{Advice, Mmap, UncheckedAdvice};
+use memmap2::Mmap;
+#[cfg(unix)]
+use memmap2::{Advice, UncheckedAdvice};
 
 use crate::error::{Error, Result};
 
@@ -34,6 +36,7 @@ impl MappedFile {
         // never does to a block file it has written.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, "map", e))?;
         // Headers are read in file order: let the kernel read ahead.
+        #[cfg(unix)]
         let _ = map.advise(Advice::Sequential);
         Ok(MappedFile { map: Some(map) })
     }
@@ -43,13 +46,19 @@ impl MappedFile {
     /// Asks the kernel to start reading the whole file in the background
     /// (the next file, while this one is scanned).
     pub(crate) fn prefetch(&self) {
+        #[cfg(unix)]
         if let Some(map) = &self.map {
             let _ = map.advise(Advice::WillNeed);
         }
     }
 
+    /// Elsewhere than Unix, the system decides alone which pages to drop.
+    #[cfg(not(unix))]
+    pub(crate) fn release(&self, _upto: usize) {}
+
     /// Lets the kernel drop this mapping's pages before `upto` (rounded down
     /// to a page), so a long scan does not keep a whole file resident.
+    #[cfg(unix)]
     pub(crate) fn release(&self, upto: usize) {
         const PAGE: usize = 4096;
         let len = upto / PAGE * PAGE;

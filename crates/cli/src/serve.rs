@@ -98,10 +98,13 @@ pub struct Args {
 }
 
 /// What tells one file from another under the same name: device and inode
-/// where there are such, with size and modification time.
+/// where there are such (elsewhere the creation time, which a rename
+/// keeps), with size and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     file: (u64, u64),
+    #[cfg(not(unix))]
+    created: Option<SystemTime>,
     len: u64,
     modified: Option<SystemTime>,
 }
@@ -118,6 +121,8 @@ impl Identity {
         let file = (0, 0);
         Ok(Identity {
             file,
+            #[cfg(not(unix))]
+            created: meta.created().ok(),
             len: meta.len(),
             modified: meta.modified().ok(),
         })
@@ -272,22 +277,23 @@ fn parse_age(text: &str) -> std::result::Result<Duration, String> {
 /// How often the watcher looks at the served files' names.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
-/// Sends a reload request on every SIGHUP.
+/// Sends a reload request on every SIGHUP. Where there is no SIGHUP
+/// (Windows), or it cannot be had, the watcher polls alone, as long as
+/// this sender lives: dropping it would end the watcher.
 async fn hangups(reload: std::sync::mpsc::Sender<()>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-            return;
-        };
-        while hangup.recv().await.is_some() {
-            if reload.send(()).is_err() {
-                return;
+        if let Ok(mut hangup) = signal(SignalKind::hangup()) {
+            while hangup.recv().await.is_some() {
+                if reload.send(()).is_err() {
+                    return;
+                }
             }
         }
     }
-    #[cfg(not(unix))]
-    drop(reload);
+    let _alive = reload;
+    std::future::pending::<()>().await;
 }
 
 /// Switches to an index file that took a served one's name (`pwned update`

@@ -43,16 +43,57 @@ pub trait Device {
 }
 
 impl Device for std::fs::File {
+    #[cfg(unix)]
     fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
     }
 
+    #[cfg(unix)]
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         std::os::unix::fs::FileExt::write_all_at(self, buf, offset)
     }
 
+    /// `ReadFile` at an offset (which moves the cursor, unused here).
+    #[cfg(windows)]
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match std::os::windows::fs::FileExt::seek_read(
+                self,
+                &mut buf[done..],
+                offset + done as u64,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// `WriteFile` at an offset.
+    #[cfg(windows)]
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match std::os::windows::fs::FileExt::seek_write(
+                self,
+                &buf[done..],
+                offset + done as u64,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// One `pwritev` for up to `IOV_MAX` buffers at a time instead of a
     /// `pwrite` each.
+    #[cfg(target_os = "linux")]
     fn write_vectored_at(&mut self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         const MAX_BUFFERS: usize = 1024; // IOV_MAX on Linux

@@ -23,6 +23,7 @@
 mod build;
 mod error;
 mod export;
+mod file_at;
 mod format;
 mod range;
 mod read;

@@ -3,7 +3,11 @@
 //! its spill files and the half-written index vanish with the process. On
 //! Linux they are `O_TMPFILE` files. Without it, scratch files are unlinked
 //! as soon as they are created (Unix keeps them alive through the open
-//! handle), and the index has a temporary name until it is complete.
+//! handle) or, on Windows, opened to be deleted when closed, and the index
+//! has a temporary name until it is complete.
+//!
+//! A complete file takes its name with [`replace`], which on Windows also
+//! replaces a file another process has open or mapped (a running `serve`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -27,7 +31,7 @@ impl Nameless {
         if let Some(file) = tmpfile(dir)? {
             return Ok(Nameless { file, named: None });
         }
-        let (file, path) = named(dir, hint)?;
+        let (file, path) = named(dir, hint, &OpenOptions::new())?;
         Ok(Nameless {
             file,
             named: Some(path),
@@ -38,19 +42,36 @@ impl Nameless {
     /// `O_TMPFILE`, Unix systems lose its name at once (the open handle
     /// keeps it alive); elsewhere it is removed when dropped.
     pub(crate) fn scratch(dir: &Path, hint: &str) -> io::Result<Nameless> {
-        let mut scratch = Nameless::create(dir, hint)?;
-        #[cfg(unix)]
-        if let Some(path) = scratch.named.take() {
-            fs::remove_file(path)?;
+        #[cfg(target_os = "linux")]
+        if let Some(file) = tmpfile(dir)? {
+            return Ok(Nameless { file, named: None });
         }
-        Ok(scratch)
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            // FILE_FLAG_DELETE_ON_CLOSE: the system deletes the file when
+            // its last handle closes, however the process ends.
+            const DELETE_ON_CLOSE: u32 = 0x0400_0000;
+            let mut options = OpenOptions::new();
+            options.custom_flags(DELETE_ON_CLOSE);
+            let (file, _) = named(dir, hint, &options)?;
+            Ok(Nameless { file, named: None })
+        }
+        #[cfg(not(windows))]
+        {
+            let (file, path) = named(dir, hint, &OpenOptions::new())?;
+            fs::remove_file(path)?;
+            Ok(Nameless { file, named: None })
+        }
     }
 
     /// Gives the (complete, synced) file the name `path`, replacing what is
     /// there.
     pub(crate) fn persist(mut self, path: &Path) -> io::Result<()> {
         if let Some(named) = self.named.take() {
-            return fs::rename(&named, path);
+            return replace(&named, path).inspect_err(|_| {
+                let _ = fs::remove_file(&named);
+            });
         }
         // A nameless file can only be linked to a new name: link it under a
         // temporary one next to `path`, then rename that over `path`.
@@ -95,13 +116,15 @@ fn tmpfile(dir: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// A new file with a temporary name in `dir`.
-fn named(dir: &Path, hint: &str) -> io::Result<(File, PathBuf)> {
+/// A new file with a temporary name in `dir`, opened with `options`
+/// (readable and writable).
+fn named(dir: &Path, hint: &str, options: &OpenOptions) -> io::Result<(File, PathBuf)> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let path = dir.join(format!(".seekless-{hint}-{}-{nanos}", std::process::id()));
-    let file = OpenOptions::new()
+    let file = options
+        .clone()
         .read(true)
         .write(true)
         .create_new(true)
@@ -166,6 +189,80 @@ fn link(_file: &File, _path: &Path) -> io::Result<()> {
     ))
 }
 
+/// Renames the complete file `from` to `to`, replacing what is there.
+///
+/// On Windows a rename over a file that another process has open or
+/// mapped (a running `serve`, which maps its index) can be refused. The
+/// file in the way is then renamed aside first (renaming an open or
+/// mapped file is allowed, as every handle here shares deletion), `from`
+/// takes the name, and the old file is deleted, or, while it is still
+/// mapped, left under its aside name (`.NAME.seekless-old-…`) for a later
+/// replace of the same name to delete. Readers keep the old file until
+/// they reopen the name; `serve` does within a second.
+pub(crate) fn replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(windows)]
+    remove_old_asides(to);
+    match fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        #[cfg(windows)]
+        Err(e) if in_use(&e) && to.is_file() => {
+            let aside = aside_name(to);
+            fs::rename(to, &aside).map_err(|_| e)?;
+            if let Err(e) = fs::rename(from, to) {
+                // Put the old file back: the name is not left empty.
+                let _ = fs::rename(&aside, to);
+                return Err(e);
+            }
+            let _ = fs::remove_file(&aside);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a rename failed because the file in the way is in use:
+/// ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION, ERROR_LOCK_VIOLATION or
+/// ERROR_USER_MAPPED_FILE.
+#[cfg(windows)]
+fn in_use(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(5 | 32 | 33 | 1224))
+}
+
+/// The prefix of the names files in the way of `to` are renamed aside to.
+#[cfg(windows)]
+fn aside_prefix(to: &Path) -> String {
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    format!(".{name}.seekless-old-")
+}
+
+/// A new aside name for the file at `to`, in its directory.
+#[cfg(windows)]
+fn aside_name(to: &Path) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    parent_dir(to).join(format!(
+        "{}{}-{nanos}",
+        aside_prefix(to),
+        std::process::id()
+    ))
+}
+
+/// Deletes the files earlier replaces of `to` left aside, where nothing
+/// maps them any more (the others stay for the next time).
+#[cfg(windows)]
+fn remove_old_asides(to: &Path) {
+    let prefix = aside_prefix(to);
+    let Ok(entries) = fs::read_dir(parent_dir(to)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// The directory `path` is in: where its temporary file goes and what is
 /// synced after a rename (`.` for a bare name).
 pub(crate) fn parent_dir(path: &Path) -> PathBuf {
@@ -201,6 +298,36 @@ mod tests {
         fs::write(&target, b"old").unwrap();
         out.persist(&target).unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"index bytes");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["pwned.idx"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file another handle has open and mapped (a running `serve`) is
+    /// replaced, and keeps its old bytes for that handle; on Windows the
+    /// file left aside goes at the next replace of the name.
+    #[test]
+    fn replaces_a_file_that_is_open_and_mapped() {
+        let dir = std::env::temp_dir().join(format!("seekless-replace-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("pwned.idx");
+        fs::write(&target, b"old index").unwrap();
+        let served = File::open(&target).unwrap();
+        // SAFETY: the file is not changed in place while mapped.
+        let map = unsafe { memmap2::Mmap::map(&served) }.unwrap();
+        let new = dir.join("new");
+        fs::write(&new, b"new index").unwrap();
+        replace(&new, &target).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new index");
+        assert_eq!(&map[..], b"old index");
+        drop((map, served));
+        fs::write(&new, b"newer index").unwrap();
+        replace(&new, &target).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"newer index");
         let names: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())

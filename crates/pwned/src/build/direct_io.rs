@@ -7,7 +7,9 @@
 //! stream goes out in big, aligned blocks with direct I/O (`O_DIRECT`,
 //! switched on for each block's write only), and only what does not fill
 //! a block, and anything written after a seek, goes the usual way. Where
-//! the file system refuses direct I/O, everything goes the usual way.
+//! the file system refuses direct I/O, everything goes the usual way, as
+//! it does on every system but Linux (Windows has unbuffered I/O only as a
+//! flag of the whole handle, fixed when the file is opened).
 //!
 //! Data that is itself aligned (the pages a build packs, in
 //! [`PageBuf`](crate::format::page::PageBuf)s) is not copied into the block: what
@@ -15,7 +17,8 @@
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+
+use crate::file_at::{read_full_at, write_all_at};
 
 /// Bytes a direct write takes at once.
 const BLOCK: usize = 4 << 20;
@@ -100,7 +103,7 @@ impl<'a> DirectWriter<'a> {
             }
         }
         let block = self.memory.first_mut(BLOCK);
-        self.file.write_all_at(block, self.pos)?;
+        write_all_at(self.file, block, self.pos)?;
         self.pos += BLOCK as u64;
         self.len = 0;
         Ok(())
@@ -109,7 +112,7 @@ impl<'a> DirectWriter<'a> {
     /// Writes what is buffered through the page cache.
     fn write_rest(&mut self) -> io::Result<()> {
         let rest = &self.memory.first_mut(self.len)[..];
-        self.file.write_all_at(rest, self.pos)?;
+        write_all_at(self.file, rest, self.pos)?;
         self.pos += self.len as u64;
         self.len = 0;
         Ok(())
@@ -119,7 +122,11 @@ impl<'a> DirectWriter<'a> {
 /// Whether `e` says the file system refuses direct I/O (or this memory,
 /// offset or length for it): the usual way is then taken instead.
 pub(crate) fn refused(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EINVAL)
+    #[cfg(target_os = "linux")]
+    if e.raw_os_error() == Some(libc::EINVAL) {
+        return true;
+    }
+    e.kind() == io::ErrorKind::Unsupported
 }
 
 /// Runs `io` on `file` with `O_DIRECT` set for its duration only (so that
@@ -148,33 +155,18 @@ fn directly<T>(file: &File, io: impl FnOnce() -> io::Result<T>) -> io::Result<T>
 
 #[cfg(not(target_os = "linux"))]
 fn directly<T>(_: &File, _: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-    Err(io::Error::from_raw_os_error(libc::EINVAL))
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// Writes `block` at `offset` past the page cache; all three aligned.
 pub(crate) fn write_direct(file: &File, block: &[u8], offset: u64) -> io::Result<()> {
-    directly(file, || file.write_all_at(block, offset))
+    directly(file, || write_all_at(file, block, offset))
 }
 
 /// Reads into `buf` from `offset` past the page cache, until `buf` is full
 /// or the file ends; all three aligned. Returns the bytes read.
 pub(crate) fn read_direct(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     directly(file, || read_full_at(file, buf, offset))
-}
-
-/// Reads into `buf` from `offset` until `buf` is full or the file ends.
-/// Returns the bytes read.
-pub(crate) fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 /// Rounds `n` up to the alignment direct I/O asks for.

@@ -34,13 +34,11 @@ impl Source for [u8] {
     }
 }
 
-#[cfg(unix)]
 struct FileSource<'a> {
     file: std::fs::File,
     path: &'a Path,
 }
 
-#[cfg(unix)]
 impl Source for FileSource<'_> {
     fn len(&self) -> Result<u64> {
         let meta = self.file.metadata();
@@ -50,9 +48,7 @@ impl Source for FileSource<'_> {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.file
-            .read_exact_at(buf, offset)
+        crate::file_at::read_exact_at(&self.file, buf, offset)
             .map_err(|e| Error::io(self.path.to_path_buf(), e))
     }
 }
@@ -239,17 +235,9 @@ impl Index {
 }
 
 fn once_from_file(path: &Path, query: impl FnOnce(Kind) -> Result<Key>) -> Result<u64> {
-    let result = {
-        #[cfg(unix)]
-        {
-            let file = std::fs::File::open(path).map_err(|e| Error::io(path.to_path_buf(), e))?;
-            count_in(&FileSource { file, path }, query, || Index::open(path))
-        }
-        #[cfg(not(unix))]
-        {
-            Index::open(path).and_then(|index| index.count(query(index.kind())?))
-        }
-    };
+    let result = std::fs::File::open(path)
+        .map_err(|e| Error::io(path.to_path_buf(), e))
+        .and_then(|file| count_in(&FileSource { file, path }, query, || Index::open(path)));
     result.map_err(|e| match e.kind() {
         ErrorKind::Corrupt { what } => Error::corrupt(format!("{}: {what}", path.display())),
         _ => e,

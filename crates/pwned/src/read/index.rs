@@ -15,6 +15,8 @@ use crate::format::source::Source;
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
 enum Data {
+    /// The file is kept for dropping its cached pages (Linux).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Map(memmap2::Mmap, File),
     Owned(Vec<u8>),
 }

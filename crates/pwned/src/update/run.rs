@@ -120,7 +120,7 @@ pub fn update(
     }
     drop(check);
     drop(old);
-    std::fs::rename(&partial_path, path).map_err(io_err)?;
+    crate::tmpfile::replace(&partial_path, path).map_err(io_err)?;
     drop(journal);
     std::fs::remove_file(&journal_path).map_err(|e| Error::io(journal_path.clone(), e))?;
     sync_parent(path);
@@ -605,14 +605,14 @@ pub(super) fn clone(file: &File, path: &Path) -> Result<File> {
 }
 
 /// Makes a rename in `path`'s directory durable, where directories can be
-/// synced.
+/// synced (on Windows a rename is durable when it returns).
 pub(super) fn sync_parent(path: &Path) {
     #[cfg(unix)]
-    {
-        if let Ok(d) = File::open(crate::tmpfile::parent_dir(path)) {
-            let _ = d.sync_all();
-        }
+    if let Ok(d) = File::open(crate::tmpfile::parent_dir(path)) {
+        let _ = d.sync_all();
     }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// How a new range differs from the old one.

@@ -27,6 +27,7 @@ pub(crate) struct Budget {
     /// The next segment of `memory` to hand out.
     pub(super) next: AtomicUsize,
     /// How huge pages are coming, when `memory` asks for them.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(super) huge: Option<HugeWatch>,
     /// Room for every segment the budget can hand out; untouched until
     /// handed out.
@@ -272,6 +273,7 @@ pub(super) fn thread_time() -> std::time::Duration {
 /// on one core, the other idle, at the very end of the build), and
 /// `MADV_DONTNEED` lets threads free side by side, where unmapping would
 /// not.
+#[cfg(unix)]
 pub(super) fn give_back(memory: &MmapRaw, len: usize) {
     // Below this, a thread costs more than it saves.
     const SHARED_FROM: usize = 64 << 20;
@@ -295,3 +297,7 @@ pub(super) fn give_back(memory: &MmapRaw, len: usize) {
         }
     });
 }
+
+/// Elsewhere the mapping goes back as a whole when it is unmapped.
+#[cfg(not(unix))]
+pub(super) fn give_back(_memory: &MmapRaw, _len: usize) {}

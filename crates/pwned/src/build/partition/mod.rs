@@ -105,6 +105,7 @@ const _: () = assert!((DIRECT_RECORDS * RECORD_BYTES).is_multiple_of(ALIGN));
 /// (1.3 GB of records at 55M: 1.6 s of kernel time against 0.8, and
 /// 1.18x the wall time; first touches of 1.3 GB measured alone: 0.06-2.05
 /// s in huge pages, 0.44-0.73 s in small ones).
+#[cfg(target_os = "linux")]
 const HUGE_AT_MOST: u64 = 512 << 20;
 
 /// Bytes of the shortest line a record comes from (an NTLM suffix in a
@@ -121,6 +122,7 @@ thread_local! {
 }
 
 /// Bytes of a page of memory (the unit a range given back is aligned to).
+#[cfg(any(unix, test))]
 const PAGE_BYTES: usize = 4096;
 
 /// Records held in a segment of the budget's memory.

@@ -1,7 +1,6 @@
 //! Spill files, one per partition: written on a thread of their own and read
 //! back past the page cache where the file system allows it.
 
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
@@ -10,6 +9,7 @@ use super::*;
 use crate::build::direct_io::{self, Aligned};
 use crate::build::sort::{self, RECORD_BYTES, Record};
 use crate::error::{Error, Result};
+use crate::file_at::{read_full_at, write_all_at};
 use crate::tmpfile::Nameless;
 
 /// Spill files, one per partition, created when first needed.
@@ -79,7 +79,7 @@ impl Spill {
                 }
             }
             if !written {
-                f.file.file.write_all_at(bytes, f.len).map_err(io_err)?;
+                write_all_at(&f.file.file, bytes, f.len).map_err(io_err)?;
             }
             f.len += bytes.len() as u64;
         } else {
@@ -88,7 +88,7 @@ impl Spill {
                 for r in piece {
                     r.write(encoded);
                 }
-                f.file.file.write_all_at(encoded, f.len).map_err(io_err)?;
+                write_all_at(&f.file.file, encoded, f.len).map_err(io_err)?;
                 f.len += encoded.len() as u64;
             }
         }
@@ -143,7 +143,7 @@ impl Spill {
         }
         let n = match read {
             Some(n) => n,
-            None => direct_io::read_full_at(file, &mut bytes[..len], 0).map_err(io_err)?,
+            None => read_full_at(file, &mut bytes[..len], 0).map_err(io_err)?,
         };
         if n != len {
             return Err(torn());
