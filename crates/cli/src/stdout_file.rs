@@ -36,7 +36,21 @@ impl Start {
         Some((file, start))
     }
 
-    #[cfg(not(unix))]
+    /// On Windows a file opened to append (`>>` in cmd.exe) is positioned
+    /// at its end already.
+    #[cfg(windows)]
+    fn open() -> Option<(File, u64)> {
+        use std::io::Seek;
+        use std::os::windows::io::AsHandle;
+        let mut file = File::from(std::io::stdout().as_handle().try_clone_to_owned().ok()?);
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let start = file.stream_position().ok()?;
+        Some((file, start))
+    }
+
+    #[cfg(not(any(unix, windows)))]
     fn open() -> Option<(File, u64)> {
         None
     }

@@ -365,12 +365,22 @@ fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Puts the complete directory `partial` on disk and renames it to `dir`.
 fn finish(partial: &Path, dir: &Path) -> Result<()> {
     let io_err = |e| Error::io(dir.to_path_buf(), e);
-    let handle = File::open(partial).map_err(io_err)?;
-    #[cfg(target_os = "linux")]
-    sync_file_system(&handle).map_err(io_err)?;
+    // Directories are opened and synced on Unix only (Windows opens none
+    // without backup semantics, and its files were flushed one by one).
     #[cfg(unix)]
-    handle.sync_all().map_err(io_err)?;
-    drop(handle);
+    {
+        let handle = File::open(partial).map_err(io_err)?;
+        #[cfg(target_os = "linux")]
+        sync_file_system(&handle).map_err(io_err)?;
+        handle.sync_all().map_err(io_err)?;
+    }
+    // Windows renames a directory only to a name that is free: the empty
+    // directory `new_or_empty` allowed goes first (removing it fails if
+    // anything was put into it since).
+    #[cfg(windows)]
+    if dir.is_dir() {
+        fs::remove_dir(dir).map_err(io_err)?;
+    }
     fs::rename(partial, dir).map_err(io_err)?;
     // The new name on disk too.
     #[cfg(unix)]
