@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Checks the three ways seekless is deployed, as CI runs them (.ci/run):
 #
-# 1. scripts/release.sh: the static musl binary, run, packed (a skip, said
-#    as such, when the musl target or its C compiler cannot be had: the
-#    script's status 3);
-# 2. deploy/Containerfile, built with podman from the release artifact,
-#    then run on an index mounted at /data: its health check
-#    (`seekless pwned probe`) must pass, /range/5BAA6 must answer through
-#    the published port, SIGTERM must stop it with status 0 (a skip, said
-#    as such, without podman or where this machine cannot run containers);
+# 1. scripts/release.sh: the static binaries, checked, packed (a skip, said
+#    as such, when a target's toolchain cannot be had: the script's status
+#    3). With --artifacts, what an earlier run of it wrote is checked
+#    instead (CI runs it as a step of its own);
+# 2. deploy/Containerfile, built with podman from the release artifacts
+#    into one multi-arch manifest list (linux/amd64 from the x86_64
+#    tarball, linux/arm64 from the aarch64 one). The amd64 image is run on
+#    an index mounted at /data: its health check (`seekless pwned probe`)
+#    must pass, /range/5BAA6 must answer through the published port,
+#    SIGTERM must stop it with status 0 (a skip, said as such, without
+#    podman or where this machine cannot run containers). The arm64
+#    image's binary, copied out of it, runs under qemu-aarch64-static and
+#    must answer as the amd64 one does;
 # 3. deploy/systemd/: `systemd-analyze verify` of the units must print
 #    nothing, with the binary installed where the units expect it
 #    (/usr/local/bin/seekless) in a scratch root beside the host's own
@@ -29,22 +34,43 @@ fail() {
 metadata=$(cargo metadata --format-version 1 --no-deps --locked)
 version=$(grep -o '"name":"seekless","version":"[^"]*"' <<<"$metadata" | sed 's/.*"version":"//; s/"$//')
 target_dir=$(grep -o '"target_directory":"[^"]*"' <<<"$metadata" | sed 's/.*:"//; s/"$//')
-stage="$target_dir/release-artifacts/seekless-$version-x86_64-linux-musl"
+artifacts="$target_dir/release-artifacts"
+stage="$artifacts/seekless-$version-x86_64-linux-musl"
+arm_stage="$artifacts/seekless-$version-aarch64-linux-musl"
 
-echo "== deploy: release tarball (scripts/release.sh)"
+echo "== deploy: release artifacts (scripts/release.sh)"
 status=0
-scripts/release.sh || status=$?
+if [ "${1:-}" = --artifacts ]; then
+    [ -e "$artifacts/SHA256SUMS" ] || status=3
+else
+    scripts/release.sh || status=$?
+fi
 case "$status" in
     0)
         binary="$stage/seekless"
-        # The README in the tarball links to the guides and formats beside it.
-        listing=$(tar -tzf "$stage.tar.gz")
-        for doc in README.md docs/pwned-serve.md docs/deploy.md docs/format-pwned.md; do
-            grep -qx "${stage##*/}/$doc" <<<"$listing" || fail "the release tarball has no $doc"
+        (cd "$artifacts" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match the artifacts"
+        # The README in each archive links to the guides and formats beside it.
+        for archive in "$stage.tar.gz" "$arm_stage.tar.gz" "$artifacts/seekless-$version-x86_64-windows-gnu.zip"; do
+            [ -e "$archive" ] || fail "no $archive"
+            if [ "${archive%.zip}" != "$archive" ]; then
+                listing=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$archive")
+                top=${archive##*/}
+                top=${top%.zip}
+            else
+                listing=$(tar -tzf "$archive")
+                top=${archive##*/}
+                top=${top%.tar.gz}
+            fi
+            for doc in README.md docs/pwned-serve.md docs/deploy.md docs/format-pwned.md docs/windows.md; do
+                grep -qx "$top/$doc" <<<"$listing" || fail "$archive has no $doc"
+            done
+            grep -q "  ${archive##*/}\$" "$artifacts/SHA256SUMS" \
+                || fail "SHA256SUMS does not cover ${archive##*/}"
         done
+        say "$(wc -l <"$artifacts/SHA256SUMS") artifacts match SHA256SUMS; every archive carries the README and docs/"
         ;;
     3)
-        say "SKIPPED the release tarball and the container image: no musl build here (see above)"
+        say "SKIPPED the release artifacts and the container image: no release build here (see above)"
         binary=
         ;;
     *) fail "scripts/release.sh exited with status $status" ;;
@@ -56,21 +82,56 @@ if [ -z "$binary" ]; then
 elif ! command -v podman >/dev/null; then
     say "SKIPPED: podman is not installed"
 else
-    image="localhost/seekless:check-$$"
+    manifest="localhost/seekless:check-$$"
+    image="$manifest-amd64"
+    arm_image="$manifest-arm64"
     name="seekless-check-$$"
     data=$(mktemp -d)
     cleanup() {
-        podman rm -f "$name" >/dev/null 2>&1 || true
-        podman rmi -f "$image" >/dev/null 2>&1 || true
+        podman rm -f "$name" "$name-arm64" >/dev/null 2>&1 || true
+        podman manifest rm "$manifest" >/dev/null 2>&1 || true
+        podman rmi -f "$image" "$arm_image" >/dev/null 2>&1 || true
         rm -rf "$data"
     }
     trap cleanup EXIT
-    # No base image is pulled (FROM scratch); the context is the artifact;
-    # no intermediate image is kept.
-    podman build --quiet --layers=false --format docker -t "$image" -f "$stage/deploy/Containerfile" "$stage" >/dev/null
-    user=$(podman image inspect --format '{{.Config.User}}' "$image")
-    [ "$user" = "65532:65532" ] || fail "the image runs as '$user', not 65532:65532"
-    say "built $image from $stage ($(podman image inspect --format '{{.Size}}' "$image") bytes, user $user)"
+    # One manifest list, an image per platform, each from its own
+    # artifact. No base image is pulled (FROM scratch) and nothing runs in
+    # the build, so the arm64 image needs no emulator; no intermediate
+    # image is kept.
+    podman manifest create "$manifest" >/dev/null
+    for platform in amd64 arm64; do
+        if [ "$platform" = amd64 ]; then
+            context=$stage tag=$image
+        else
+            context=$arm_stage tag=$arm_image
+        fi
+        podman build --quiet --layers=false --format docker --platform "linux/$platform" -t "$tag" \
+            -f "$context/deploy/Containerfile" "$context" >/dev/null
+        arch=$(podman image inspect --format '{{.Os}}/{{.Architecture}}' "$tag")
+        [ "$arch" = "linux/$platform" ] || fail "$tag is for $arch, not linux/$platform"
+        user=$(podman image inspect --format '{{.Config.User}}' "$tag")
+        [ "$user" = "65532:65532" ] || fail "$tag runs as '$user', not 65532:65532"
+        podman manifest add "$manifest" "containers-storage:$tag" >/dev/null
+        say "built $tag from $context ($(podman image inspect --format '{{.Size}}' "$tag") bytes, user $user)"
+    done
+    platforms=$(podman manifest inspect "$manifest" \
+        | python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')
+    [ "$platforms" = "linux/amd64 linux/arm64" ] || fail "the manifest list holds $platforms"
+    say "manifest list $manifest: $platforms"
+
+    # The arm64 image's own binary, under qemu, answers as the amd64 one.
+    if command -v qemu-aarch64-static >/dev/null; then
+        podman create --platform linux/arm64 --name "$name-arm64" "$arm_image" >/dev/null
+        podman cp "$name-arm64:/seekless" "$data/seekless-arm64"
+        podman rm "$name-arm64" >/dev/null
+        expected=$(echo password | "$binary" pwned check 2>&1)
+        got=$(echo password | qemu-aarch64-static "$data/seekless-arm64" pwned check 2>&1) \
+            || fail "the arm64 image's seekless failed under qemu: $got"
+        [ "$got" = "$expected" ] || fail "the arm64 image's seekless answered '$got', the amd64 one '$expected'"
+        say "the arm64 image's /seekless under qemu-aarch64-static: pwned check answers as amd64's"
+    else
+        say "SKIPPED running the arm64 image's binary: qemu-aarch64-static is not installed"
+    fi
 
     printf '5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\n5BAA6000000000000000000000000000000000FF:2\n' \
         >"$data/corpus.txt"

@@ -498,6 +498,7 @@ impl Index {
         // A range of the whole corpus holds ~1,000 hashes (~40 KB of
         // lines); more grow the buffer as they come.
         out.reserve(1100 * (self.kind().hex_len() + 8));
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut lines = crate::range::render::Lines::new(self.kind(), out);
         #[cfg(target_arch = "x86_64")]
         let done = if crate::range::render_avx512::usable(self.layout()) {

@@ -312,7 +312,9 @@ impl<'a> Page<'a> {
     }
 
     /// Calls `f` with the page's stream as [`bits::Words`]: read in place
-    /// when enough of the index follows it, else copied.
+    /// when enough of the index follows it, else copied. (The AVX-512
+    /// renderer's.)
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(crate) fn with_words<R>(&self, f: impl FnOnce(&bits::Words) -> R) -> R {
         let mut copy: [u8; bits::BYTES];
