@@ -69,7 +69,8 @@ start=$SECONDS
 # Prerequisites ---------------------------------------------------------------
 
 missing=()
-for tool in python3 readelf objdump qemu-aarch64-static apt-get dpkg-deb wine sha256sum; do
+for tool in python3 readelf objdump qemu-aarch64-static apt-get dpkg-deb wine wineserver \
+    x86_64-w64-mingw32-gcc sha256sum; do
     command -v "$tool" >/dev/null || missing+=("$tool")
 done
 python3 -c 'import sys, venv; assert sys.version_info >= (3, 11)' 2>/dev/null \
@@ -97,7 +98,14 @@ x86_wheel=$(one 'seekless-*-cp311-abi3-*manylinux*_x86_64.whl')
 arm_wheel=$(one 'seekless-*-cp311-abi3-*manylinux*_aarch64.whl')
 win_wheel=$(one 'seekless-*-cp311-abi3-win_amd64.whl')
 
-work=$(mktemp -d)
+# Scratch space in memory where there is some: the virtual environment's
+# 12,000 files take tens of seconds to delete from a disk mounted with
+# `discard`.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    work=$(mktemp -d -p /dev/shm)
+else
+    work=$(mktemp -d)
+fi
 wine_prefix="$cache/wine"
 cleanup() {
     # Wine's server for our prefix lingers a few seconds after its last
@@ -161,10 +169,12 @@ wheel_tags() {
 
 # module UNPACKED: the wheel's one extension module.
 module() {
-    local found=()
-    shopt -s nullglob
-    found=("$1"/seekless/_seekless.*.so "$1"/seekless/_seekless.so "$1"/seekless/_seekless.pyd)
-    shopt -u nullglob
+    local found=() file
+    for file in "$1"/seekless/_seekless*; do
+        case "$file" in
+            *.so | *.pyd) found+=("$file") ;;
+        esac
+    done
     [ ${#found[@]} = 1 ] || fail "${1##*/} holds ${#found[@]} seekless/_seekless modules, not one"
     echo "${found[0]}"
 }
@@ -383,17 +393,61 @@ EOF
     echo "$WIN_PYTHON_SHA256" >"$python/.complete"
 }
 
+# Rust's standard library (1.78 and later) takes its random bytes from
+# ProcessPrng in bcryptprimitives.dll, which Windows 10 and later have and
+# Wine 8.0 (Debian 12's) lacks: its loader refuses the module ("DLL load
+# failed ... Module not found"). For this check only, a stand-in exporting
+# ProcessPrng over RtlGenRandom (advapi32's SystemFunction036, which Wine
+# has) goes beside python.exe, where the loader looks first. The wheel is
+# not touched and ships no such DLL.
+stand_in_bcryptprimitives() {
+    cat >"$work/bcryptprimitives.c" <<'EOF'
+#include <windows.h>
+
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
+
+/* Fills the buffer with random bytes; RtlGenRandom takes a ULONG length,
+ * so larger requests are served in pieces. */
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T length)
+{
+    while (length > 0) {
+        ULONG piece = length > 0x40000000 ? 0x40000000 : (ULONG)length;
+        if (!SystemFunction036(data, piece))
+            return FALSE;
+        data += piece;
+        length -= piece;
+    }
+    return TRUE;
+}
+EOF
+    x86_64-w64-mingw32-gcc -shared -O2 -o "$1/bcryptprimitives.dll" "$work/bcryptprimitives.c" -ladvapi32 \
+        || fail "x86_64-w64-mingw32-gcc could not build the stand-in bcryptprimitives.dll"
+}
+
 windows_answers() {
     local python="$cache/windows-python"
     windows_python
+    if [ ! -e /usr/lib/x86_64-linux-gnu/wine/x86_64-windows/bcryptprimitives.dll ]; then
+        stand_in_bcryptprimitives "$python"
+        say "Wine has no bcryptprimitives.dll: a stand-in (ProcessPrng over RtlGenRandom) is beside python.exe"
+    fi
     export WINEPREFIX="$wine_prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-    [ -d "$WINEPREFIX" ] || say "creating the Wine prefix $WINEPREFIX (once)"
-    # Wine sees / as Z:. Its own notices go to stderr, with Python's.
-    wine "$python/python.exe" -I "Z:$work/answer.py" "Z:$win_dir" \
-        >"$work/windows.raw" 2>"$work/windows.err" || {
+    if [ ! -d "$WINEPREFIX" ]; then
+        say "creating the Wine prefix $WINEPREFIX (once)"
+        wine wineboot --init </dev/null >/dev/null 2>&1 || fail "wineboot --init failed in $WINEPREFIX"
+        wineserver -w
+    fi
+    # Wine sees / as Z:. Under Wine 8.0, CPython cannot start when a
+    # standard handle is a regular file ("init_sys_streams: ... Invalid
+    # handle"), so its stdout and stderr are pipes, each into its file.
+    local status=0
+    { wine "$python/python.exe" -I "Z:$work/answer.py" "Z:$win_dir" </dev/null 2>&1 >&3 3>&- \
+        | cat >"$work/windows.err"; } 3>&1 | cat >"$work/windows.raw" || status=$?
+    if [ "$status" != 0 ]; then
         cat "$work/windows.err" >&2
         fail "Windows CPython under Wine with the win_amd64 wheel failed"
-    }
+    fi
+    tr -d '\r' <"$work/windows.err" >&2
     tr -d '\r' <"$work/windows.raw" >"$work/windows.out"
     say "under Wine $(wine --version): $(wine "$python/python.exe" -c 'import platform, sys; print(platform.machine(), sys.version.split()[0])' 2>/dev/null | tr -d '\r')"
     same_answers "win_amd64 under Wine" "$work/windows.out"
