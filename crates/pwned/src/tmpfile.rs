@@ -40,7 +40,7 @@ impl Nameless {
 
     /// A new, empty scratch file in `dir` that is never persisted: without
     /// `O_TMPFILE`, Unix systems lose its name at once (the open handle
-    /// keeps it alive); elsewhere it is removed when dropped.
+    /// keeps it alive), and Windows deletes it when its handle closes.
     pub(crate) fn scratch(dir: &Path, hint: &str) -> io::Result<Nameless> {
         #[cfg(target_os = "linux")]
         if let Some(file) = tmpfile(dir)? {
