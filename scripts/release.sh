@@ -17,8 +17,10 @@
 # Wheels (maturin, PyPI; abi3: one wheel for CPython 3.11 and later):
 #   manylinux2014 x86_64 and aarch64 (maturin --zig), win_amd64.
 #
-# 1. builds `seekless` for each target (release profile) and drops its
-#    debug information (symbols stay, so backtraces name functions);
+# 1. builds `seekless` for each target (release profile), its debug
+#    information dropped by the linker (symbols stay, so backtraces name
+#    functions): the release profile keeps line tables for profiles and
+#    backtraces of local builds (43 MB); what ships is under 12 MB;
 # 2. checks each binary: the Linux ones are static (no program interpreter,
 #    no shared library) for the right machine; the Windows one is a PE32+
 #    x86-64 executable importing system DLLs only (no MinGW runtime DLL);
@@ -40,8 +42,8 @@
 #    Archives are dated by the last commit, owned by root and sorted by
 #    name, so that the same tree gives the same bytes.
 #
-# Needs: rustup (it adds the targets' standard libraries), curl, readelf,
-# objdump and strip (binutils), tar, gzip, sha256sum, python3; the C
+# Needs: rustup (it adds the targets' standard libraries), curl, readelf
+# and objdump (binutils), tar, gzip, sha256sum, python3; the C
 # compilers above (the C parts of ring and libdeflate). cargo-zigbuild,
 # ziglang and maturin are taken from PATH, or installed (pinned) into a
 # virtual environment under the target directory.
@@ -97,7 +99,7 @@ wants() {
     return 1
 }
 
-for tool in cargo curl readelf objdump strip tar gzip sha256sum python3; do
+for tool in cargo curl readelf objdump tar gzip sha256sum python3; do
     command -v "$tool" >/dev/null || fail "$tool is needed and not installed"
 done
 
@@ -196,6 +198,11 @@ fi
 
 # Build and check -------------------------------------------------------------
 
+# What ships drops its debug information at link time (see 1. above). Set
+# for the wheels too: the Windows wheel then shares its dependencies'
+# builds with seekless.exe (the same profile and target).
+export CARGO_PROFILE_RELEASE_STRIP=debuginfo
+
 out="$target_dir/release-artifacts"
 mkdir -p "$out"
 rm -f "$out/SHA256SUMS"
@@ -285,7 +292,7 @@ windows_dlls() {
                 | user32.dll | msvcrt.dll | ucrtbase.dll | api-ms-win-*.dll) ;;
             *) fail "$bin imports $dll, which is not a Windows system DLL" ;;
         esac
-    done < <(objdump -p "$bin" | sed -n 's/^[[:space:]]*DLL Name: //p')
+    done < <(objdump -p "$bin" | sed -n 's/^[[:space:]]*DLL Name: //p' | sort -uf)
     say "$bin: PE32+ x86-64, imports ${dlls[*]} ($(du -h "$bin" | cut -f1))"
 }
 
@@ -308,11 +315,8 @@ linux_stage() {
     local name=$1 built=$2 dir
     dir=$(stage "$name")
     mkdir -p "$dir/deploy/systemd"
+    # Every check runs this very file.
     install -m 0755 "$built" "$dir/seekless"
-    # The release profile keeps line tables (for profiles and backtraces
-    # of local builds): 43 MB. What ships keeps its symbols and drops the
-    # rest: under 10 MB. Every check runs this very file.
-    strip --strip-debug "$dir/seekless"
     add_docs "$dir"
     cp deploy/Containerfile "$dir/deploy/"
     cp deploy/systemd/seekless-serve.service deploy/systemd/seekless-update.service \
@@ -419,8 +423,6 @@ if wants x86_64-pc-windows-gnu; then
     built=$(build x86_64-pc-windows-gnu cargo build)
     dir=$(stage "seekless-$version-x86_64-windows-gnu")
     install -m 0755 "$built" "$dir/seekless.exe"
-    x86_64-w64-mingw32-strip --strip-debug "$dir/seekless.exe" 2>/dev/null \
-        || strip --strip-debug "$dir/seekless.exe"
     windows_dlls "$dir/seekless.exe"
     add_docs "$dir"
     pack_zip "seekless-$version-x86_64-windows-gnu"
@@ -433,7 +435,7 @@ fi
 wheel() {
     local target=$1 wheels_dir="$work/wheels-$1" file
     shift
-    say "building the wheel for $target (maturin $*)"
+    say "building the wheel for $target (maturin build${*:+ $*})"
     maturin build --release --locked --target "$target" --manifest-path crates/python/Cargo.toml \
         --out "$wheels_dir" "$@" >&2
     for file in "$wheels_dir"/*.whl; do
