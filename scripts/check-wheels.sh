@@ -406,29 +406,11 @@ EOF
 # Wine 8.0 (Debian 12's) lacks: its loader refuses the module ("DLL load
 # failed ... Module not found"). For this check only, a stand-in exporting
 # ProcessPrng over RtlGenRandom (advapi32's SystemFunction036, which Wine
-# has) goes beside python.exe, where the loader looks first. The wheel is
-# not touched and ships no such DLL.
+# has) goes beside python.exe, where the loader looks first
+# (scripts/wine/bcryptprimitives.c, which check-platforms.sh builds too).
+# The wheel is not touched and ships no such DLL.
 stand_in_bcryptprimitives() {
-    cat >"$work/bcryptprimitives.c" <<'EOF'
-#include <windows.h>
-
-BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
-
-/* Fills the buffer with random bytes; RtlGenRandom takes a ULONG length,
- * so larger requests are served in pieces. */
-__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T length)
-{
-    while (length > 0) {
-        ULONG piece = length > 0x40000000 ? 0x40000000 : (ULONG)length;
-        if (!SystemFunction036(data, piece))
-            return FALSE;
-        data += piece;
-        length -= piece;
-    }
-    return TRUE;
-}
-EOF
-    x86_64-w64-mingw32-gcc -shared -O2 -o "$1/bcryptprimitives.dll" "$work/bcryptprimitives.c" -ladvapi32 \
+    x86_64-w64-mingw32-gcc -shared -O2 -o "$1/bcryptprimitives.dll" scripts/wine/bcryptprimitives.c -ladvapi32 \
         || fail "x86_64-w64-mingw32-gcc could not build the stand-in bcryptprimitives.dll"
 }
 

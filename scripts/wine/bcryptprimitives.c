@@ -1,7 +1,7 @@
 /*
  * A stand-in for Windows' bcryptprimitives.dll, for running seekless.exe
- * under Wine in tests only (scripts/check-platforms.sh builds it and puts it
- * beside the exe under test). Never shipped: real Windows (8 and later) has
+ * under Wine in tests only (scripts/check-platforms.sh and check-wheels.sh
+ * build it and put it beside the exe under test). Never shipped: real Windows (8 and later) has
  * the DLL.
  *
  * Why: Rust's standard library (1.78 and later) gets its random bytes (the
