@@ -37,7 +37,16 @@ pub fn seconds<T>(f: impl FnOnce() -> T) -> (f64, T) {
     (start.elapsed().as_secs_f64(), out)
 }
 
+/// CPU time used so far by this process and the children it waited for
+/// (zero off Unix: the benchmarks measure on Linux; the tests built with
+/// this crate also run under Wine).
+#[cfg(not(unix))]
+pub fn cpu_now() -> Duration {
+    Duration::ZERO
+}
+
 /// CPU time used so far by this process and the children it waited for.
+#[cfg(unix)]
 pub fn cpu_now() -> Duration {
     let mut total = Duration::ZERO;
     for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
@@ -69,7 +78,18 @@ pub fn median_sample(samples: Vec<Sample>) -> Sample {
     }
 }
 
+/// Evicts `path` from the page cache, so the next read of it is cold
+/// (Unix only: cold figures are taken on Linux).
+#[cfg(not(unix))]
+pub fn drop_cache(path: &Path) {
+    panic!(
+        "drop_cache({}): page-cache eviction is Unix-only",
+        path.display()
+    );
+}
+
 /// Evicts `path` from the page cache, so the next read of it is cold.
+#[cfg(unix)]
 pub fn drop_cache(path: &Path) {
     use std::os::fd::AsRawFd;
     let file = std::fs::File::open(path).expect("open for fadvise");

@@ -1,4 +1,3 @@
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -363,7 +362,7 @@ fn spills_read_ahead_come_to_their_partitions_and_a_stop_leaves_the_rest() {
     {
         let mut file = spill.files[9].lock().unwrap();
         let f = file.as_mut().unwrap();
-        f.file.file.write_all_at(&[1, 2, 3], f.len).unwrap();
+        crate::file_at::write_all_at(&f.file.file, &[1, 2, 3], f.len).unwrap();
     }
     let ahead = ReadAhead::default();
     let stop = AtomicBool::new(false);
@@ -460,7 +459,7 @@ fn spilled_records_come_back_as_written_and_a_torn_file_is_an_error() {
         spill.write(9, aligned, &mut encoded).unwrap();
         let mut file = spill.files[9].lock().unwrap();
         let f = file.as_mut().unwrap();
-        f.file.file.write_all_at(&[1, 2, 3], f.len).unwrap();
+        crate::file_at::write_all_at(&f.file.file, &[1, 2, 3], f.len).unwrap();
         drop(file);
         let err = spill.read(9, &mut memory).unwrap_err();
         assert!(err.to_string().contains("torn"), "{err}");
@@ -472,7 +471,15 @@ fn spilled_records_come_back_as_written_and_a_torn_file_is_an_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether files in `dir` can be opened for direct I/O (never, but on
+/// Linux).
+#[cfg(not(target_os = "linux"))]
+fn direct_io_works(_dir: &Path) -> bool {
+    false
+}
+
 /// Whether files in `dir` can be opened for direct I/O.
+#[cfg(target_os = "linux")]
 fn direct_io_works(dir: &Path) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
     let probe = dir.join("direct-probe");
