@@ -79,6 +79,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+# Finding Wine, its prefix, the ProcessPrng stand-in.
+. scripts/wine/setup.sh
 
 say() { echo "platforms: $*"; }
 fail() {
@@ -126,7 +128,6 @@ fi
 work=$(mktemp -d "$tmp/seekless-platforms.XXXXXX")
 # Background processes (servers, curl loops) by process id.
 pids=()
-wineserver_cmd=
 cleanup() {
     local pid
     for pid in "${pids[@]}"; do
@@ -261,7 +262,6 @@ failures=0    # checks failed on this platform
 total_failed=0
 skipped=0
 summary=()
-wine=
 win_exe=
 
 # emulate ARGS...: seekless ARGS on the platform being checked, with the
@@ -491,50 +491,11 @@ ask() {
 # the stand-in DLL when needed. Sets reason and returns 1 when Windows
 # cannot be checked here.
 setup_windows() {
-    local candidate
-    for candidate in /usr/lib/wine/wine64 wine64 wine; do
-        if command -v "$candidate" >/dev/null; then
-            wine=$(command -v "$candidate")
-            break
-        fi
-    done
-    if [ -z "$wine" ]; then
-        reason="Wine is not installed (Debian: apt-get install wine wine64)"
-        return 1
-    fi
-    for candidate in /usr/lib/wine/wineserver64 wineserver; do
-        if command -v "$candidate" >/dev/null; then
-            wineserver_cmd=$(command -v "$candidate")
-            break
-        fi
-    done
-    export WINEPREFIX=${WINEPREFIX:-$repo/${CARGO_TARGET_DIR:-target}/check-platforms/wine-prefix}
-    export WINEDEBUG=-all
-    # No Mono or Gecko installer on the prefix's first start.
-    export WINEDLLOVERRIDES="mscoree,mshtml="
-    if [ ! -d "$WINEPREFIX/drive_c" ]; then
-        say "windows: making the Wine prefix $WINEPREFIX (once)" >&2
-        mkdir -p "$WINEPREFIX"
-        "$wine" wineboot -i >/dev/null 2>&1 || true
-        [ -d "$WINEPREFIX/drive_c" ] || {
-            reason="wineboot -i made no prefix in $WINEPREFIX"
-            return 1
-        }
-    fi
+    wine_setup "$repo/${CARGO_TARGET_DIR:-target}/check-platforms/wine-prefix" || return 1
     mkdir -p "$work/wine-bin"
     win_exe=$work/wine-bin/seekless.exe
     cp "$windows" "$win_exe"
-    if ! "$wine" "$win_exe" --version >/dev/null 2>&1; then
-        # Rust's std needs ProcessPrng (bcryptprimitives.dll), which Wine
-        # before 9 lacks: a stand-in beside the exe, for this check only.
-        if ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
-            reason="seekless.exe does not start under this Wine (no ProcessPrng?) and x86_64-w64-mingw32-gcc, to build the stand-in for it, is not installed"
-            return 1
-        fi
-        x86_64-w64-mingw32-gcc -shared -O2 -o "$work/wine-bin/bcryptprimitives.dll" \
-            "$repo/scripts/wine/bcryptprimitives.c" -ladvapi32
-        say "windows: this Wine has no ProcessPrng: using the stand-in bcryptprimitives.dll (scripts/wine/)" >&2
-    fi
+    wine_prng "$win_exe" "$work/wine-bin"
 }
 
 # Checks ----------------------------------------------------------------------

@@ -53,6 +53,15 @@ impl Source {
         (end > start).then(|| &self.bytes[start..end])
     }
 
+    /// [`updated`](Self::updated) as a time: from a damaged section, a
+    /// count of seconds no platform's clock reaches reads as the last
+    /// second of year 9999 (where RFC 3339's dates end) instead of
+    /// overflowing (Windows' clock ends in year 30828).
+    pub fn updated_time(&self) -> std::time::SystemTime {
+        const LAST: u64 = 253_402_300_799;
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.updated.min(LAST))
+    }
+
     /// How many ranges carry a validator.
     pub fn validators(&self) -> u32 {
         let mut start = 0;

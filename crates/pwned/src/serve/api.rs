@@ -140,7 +140,7 @@ impl Served {
             .ok()
             .flatten()
             .filter(|source| source.updated > 0)
-            .map(|source| std::time::UNIX_EPOCH + Duration::from_secs(source.updated));
+            .map(|source| source.updated_time());
         Ok(Served {
             index,
             name: name.into(),

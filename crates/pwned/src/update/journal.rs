@@ -375,6 +375,9 @@ mod tests {
         ] {
             assert!(Journal::open(&path, &other).unwrap().is_none());
         }
+        // Closed first: Windows keeps the name of an open file it was
+        // asked to delete until the file is closed.
+        drop(j);
         std::fs::remove_file(&path).unwrap();
         assert!(Journal::open(&path, &terms).unwrap().is_none());
         std::fs::remove_dir_all(&dir).unwrap();
