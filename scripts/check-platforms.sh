@@ -16,9 +16,10 @@
 #                   (a million files)
 #   --update-on LIST  `update --base-url` on these platforms only
 #                   (aarch64,windows). CI runs neither: a million
-#                   requests take about 250 s under qemu and 270 s under
-#                   Wine 8.0 (at --concurrency 16; at the default 256 it
-#                   stalled half-way there, in two runs here)
+#                   requests take 150-250 s under qemu and 270-460 s
+#                   under Wine 8.0 (at --concurrency 16; at the default
+#                   256 it stalled half-way there, in two runs here),
+#                   against 35-45 s natively (quiet machine)
 #
 # CI passes the release artifacts (target/release-artifacts/, as
 # scripts/release.sh writes them). A platform whose binary is not given, or
@@ -632,7 +633,7 @@ EOF
         both update-base-url-stats pwned stats mirror.idx
         serve_stop
     else
-        say "$plat: SKIPPED update --base-url: it asks for all 1,048,576 ranges (measured here: 43-99 s natively, 247 s under qemu, ~270 s under Wine at --concurrency 16); --slow or --update-on $plat runs it"
+        say "$plat: SKIPPED update --base-url: it asks for all 1,048,576 ranges (measured here: 35-99 s natively, 150-250 s under qemu, 270-460 s under Wine at --concurrency 16); --slow or --update-on $plat runs it"
         summary+=("$plat: SKIPPED update --base-url (1,048,576 requests; --slow or --update-on $plat runs it)")
     fi
 

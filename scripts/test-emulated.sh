@@ -74,7 +74,8 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
 if ! command -v cargo-zigbuild >/dev/null && [ -x "$target_dir/release-tools/bin/cargo-zigbuild" ]; then
     export PATH="$target_dir/release-tools/bin:$PATH"
 fi
-# scripts/release.sh's profile settings: its dependency builds are reused.
+# scripts/release.sh's profile settings: its dependency builds are reused
+# (when RUSTFLAGS is the same too: CI sets -D warnings for both).
 export CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 package_args=()
@@ -165,6 +166,8 @@ for plat in "${platforms[@]}"; do
             wine_setup "$target_dir/check-platforms/wine-prefix" || missing+=("$reason")
             [ ${#missing[@]} -eq 0 ] || continue
             rustup target add "$target" >/dev/null 2>&1 || true
+            # As release.sh sets it: the C parts' builds are reused.
+            export CC_x86_64_pc_windows_gnu=${CC_x86_64_pc_windows_gnu:-x86_64-w64-mingw32-gcc}
             say "windows: building the tests (cargo build --target $target)"
             build_tests "$target" cargo build >"$work/windows.list"
             first=$(head -n 1 "$work/windows.list" | cut -d' ' -f1)
