@@ -649,6 +649,7 @@ fn holds_a_record(path: &Path) -> bool {
     u32_at(header).is_some_and(|payload| bytes.len() >= header + 4 + payload + 4)
 }
 
+#[cfg(feature = "update")]
 #[test]
 fn a_killed_update_leaves_the_old_index_and_resumes() {
     let (dir, sha1, _) = sha1_index("update-kill", 23);
