@@ -127,7 +127,11 @@ run_tests() {
         done
         start=$SECONDS
         status=0
-        (cd "$dir" && "$@" "$exe" -q "${test_args[@]}") >"$work/out" 2>&1 || status=$?
+        # The outside programs some tests drive (node, KeePassXC, a browser)
+        # are the host's, not the emulated platform's: CI's demand that they
+        # run (SEEKLESS_REQUIRE_*) is met by the native test step.
+        (cd "$dir" && exec env -u SEEKLESS_REQUIRE_NODE -u SEEKLESS_REQUIRE_KEEPASSXC \
+            -u SEEKLESS_REQUIRE_CHROMIUM "$@" "$exe" -q "${test_args[@]}") >"$work/out" 2>&1 || status=$?
         if [ "$status" = 0 ]; then
             say "$plat: $(basename "$dir") $name: $(grep '^test result' "$work/out" | tail -1 | sed 's/^test result: ok\. //; s/;.*//'), $((SECONDS - start)) s"
         else
