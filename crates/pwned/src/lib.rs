@@ -46,6 +46,7 @@ pub use export::{
 pub use format::hash::{Key, Kind};
 pub use format::source::{MAX_VALIDATOR, RANGES, Source};
 pub use range::prefix_hex;
+pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
 pub use serve::api::{RangeApi, Served};
@@ -84,9 +85,11 @@ pub use range::parse::{MAX_RANGE_BODY, parse_range};
 pub use range::render::{range_body, write_range_body};
 #[cfg(feature = "test-util")]
 pub use range::validator::range_etag;
+#[cfg(feature = "test-util")]
+pub use read::identity::identity;
 #[cfg(all(feature = "serve", feature = "test-util"))]
 pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
 #[cfg(all(feature = "update", feature = "test-util"))]
-pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader, identity};
+pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader};
 #[cfg(all(feature = "update", feature = "test-util"))]
 pub use update::decode_body;

@@ -196,11 +196,11 @@ fn a_bundle_makes_new_of_old_with_its_validators_and_source() {
         assert_eq!(applied.changed as usize, changed.len());
         assert_eq!(pairs(&copy), pairs(&new_path));
         let (got, want) = (Index::open(&copy).unwrap(), Index::open(&new_path).unwrap());
-        assert_eq!(
-            got.source().unwrap(),
-            want.source().unwrap(),
-            "validators, URL and time"
-        );
+        // The same validators, URL and time, and the identity recorded.
+        let mut source = want.source().unwrap().unwrap();
+        source.identity = Some(header.new_identity);
+        assert_eq!(got.source().unwrap(), Some(source));
+        assert_eq!(got.identity().unwrap(), identity(&got).unwrap());
         got.verify().unwrap();
         // Nothing left beside it.
         let names: Vec<String> = std::fs::read_dir(&dir)

@@ -316,6 +316,11 @@ fn assert_holds(path: &Path, corpus: &Corpus) {
     let want: Vec<(Key, u64)> = corpus.iter().map(|(&k, &c)| (k, c)).collect();
     assert_eq!(got.len(), want.len());
     assert!(got == want, "the index holds exactly the served corpus");
+    // The identity the update recorded is its content's (a run resumed
+    // from a checkpoint records none).
+    if let Some(recorded) = index.recorded_identity() {
+        assert_eq!(recorded, seekless_pwned::identity(&index).unwrap());
+    }
 }
 
 /// Prefixes whose ranges hold at least one hash.
@@ -384,6 +389,7 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
     assert_holds(&online, &served);
     let source = Index::open(&online).unwrap().source().unwrap().unwrap();
     assert_eq!(source.url, server.addr, "{full}: source URL");
+    assert!(source.identity.is_some(), "{full}: the identity recorded");
     assert_eq!(
         source.validators(),
         1 << 20,
@@ -743,6 +749,11 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
     let first = update(&path, &subset(2500), &NoUpdateProgress).unwrap();
     let resumed = "the update resumed";
     assert_eq!(first.resumed_from, 0x8000, "{resumed}: from the checkpoint");
+    assert_eq!(
+        Index::open(&path).unwrap().recorded_identity(),
+        None,
+        "{resumed}: the ranges before the checkpoint were not digested"
+    );
     assert_eq!(first.checked, 1 << 20, "{resumed}: checked");
     // (Requests of the first run still in flight when it stopped may be
     // answered after the count was cleared: counted per prefix.)

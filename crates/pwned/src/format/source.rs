@@ -11,13 +11,17 @@ pub const RANGES: u32 = 1 << 20;
 pub const MAX_VALIDATOR: usize = 255;
 
 /// The source of an index built from the range API: the base URL, the time
-/// of the last fetch and each range's validator (its `ETag`).
+/// of the last fetch, each range's validator (its `ETag`) and the index's
+/// identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Source {
     /// The base URL the ranges came from (`https://api.pwnedpasswords.com`).
     pub url: String,
     /// When the last update finished, in seconds since the Unix epoch.
     pub updated: u64,
+    /// The index's identity (docs/format-bundle.md), as the update that
+    /// wrote it computed it; `None` when it was not recorded.
+    pub identity: Option<[u8; 32]>,
     /// `ends[p]`: the end of range `p`'s validator in `bytes`; empty when no
     /// range has one.
     ends: Vec<u32>,
@@ -30,6 +34,7 @@ impl Source {
         Source {
             url: url.into(),
             updated,
+            identity: None,
             ends: Vec::new(),
             bytes: Vec::new(),
         }
@@ -75,7 +80,8 @@ impl Source {
 
     /// The section's bytes: URL length (u16) and URL, update time (u64),
     /// number of ranges with a slot (u32, 0 or 2^20), one length byte per
-    /// range, then the validators back to back.
+    /// range, the validators back to back, then the identity (32 bytes)
+    /// when recorded.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let url = &self.url.as_bytes()[..self.url.len().min(u16::MAX as usize)];
         let slots = if self.ends.len() == RANGES as usize {
@@ -95,6 +101,9 @@ impl Source {
                 start = end;
             }
             out.extend_from_slice(&self.bytes);
+        }
+        if let Some(identity) = &self.identity {
+            out.extend_from_slice(identity);
         }
         out
     }
@@ -134,8 +143,10 @@ impl Source {
             }
             _ => return Err(bad("range count is neither 0 nor 2^20")),
         }
-        if pos != b.len() {
-            return Err(bad("trailing bytes"));
+        match b.len() - pos {
+            0 => {}
+            32 => source.identity = Some(b[pos..].try_into().expect("32 bytes")),
+            _ => return Err(bad("trailing bytes")),
         }
         Ok(source)
     }
@@ -162,6 +173,11 @@ mod tests {
         }
         let back = Source::decode(&full.encode()).unwrap();
         assert_eq!(back, full);
+        full.identity = Some([7; 32]);
+        assert_eq!(Source::decode(&full.encode()).unwrap(), full);
+        let mut plain = plain;
+        plain.identity = Some([9; 32]);
+        assert_eq!(Source::decode(&plain.encode()).unwrap(), plain);
         assert_eq!(back.validator(1), Some(&b"W/\"0x1\""[..]));
         assert_eq!(back.validator(3), None);
         assert_eq!(back.validator(5), None, "too long: dropped");
@@ -182,9 +198,11 @@ mod tests {
         for cut in [0, 1, 3, 10, 15, 1000, bytes.len() - 1] {
             assert!(Source::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(Source::decode(&longer).is_err());
+        for extra in [1, 31, 33] {
+            let mut longer = bytes.clone();
+            longer.extend(std::iter::repeat_n(0, extra));
+            assert!(Source::decode(&longer).is_err(), "{extra} bytes more");
+        }
         let mut slots = Source::new("u", 1).encode();
         let n = slots.len();
         slots[n - 4..].copy_from_slice(&7u32.to_le_bytes());

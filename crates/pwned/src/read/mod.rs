@@ -1,8 +1,10 @@
 //! Reading an index: open it once and answer lookups, iterate or verify it
-//! ([`index`]), or answer one lookup without opening it ([`cold_lookup`]).
+//! ([`index`]), or answer one lookup without opening it ([`cold_lookup`]);
+//! what identifies its content ([`identity`]).
 //!
 //! Invariants: reading never writes; a lookup reads one page; every page is
 //! checked against its checksum before its hashes are believed.
 
 pub(crate) mod cold_lookup;
+pub(crate) mod identity;
 pub(crate) mod index;

@@ -1,6 +1,7 @@
 //! Where the ranges' answers come from: a bounded window of concurrent
-//! requests taken in prefix order, or a delta bundle; and the digests
-//! that check a bundle made what it says.
+//! requests taken in prefix order, or a delta bundle; and the ranges'
+//! content digests, for the identity the new index records and, from a
+//! bundle, to check it made what it says.
 
 use std::fs::File;
 use std::path::Path;
@@ -13,8 +14,9 @@ use crate::format::hash::{Key, Kind};
 use crate::format::source::{RANGES, Source};
 use crate::range::parse::parse_range;
 use crate::range::validator::range_digest;
+use crate::read::identity::Digests;
 use crate::read::index::Index;
-use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader, Digests};
+use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader};
 use crate::update::fetch::Fetcher;
 use crate::update::options::UpdateOptions;
 
@@ -23,6 +25,10 @@ pub(super) enum Answers {
     Network {
         answers: tokio::sync::mpsc::Receiver<Result<Answer>>,
         runtime: tokio::runtime::Runtime,
+        kind: Kind,
+        /// The digests of the ranges written; `None` when the run goes on
+        /// from a checkpoint (those before it are not known).
+        new: Option<Digests>,
     },
     Bundle {
         reader: Box<BundleReader<File>>,
@@ -69,7 +75,12 @@ impl Answers {
                 }
             }
         });
-        Ok(Answers::Network { answers, runtime })
+        Ok(Answers::Network {
+            answers,
+            runtime,
+            kind: options.kind,
+            new: (start == 0).then(Digests::with_capacity),
+        })
     }
 
     /// Ranges from `start` on from the bundle at `path` (checked whole
@@ -171,36 +182,64 @@ impl Answers {
         }
     }
 
-    /// Notes a range's content before (`old`) and after (`new`; `None`:
-    /// the same), for the identities a bundle names.
+    /// Notes a range's content before (`old`) and as written (`new`;
+    /// `None`: the same).
     pub(super) fn digested(&mut self, old: &[(Key, u64)], new: Option<&[(Key, u64)]>) {
-        if let Answers::Bundle {
-            kind,
-            old: old_digests,
-            new: new_digests,
-            ..
-        } = self
-        {
-            let before = range_digest(*kind, old);
-            old_digests.push(before);
-            new_digests.push(new.map_or(before, |new| range_digest(*kind, new)));
+        match self {
+            Answers::Network {
+                kind,
+                new: Some(digests),
+                ..
+            } => digests.push(range_digest(*kind, new.unwrap_or(old))),
+            Answers::Network { new: None, .. } => {}
+            Answers::Bundle {
+                kind,
+                old: old_digests,
+                new: new_digests,
+                ..
+            } => {
+                let before = range_digest(*kind, old);
+                old_digests.push(before);
+                new_digests.push(new.map_or(before, |new| range_digest(*kind, new)));
+            }
         }
     }
 
-    /// Stops fetching; for a bundle, the identities of the index it was
-    /// applied to and of the one it made, once every range was answered.
-    pub(super) fn finish(self) -> Option<([u8; 32], [u8; 32])> {
+    /// Stops fetching; once every range was answered, the identities of
+    /// the index the answers were applied to (from a bundle only) and of
+    /// the one written (unless the run went on from a checkpoint).
+    pub(super) fn finish(self) -> Identities {
         match self {
-            Answers::Network { answers, runtime } => {
+            Answers::Network {
+                answers,
+                runtime,
+                kind,
+                new,
+            } => {
                 drop(answers);
                 runtime.shutdown_background();
-                None
+                Identities {
+                    old: None,
+                    new: new
+                        .filter(|new| new.len() == RANGES as usize)
+                        .map(|new| new.identity(kind)),
+                }
             }
             Answers::Bundle { kind, old, new, .. } => {
-                (old.len() == RANGES as usize).then(|| (old.identity(kind), new.identity(kind)))
+                let whole = old.len() == RANGES as usize;
+                Identities {
+                    old: whole.then(|| old.identity(kind)),
+                    new: whole.then(|| new.identity(kind)),
+                }
             }
         }
     }
+}
+
+/// What [`Answers::finish`] knows of the indexes' identities.
+pub(super) struct Identities {
+    pub(super) old: Option<[u8; 32]>,
+    pub(super) new: Option<[u8; 32]>,
 }
 
 /// One range's answer, checked.

@@ -2,10 +2,8 @@
 //! of one kind, range by range, carried to where there is no network and
 //! applied there by `update --from-bundle`.
 //!
-//! An index's [`identity`] is a digest of its content alone: its 2^20
-//! ranges' content digests (the ones the range API's `ETag`s show), hashed
-//! in prefix order. [`diff`] finds the ranges whose digest or validator
-//! differs between the two and writes NEW's lines of each; a
+//! [`diff`] finds the ranges whose content digest (`read::identity`) or
+//! validator differs between two indexes and writes NEW's lines of each; a
 //! [`BundleReader`] reads a bundle back, checking every size, the order of
 //! the entries and the checksum over the whole content.
 
@@ -19,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::format::source::{MAX_VALIDATOR, RANGES, Source};
 use crate::range::parse::MAX_RANGE_BODY;
-use crate::range::validator::range_digest;
+use crate::read::identity::Digests;
 use crate::read::index::Index;
 use crate::tmpfile::Nameless;
 
@@ -27,7 +25,6 @@ const MAGIC: &[u8; 8] = b"SEEKBNDL";
 const END: &[u8; 8] = b"SEEKBEND";
 /// The bundle format version this build writes and reads.
 pub const BUNDLE_VERSION: u16 = 1;
-const IDENTITY_DOMAIN: &[u8] = b"seekless-pwned-identity-1";
 
 /// Entry flags.
 const LINES: u8 = 1;
@@ -35,86 +32,6 @@ const VALIDATOR: u8 = 2;
 
 /// Bytes of content compressed into one gzip member.
 const MEMBER: usize = 4 << 20;
-
-#[cfg(any(test, feature = "test-util"))]
-/// The identity of an index: a digest of its hashes and counts alone,
-/// whatever built it (docs/format-bundle.md). Reads every page.
-pub fn identity(index: &Index) -> Result<[u8; 32]> {
-    Ok(Digests::of(index)?.identity(index.kind()))
-}
-
-/// Each range's content digest, in prefix order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Digests(Vec<[u8; 16]>);
-
-impl Digests {
-    /// The digests of every range of `index`, from one pass over its pages.
-    pub(crate) fn of(index: &Index) -> Result<Digests> {
-        let kind = index.kind();
-        if index.stats().is_compact() {
-            return Err(ErrorKind::Compact {
-                key_bits: index.stats().key_bits,
-            }
-            .into());
-        }
-        let empty = range_digest(kind, &[]);
-        let mut digests = vec![empty; RANGES as usize];
-        let mut range = Vec::with_capacity(4096);
-        let mut prefix = None;
-        for pair in index.iter() {
-            let pair = pair?;
-            let p = pair.0.bits(0, 20) as u32;
-            if prefix != Some(p) {
-                if let Some(done) = prefix {
-                    digests[done as usize] = range_digest(kind, &range);
-                }
-                range.clear();
-                prefix = Some(p);
-            }
-            range.push(pair);
-        }
-        if let Some(done) = prefix {
-            digests[done as usize] = range_digest(kind, &range);
-        }
-        Ok(Digests(digests))
-    }
-
-    /// The digests of an index with no hash.
-    pub(crate) fn empty(kind: Kind) -> Digests {
-        Digests(vec![range_digest(kind, &[]); RANGES as usize])
-    }
-
-    /// Collects digests given in prefix order.
-    pub(crate) fn with_capacity() -> Digests {
-        Digests(Vec::with_capacity(RANGES as usize))
-    }
-
-    pub(crate) fn push(&mut self, digest: [u8; 16]) {
-        self.0.push(digest);
-    }
-
-    pub(crate) fn get(&self, prefix: u32) -> [u8; 16] {
-        self.0[prefix as usize]
-    }
-
-    /// Ranges with a digest so far.
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// The identity these digests make, for `kind` (every range must have
-    /// one).
-    pub(crate) fn identity(&self, kind: Kind) -> [u8; 32] {
-        assert_eq!(self.0.len(), RANGES as usize, "a digest for every range");
-        let mut sha = Sha256::new();
-        sha.update(IDENTITY_DOMAIN);
-        sha.update([kind.code()]);
-        for digest in &self.0 {
-            sha.update(digest);
-        }
-        sha.finalize().into()
-    }
-}
 
 /// What a bundle's header says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -556,11 +473,4 @@ fn truncated(e: std::io::Error, what: &str) -> Error {
         }
         _ => Error::io(None, e),
     }
-}
-
-/// The identity in hex, for messages.
-pub(crate) fn hex_identity(identity: &[u8; 32]) -> String {
-    let mut out = Vec::with_capacity(64);
-    crate::format::hash::push_hex(identity, b"0123456789abcdef", &mut out);
-    String::from_utf8(out).expect("hex is ASCII")
 }

@@ -16,9 +16,10 @@ use crate::format::layout::PAGE;
 use crate::format::source::{RANGES, Source};
 use crate::range::parse::parse_range;
 use crate::range::prefix_hex;
+use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
-use crate::update::bundle::{BundleHeader, BundleReader, hex_identity};
+use crate::update::bundle::{BundleHeader, BundleReader};
 use crate::update::client;
 use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdateSummary};
@@ -53,7 +54,7 @@ pub fn update(
         kind: options.kind,
         full: options.full,
         url: match &bundle {
-            Some((_, header)) => format!("bundle:{}", hex_identity(&header.new_identity)),
+            Some((_, header)) => format!("bundle:{}", identity_hex(&header.new_identity)),
             None => base.clone(),
         },
         old: match &old {
@@ -99,15 +100,18 @@ pub fn update(
         (None, None) => unreachable!("an online update has a client"),
     };
     let result = filling.take_ranges(&mut answers, old.as_ref(), min_count, progress);
-    let bundled = answers.finish();
+    let identities = answers.finish();
     // On an error the partial index and its journal stay: a rerun goes on
     // from the last checkpoint. What failed to be written is the partial
     // index (the journal's errors name it).
     result.map_err(|e| e.with_path(&partial_path))?;
 
     let (check, written, journal, mut summary) =
-        filling.finish(bundle.as_ref().map(|(_, header)| header))?;
-    if let (Some((bundle_path, header)), Some(digests)) = (&bundle, bundled) {
+        filling.finish(bundle.as_ref().map(|(_, header)| header), identities.new)?;
+    if let (Some((bundle_path, header)), Some(old), Some(new)) =
+        (&bundle, identities.old, identities.new)
+    {
+        let digests = (old, new);
         let files = Files {
             partial: &partial,
             partial_path: &partial_path,
@@ -329,14 +333,16 @@ impl<'f> Filling<'f> {
             let (received, hashes) = match answer.body {
                 Body::NotModified { validator } => {
                     summary.not_modified += 1;
-                    answers.digested(&old_range, None);
-                    // A minimum raised above the old index's leaves some out.
+                    // A minimum raised above the old index's leaves some
+                    // out (never from a bundle: it keeps the minimum, so
+                    // its digests of the old range see the whole range).
                     let before = old_range.len();
                     old_range.retain(|&(_, count)| count >= min_count);
                     if old_range.len() < before {
                         summary.changed += 1;
                         summary.removed += (before - old_range.len()) as u64;
                     }
+                    answers.digested(&old_range, None);
                     for &(key, count) in &old_range {
                         writer.push(key, count)?;
                     }
@@ -392,6 +398,7 @@ impl<'f> Filling<'f> {
     pub(super) fn finish(
         mut self,
         bundle: Option<&BundleHeader>,
+        identity: Option<[u8; 32]>,
     ) -> Result<(Index, Written, Journal, UpdateSummary)> {
         let (partial, partial_path) = (self.files.partial, self.files.partial_path);
         for v in &self.fresh_validators {
@@ -400,6 +407,7 @@ impl<'f> Filling<'f> {
         self.source.updated = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        self.source.identity = identity;
         if let Some(header) = bundle {
             // The index the bundle makes says where its hashes came from.
             self.source.url = header.url.clone();
@@ -478,9 +486,9 @@ pub(super) fn check_bundled(
         return Err(refused(format!(
             "{} was made for the index of identity {}; {} has identity {} (a bundle for another index)",
             bundle_path.display(),
-            hex_identity(&header.old_identity),
+            identity_hex(&header.old_identity),
             path.display(),
-            hex_identity(&old_identity)
+            identity_hex(&old_identity)
         )));
     }
     if new_identity != header.new_identity
@@ -490,9 +498,9 @@ pub(super) fn check_bundled(
         return Err(refused(format!(
             "applied, {} does not make the index it names (identity {}, {} hashes; made {}, {} hashes)",
             bundle_path.display(),
-            hex_identity(&header.new_identity),
+            identity_hex(&header.new_identity),
             header.new_hashes,
-            hex_identity(&new_identity),
+            identity_hex(&new_identity),
             written.hashes
         )));
     }
