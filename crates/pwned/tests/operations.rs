@@ -210,7 +210,8 @@ fn updated_index(updated: SystemTime) -> Index {
     for key in keys {
         writer.push(key, 2).unwrap();
     }
-    let source = Source::new("http://127.0.0.1:1", secs);
+    let mut source = Source::new("http://127.0.0.1:1", secs);
+    source.identity = Some([0x5e; 32]);
     let bytes = writer.finish(Some(&source)).unwrap().0.into_inner();
     Index::from_bytes(bytes).unwrap()
 }
@@ -270,6 +271,60 @@ async fn health_reports_ages_and_fails_past_the_max_age() {
     assert!(health.text().contains("\tage 3600 s") || health.text().contains("\tage 3601 s"));
     api.set_max_age(None);
     assert_eq!(api.max_age(), None);
+}
+
+#[tokio::test]
+async fn identity_names_each_corpus_in_one_request() {
+    let api = RangeApi::new();
+    let mut app = app(&api);
+    // Built by prepare: no identity recorded, so it is computed once the
+    // index is verified.
+    let built = index(Kind::Sha1, &corpus(Kind::Sha1, 3, 30, 15));
+    let computed = seekless_pwned::identity_hex(&seekless_pwned::identity(&built).unwrap());
+    api.put(Served::new(built, "sha1.idx").unwrap());
+    let reply = get(&mut app, "/identity", &[]).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers[header::CACHE_CONTROL], "no-store");
+    let doc = json(&reply);
+    assert_eq!(doc["sha1"]["identity"], serde_json::Value::Null, "{doc}");
+    assert_eq!(doc["sha1"]["hashes"], 30);
+    assert_eq!(doc["sha1"]["min_count"], 1);
+    assert_eq!(doc["sha1"]["updated"], serde_json::Value::Null);
+    assert!(doc.get("ntlm").is_none(), "{doc}");
+    let health = get(&mut app, "/health", &[]).await;
+    assert!(
+        health.text().ends_with("\tidentity unknown\n"),
+        "{}",
+        health.text()
+    );
+
+    api.get(Kind::Sha1).unwrap().verify().unwrap();
+    let doc = json(&get(&mut app, "/identity", &[]).await);
+    assert_eq!(doc["sha1"]["identity"], computed.as_str());
+    let health = get(&mut app, "/health", &[]).await;
+    assert!(
+        health.text().ends_with(&format!("\tidentity {computed}\n")),
+        "{}",
+        health.text()
+    );
+
+    // Made by an update: the identity it records is served at once, with
+    // its update time; both kinds side by side.
+    let now = SystemTime::now();
+    let updated = updated_index(now);
+    let recorded = updated.recorded_identity().unwrap();
+    api.put(Served::new(updated, "updated.idx").unwrap());
+    let ntlm = index(Kind::Ntlm, &corpus(Kind::Ntlm, 3, 20, 16));
+    api.put(Served::new(ntlm, "ntlm.idx").unwrap());
+    let doc = json(&get(&mut app, "/identity", &[]).await);
+    assert_eq!(
+        doc["sha1"]["identity"],
+        seekless_pwned::identity_hex(&recorded).as_str()
+    );
+    assert!(doc["sha1"]["updated"].as_str().unwrap().starts_with("20"));
+    assert_eq!(doc["ntlm"]["hashes"], 20, "{doc}");
+    let reply = send(&mut app, Method::POST, "/identity", &[], Vec::new()).await;
+    assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
 }
 
 /// The samples of a scrape: (name, labels, value).

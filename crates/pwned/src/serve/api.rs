@@ -29,9 +29,12 @@
 //!   `Last-Modified` from [`Served::last_modified`], with `304 Not Modified`
 //!   on revalidation; `Cache-Control: public`.
 //! - `GET /health`: each index's kind, hashes, state and when it was last
-//!   brought up to date, and its age; 200 once every served index has
-//!   been verified ([`Served::verify`]), 503 while one is not yet, is
+//!   brought up to date, its age and identity; 200 once every served index
+//!   has been verified ([`Served::verify`]), 503 while one is not yet, is
 //!   damaged, or is older than [`RangeApi::set_max_age`] allows.
+//! - `GET /identity`: which corpus each index is, as JSON (its identity,
+//!   kind, hashes, minimum count and update time), so that a replica
+//!   learns in one request whether it holds the same.
 //! - [`RangeApi::check_api`]: whole-hash lookups for trusted callers
 //!   (`GET /check/sha1/{40 hex}`, `POST /check`; see `hash_api`).
 //! - [`RangeApi::metrics`]: `GET /metrics` in the Prometheus text format.
@@ -85,6 +88,9 @@ pub struct Served {
     pub(crate) damage: OnceLock<String>,
     /// Each range's validator, computed on first use.
     pub(super) validators: OnceLock<Validators>,
+    /// The index's identity: recorded in it, or computed by
+    /// [`Served::verify`].
+    pub(super) identity: OnceLock<[u8; 32]>,
 }
 
 /// The validators of an index's ranges, kept once computed: 16 bytes a
@@ -141,6 +147,10 @@ impl Served {
             .flatten()
             .filter(|source| source.updated > 0)
             .map(|source| source.updated_time());
+        let identity = OnceLock::new();
+        if let Some(recorded) = index.recorded_identity() {
+            let _ = identity.set(recorded);
+        }
         Ok(Served {
             index,
             name: name.into(),
@@ -149,6 +159,7 @@ impl Served {
             status: AtomicU8::new(VERIFYING),
             damage: OnceLock::new(),
             validators: OnceLock::new(),
+            identity,
         })
     }
 
@@ -172,9 +183,15 @@ impl Served {
     }
 
     /// Checks every page of the index ([`Index::verify`]) and records the
-    /// outcome for `/health`.
+    /// outcome for `/health`; then, when the index does not record its
+    /// identity (one `prepare` built), computes it for `/identity`.
     pub fn verify(&self) -> Result<()> {
-        let result = self.index.verify();
+        let result = self.index.verify().and_then(|()| {
+            if self.identity.get().is_none() {
+                let _ = self.identity.set(self.index.identity()?);
+            }
+            Ok(())
+        });
         match &result {
             Ok(()) => self.status.store(VERIFIED, Ordering::Release),
             Err(e) => {
@@ -188,6 +205,12 @@ impl Served {
     /// The index.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// The index's identity (docs/format-bundle.md): the one it records,
+    /// else the one [`Served::verify`] computed; `None` until then.
+    pub fn identity(&self) -> Option<[u8; 32]> {
+        self.identity.get().copied()
     }
 
     /// The name given to [`Served::new`].
@@ -315,6 +338,10 @@ impl RangeApi {
         Router::new()
             .route("/range/{prefix}", axum::routing::any(range))
             .route("/health", axum::routing::any(crate::serve::health::health))
+            .route(
+                "/identity",
+                axum::routing::any(crate::serve::identity::identity),
+            )
             .fallback(fallback)
             .with_state(self.clone())
             .layer(axum::middleware::map_response(cors))

@@ -164,7 +164,7 @@ fn parse_hex(kind: Kind, hex: &[u8]) -> std::result::Result<Key, String> {
 }
 
 /// A JSON answer: `body` is JSON text.
-fn json(status: StatusCode, body: impl Into<Body>) -> Response {
+pub(crate) fn json(status: StatusCode, body: impl Into<Body>) -> Response {
     let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -187,7 +187,7 @@ fn refused(Refused(status, what): Refused) -> Response {
 }
 
 /// `text` as a JSON string, quoted and escaped.
-fn push_json_string(out: &mut String, text: &str) {
+pub(crate) fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
         match c {

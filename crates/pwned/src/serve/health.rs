@@ -1,8 +1,9 @@
 //! `GET /health`: a line per served index, tab-separated: its kind, name,
-//! hashes, state, when its hashes were last brought up to date and its age:
+//! hashes, state, when its hashes were last brought up to date, its age
+//! and its identity (`identity unknown` until computed):
 //!
 //! ```text
-//! sha1→/data/pwned.idx→847223402 hashes→ok→updated 2026-11-20T04:10:00Z→age 612000 s
+//! sha1→/data/pwned.idx→847223402 hashes→ok→updated 2026-11-20T04:10:00Z→age 612000 s→identity 3f6c…
 //! ```
 //!
 //! (→ a tab.)
@@ -20,6 +21,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::read::identity::identity_hex;
 use crate::serve::api::{DAMAGED, RangeApi, Served, VERIFIED};
 use crate::serve::date::rfc3339;
 use crate::serve::metrics::Route;
@@ -67,14 +69,20 @@ fn report(api: &RangeApi, now: SystemTime) -> (bool, String) {
         );
         match (served.updated(), age) {
             (Some(updated), Some(age)) => {
-                let _ = writeln!(
+                let _ = write!(
                     report,
                     "\tupdated {}\tage {} s",
                     rfc3339(updated),
                     age.as_secs()
                 );
             }
-            _ => report.push_str("\tupdated unknown\tage unknown\n"),
+            _ => report.push_str("\tupdated unknown\tage unknown"),
+        }
+        match served.identity() {
+            Some(identity) => {
+                let _ = writeln!(report, "\tidentity {}", identity_hex(&identity));
+            }
+            None => report.push_str("\tidentity unknown\n"),
         }
     }
     (ok, report)

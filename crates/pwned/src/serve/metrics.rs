@@ -33,6 +33,10 @@ pub(crate) enum Route {
     Health,
     /// `GET /metrics`.
     Metrics,
+    /// `GET /identity`.
+    Identity,
+    /// `GET /bundles/{identity}`.
+    Bundle,
     /// `GET /`, the check page.
     Page,
     /// Anything else (answered 404, 405 or 400).
@@ -40,12 +44,14 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 7] = [
+    const ALL: [Route; 9] = [
         Route::Range,
         Route::Check,
         Route::CheckBatch,
         Route::Health,
         Route::Metrics,
+        Route::Identity,
+        Route::Bundle,
         Route::Page,
         Route::Other,
     ];
@@ -57,6 +63,8 @@ impl Route {
             Route::CheckBatch => "check_batch",
             Route::Health => "health",
             Route::Metrics => "metrics",
+            Route::Identity => "identity",
+            Route::Bundle => "bundle",
             Route::Page => "page",
             Route::Other => "other",
         }

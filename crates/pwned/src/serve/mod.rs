@@ -2,7 +2,7 @@
 //! ([`api`]: `RangeApi`, its routes and hot swaps; [`range_answer`]: one
 //! `GET /range` answer, cached, compressed, revalidated), whole-hash
 //! lookups ([`hash_api`]), the check page ([`page`]), `/health`,
-//! `/metrics`, what the routes share ([`http`]), and the Huffman-only
+//! `/identity` ([`identity`]), `/metrics`, what the routes share ([`http`]), and the Huffman-only
 //! compression of fresh answers ([`huffman_only`]).
 //!
 //! Invariants: an answer is byte for byte what the HIBP range API would send
@@ -15,6 +15,7 @@ pub(crate) mod hash_api;
 pub(crate) mod health;
 pub(crate) mod http;
 pub(crate) mod huffman_only;
+pub(crate) mod identity;
 pub(crate) mod metrics;
 mod page;
 mod range_answer;
