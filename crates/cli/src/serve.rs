@@ -95,6 +95,13 @@ pub struct Args {
     /// Do not serve the password check page at `/`.
     #[arg(long)]
     pub no_page: bool,
+    /// Serve the delta bundles in DIR (as `pwned diff` and `pwned update
+    /// --bundle-out DIR` write them) at `GET /bundles/{identity}`, so that
+    /// replicas refresh by `update --base-url` with a download of what
+    /// changed. Files added later are served without a restart.
+    #[cfg(feature = "update")]
+    #[arg(long, value_name = "DIR")]
+    pub bundles: Option<PathBuf>,
 }
 
 /// What tells one file from another under the same name: device and inode
@@ -161,6 +168,10 @@ fn verify(served: &Served) -> std::result::Result<(), String> {
 }
 
 fn serve(args: Args) -> Result<()> {
+    #[cfg(feature = "update")]
+    if let Some(dir) = &args.bundles {
+        std::fs::read_dir(dir).map_err(|e| format!("--bundles {}: {e}", dir.display()))?;
+    }
     let api = RangeApi::with_cache(args.cache_mib.saturating_mul(1 << 20));
     api.set_max_age(args.max_age);
     let mut files: Vec<(PathBuf, Identity)> = Vec::new();
@@ -395,6 +406,10 @@ fn router(api: &RangeApi, args: &Args) -> axum::Router {
     }
     if !args.no_metrics {
         app = app.merge(api.metrics());
+    }
+    #[cfg(feature = "update")]
+    if let Some(dir) = &args.bundles {
+        app = app.merge(api.bundles(dir));
     }
     if args.access_log {
         app.layer(axum::middleware::from_fn(log))

@@ -145,6 +145,16 @@ fn prepare_check_stats_verify_export() {
             && stats.contains("min_count\t1"),
         "{stats}"
     );
+    // The identity bundles and mirrors compare: computed from the pages of
+    // an index prepare built.
+    let identity = seekless_pwned::identity(&seekless_pwned::Index::open(idx).unwrap()).unwrap();
+    assert!(
+        stats.contains(&format!(
+            "identity\t{}\n",
+            seekless_pwned::identity_hex(&identity)
+        )),
+        "{stats}"
+    );
     // --json: every field of the text form, numbers unrounded.
     let out = seekless(&["pwned", "stats", "--json", idx], b"");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -57,10 +57,11 @@ pub use update::bundle::{DiffSummary, diff, write_bundle};
 #[cfg(feature = "update")]
 pub use update::client::Proxies;
 #[cfg(feature = "update")]
-pub use update::journal::UpdateSummary;
+pub use update::journal::{UpdatePath, UpdateSummary};
 #[cfg(feature = "update")]
 pub use update::{
-    DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress, update,
+    CheckSummary, DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions,
+    UpdateProgress, check_upstream, update,
 };
 
 // Building blocks the tests, benchmarks and fuzz targets reach into

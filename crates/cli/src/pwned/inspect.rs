@@ -61,6 +61,13 @@ pub(super) fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
         let validators = source.validators();
         fields.push(("validators", validators.to_string(), json!(validators)));
     }
+    // What update and bundles compare (docs/format-bundle.md): recorded by
+    // the update that wrote the index, else computed from every page. A
+    // compact index lists no range, so it has none.
+    if !s.is_compact() {
+        let identity = seekless_pwned::identity_hex(&index.identity()?);
+        fields.push(("identity", identity.clone(), json!(identity)));
+    }
     let mut out = io::stdout().lock();
     if as_json {
         let object: serde_json::Map<String, Value> = fields

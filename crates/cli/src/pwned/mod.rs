@@ -28,7 +28,7 @@ use export::{export_file, export_ranges, export_stdout};
 use inspect::{stats, verify};
 use prepare::prepare;
 #[cfg(feature = "update")]
-use update::{diff, update};
+use update::{diff, update, update_check};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -132,9 +132,17 @@ pub enum Command {
         #[arg(long, value_name = "CHANGES", conflicts_with_all = ["base_url", "full"])]
         from_bundle: Option<PathBuf>,
         /// Also write the delta bundle of what this update changed, for
-        /// copies of the old index where there is no network.
+        /// copies of the old index where there is no network. A directory
+        /// (as `serve --bundles DIR` serves) gets it under a name from the
+        /// two indexes' identities, and none when nothing changed.
         #[arg(long, value_name = "CHANGES")]
         bundle_out: Option<PathBuf>,
+        /// Write nothing: say whether the upstream holds newer data (exit
+        /// 0 when the index is current, 1 when there is newer data, 2 on
+        /// error). A seekless mirror is asked once (its identity); any
+        /// other server every range, with the stored validators.
+        #[arg(long, conflicts_with_all = ["from_bundle", "bundle_out"])]
+        check: bool,
         /// A subset: keep only the hashes seen at least N times (default:
         /// the index's own minimum, every hash for a new index). Raising
         /// an index's minimum filters it; lowering it needs --full, as the
@@ -267,8 +275,9 @@ pub fn run(command: Command) -> ExitCode {
             ca_certs,
             from_bundle,
             bundle_out,
+            check,
             min_count,
-        } => update(
+        } => (if check { update_check } else { update })(
             &index,
             &seekless_pwned::UpdateOptions {
                 base_url,

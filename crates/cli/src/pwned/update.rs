@@ -75,14 +75,42 @@ pub(super) fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> R
         },
     )?;
     progress.bar.finish_and_clear();
-    println!(
-        "{} {}: {} ranges checked, {} changed, {} not modified",
-        if s.created { "wrote" } else { "updated" },
-        index.display(),
-        s.checked,
-        s.changed,
-        s.not_modified
-    );
+    use seekless_pwned::UpdatePath;
+    match &s.path {
+        UpdatePath::Current => {
+            println!(
+                "{} is current: {} serves the same corpus ({} hashes); nothing fetched, nothing written, {:.1} s",
+                index.display(),
+                options.base_url,
+                s.hashes,
+                s.seconds
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        UpdatePath::Bundles { count } => {
+            println!(
+                "{} {}: {count} delta bundle{} from the mirror, {} bytes downloaded; {} ranges changed",
+                if s.created { "wrote" } else { "updated" },
+                index.display(),
+                if *count == 1 { "" } else { "s" },
+                s.received,
+                s.changed
+            );
+        }
+        path => {
+            println!(
+                "{} {}: {} ranges checked, {} changed, {} not modified",
+                if s.created { "wrote" } else { "updated" },
+                index.display(),
+                s.checked,
+                s.changed,
+                s.not_modified
+            );
+            if let UpdatePath::RangesInstead(why) = path {
+                println!("  range by range: {why}");
+            }
+        }
+    }
     if s.resumed_from > 0 {
         println!(
             "  resumed an interrupted update at range {}",
@@ -102,14 +130,77 @@ pub(super) fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> R
             "  {} bytes of lines applied, {} bytes written, {:.1} s",
             s.received, s.bytes, s.seconds
         );
+    } else if matches!(s.path, UpdatePath::Bundles { .. }) {
+        println!("  {} bytes written, {:.1} s", s.bytes, s.seconds);
     } else {
         println!(
             "  {} bytes received, {} retries, {} bytes written, {:.1} s",
             s.received, s.retries, s.bytes, s.seconds
         );
     }
-    if let Some(out) = &options.bundle_out {
-        println!("  wrote the delta bundle {}", out.display());
+    match (&s.bundle, &options.bundle_out) {
+        (Some(out), _) => println!("  wrote the delta bundle {}", out.display()),
+        (None, Some(dir)) if matches!(s.path, UpdatePath::Bundles { .. }) => {
+            println!("  kept the bundles applied in {}", dir.display());
+        }
+        (None, Some(_)) => println!("  no delta bundle: the corpus did not change"),
+        (None, None) => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `pwned update INDEX --check`: exit 0 when current, 1 when the upstream
+/// holds newer data.
+pub(super) fn update_check(
+    index: &Path,
+    options: &seekless_pwned::UpdateOptions,
+) -> Result<ExitCode> {
+    let progress = UpdateBar {
+        bar: progress::counted(u64::from(seekless_pwned::RANGES), "ranges"),
+        received: Default::default(),
+        hashes: Default::default(),
+    };
+    let s = seekless_pwned::check_upstream(index, options, &progress)?;
+    progress.bar.finish_and_clear();
+    let hex = |identity: &[u8; 32]| seekless_pwned::identity_hex(identity);
+    let state = if s.current { "current" } else { "newer data" };
+    match (&s.upstream, &s.identity) {
+        (Some((upstream, hashes)), Some(own)) => println!(
+            "{}: {state}: {} serves identity {} ({hashes} hashes); this index has {}",
+            index.display(),
+            options.base_url,
+            hex(upstream),
+            hex(own)
+        ),
+        (Some((upstream, hashes)), None) => println!(
+            "{}: newer data: there is no index; {} serves identity {} ({hashes} hashes)",
+            index.display(),
+            options.base_url,
+            hex(upstream)
+        ),
+        (None, None) => println!(
+            "{}: newer data: there is no index; every range of {} is new",
+            index.display(),
+            options.base_url
+        ),
+        (None, Some(_)) => {
+            if let Some(why) = &s.ranges_because {
+                println!("  asked range by range: {why}");
+            }
+            println!(
+                "{}: {state}: {} of {} ranges changed ({} requests, {} bytes received, {:.1} s)",
+                index.display(),
+                s.changed.unwrap_or(0),
+                seekless_pwned::RANGES,
+                s.requests,
+                s.received,
+                s.seconds
+            );
+        }
+    }
+    Ok(if s.current {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -78,24 +78,29 @@ impl Digests {
         Ok(Digests(digests))
     }
 
+    #[cfg(feature = "update")]
     /// The digests of an index with no hash.
     pub(crate) fn empty(kind: Kind) -> Digests {
         Digests(vec![range_digest(kind, &[]); RANGES as usize])
     }
 
+    #[cfg(feature = "update")]
     /// Collects digests given in prefix order.
     pub(crate) fn with_capacity() -> Digests {
         Digests(Vec::with_capacity(RANGES as usize))
     }
 
+    #[cfg(feature = "update")]
     pub(crate) fn push(&mut self, digest: [u8; 16]) {
         self.0.push(digest);
     }
 
+    #[cfg(feature = "update")]
     pub(crate) fn get(&self, prefix: u32) -> [u8; 16] {
         self.0[prefix as usize]
     }
 
+    #[cfg(feature = "update")]
     /// Ranges with a digest so far.
     pub(crate) fn len(&self) -> usize {
         self.0.len()

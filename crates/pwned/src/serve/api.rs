@@ -360,6 +360,17 @@ impl RangeApi {
             .with_state(self.clone())
     }
 
+    /// `GET /bundles/{identity}`: the delta bundles in `dir`, each found
+    /// by the identity of the index it applies to, to merge into
+    /// [`RangeApi::router`]'s router. `dir` is read again on each request,
+    /// so bundles written into it later are served at once; answers are
+    /// immutable and cacheable (`Cache-Control: public, max-age=31536000,
+    /// immutable`, a strong `ETag`). 404 when none applies.
+    #[cfg(feature = "update")]
+    pub fn bundles(&self, dir: impl Into<std::path::PathBuf>) -> Router {
+        crate::serve::bundles::router(self, dir.into())
+    }
+
     /// `GET /metrics` in the Prometheus text format, to merge into
     /// [`RangeApi::router`]'s router: requests by route and status, a
     /// latency histogram, bytes sent, connections (as counted by

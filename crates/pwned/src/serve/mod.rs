@@ -2,7 +2,8 @@
 //! ([`api`]: `RangeApi`, its routes and hot swaps; [`range_answer`]: one
 //! `GET /range` answer, cached, compressed, revalidated), whole-hash
 //! lookups ([`hash_api`]), the check page ([`page`]), `/health`,
-//! `/identity` ([`identity`]), `/metrics`, what the routes share ([`http`]), and the Huffman-only
+//! `/identity` ([`identity`]), delta bundles from a directory
+//! (`bundles`, with the `update` feature that reads them), `/metrics`, what the routes share ([`http`]), and the Huffman-only
 //! compression of fresh answers ([`huffman_only`]).
 //!
 //! Invariants: an answer is byte for byte what the HIBP range API would send
@@ -10,6 +11,8 @@
 //! whole, never edited under a request.
 
 pub(crate) mod api;
+#[cfg(feature = "update")]
+mod bundles;
 pub(crate) mod date;
 pub(crate) mod hash_api;
 pub(crate) mod health;

@@ -64,6 +64,32 @@ pub struct UpdateSummary {
     pub bytes: u64,
     /// Wall time.
     pub seconds: f64,
+    /// How the new data came.
+    pub path: UpdatePath,
+    /// The delta bundle written (`bundle_out`), if one was.
+    pub bundle: Option<std::path::PathBuf>,
+}
+
+/// How an update came by its data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpdatePath {
+    /// Range by range (`If-None-Match` where a validator is stored).
+    #[default]
+    Ranges,
+    /// Range by range because a seekless mirror's bundles could not take
+    /// the index to its identity: why.
+    RangesInstead(String),
+    /// A bundle file (`from_bundle`).
+    BundleFile,
+    /// This many delta bundles from a seekless mirror.
+    Bundles {
+        /// Bundles applied.
+        count: u32,
+    },
+    /// The mirror serves the index's identity already: nothing was
+    /// fetched or written.
+    Current,
 }
 
 /// What an update's results depend on besides the server: a journal made

@@ -16,21 +16,31 @@
 //! index is locked while an update runs, so a second update of the same
 //! index is refused.
 //!
-//! The parts: [`run`] (the update from start to end), [`answers`] (ranges
+//! Against a seekless mirror, the update first asks its identity and takes
+//! its delta bundles ([`mirror`]): one request when nothing changed, one
+//! download of what did.
+//!
+//! `update --check` ([`check`]) asks the same questions and writes nothing.
+//!
+//! The parts: [`run`] (the update from start to end), [`mirror`] (a
+//! seekless mirror's identity and bundles), [`answers`] (ranges
 //! from the network or a bundle), [`fetch`] (HTTP requests, retries,
 //! decoding), [`journal`] (checkpoints to resume from), [`bundle`] (delta
 //! bundles), [`client`] (proxies and certificates), [`options`].
 
 mod answers;
 pub(crate) mod bundle;
+mod check;
 pub(crate) mod client;
 mod fetch;
 pub(crate) mod journal;
+mod mirror;
 pub(crate) mod options;
 mod run;
 #[cfg(test)]
 mod tests;
 
+pub use check::{CheckSummary, check_upstream};
 #[cfg(feature = "test-util")]
 pub use fetch::decode_body;
 pub use options::{

@@ -16,13 +16,15 @@ use crate::format::layout::PAGE;
 use crate::format::source::{RANGES, Source};
 use crate::range::parse::parse_range;
 use crate::range::prefix_hex;
+use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
 use crate::update::bundle::{BundleHeader, BundleReader};
 use crate::update::client;
 use crate::update::fetch::Fetcher;
-use crate::update::journal::{Journal, Record, Terms, UpdateSummary};
+use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
+use crate::update::mirror::{self, Refreshed};
 use crate::update::options::{UpdateOptions, UpdateProgress};
 
 /// Builds `path` from the range API, or refreshes it when it exists (see the
@@ -33,6 +35,15 @@ pub fn update(
     options: &UpdateOptions,
     progress: &dyn UpdateProgress,
 ) -> Result<UpdateSummary> {
+    let mut route = UpdatePath::Ranges;
+    if options.from_bundle.is_some() {
+        route = UpdatePath::BundleFile;
+    } else if mirror::applies(options) {
+        match mirror::refresh(path, options, progress)? {
+            Refreshed::Done(summary) => return Ok(summary),
+            Refreshed::Ranges(why) => route = why.map_or(route, UpdatePath::RangesInstead),
+        }
+    }
     let started = Instant::now();
     let io_err = |e| Error::io(path.to_path_buf(), e);
     // A bundle is checked whole (every size, every range's lines, the
@@ -120,7 +131,7 @@ pub fn update(
         check_bundled(path, bundle_path, header, digests, &written, &check, &files)?;
     }
     if let Some(out) = &options.bundle_out {
-        crate::update::bundle::write_bundle(out, old.as_ref(), &check)?;
+        summary.bundle = bundle_out(out, old.as_ref(), &check, identities.new)?;
     }
     drop(check);
     drop(old);
@@ -132,7 +143,37 @@ pub fn update(
     summary.min_count = min_count;
     summary.bytes = written.bytes;
     summary.seconds = started.elapsed().as_secs_f64();
+    summary.path = route;
     Ok(summary)
+}
+
+/// Writes the bundle that makes `new` of `old` to `out`, or into the
+/// directory `out` under a name from both identities (none when they are
+/// the same: nothing to carry). The path written, if any.
+fn bundle_out(
+    out: &Path,
+    old: Option<&Index>,
+    new: &Index,
+    new_identity: Option<[u8; 32]>,
+) -> Result<Option<PathBuf>> {
+    let out = if out.is_dir() {
+        let from = match old {
+            Some(old) => old.identity()?,
+            None => Digests::empty(new.kind()).identity(new.kind()),
+        };
+        let to = match new_identity {
+            Some(to) => to,
+            None => new.identity()?,
+        };
+        if from == to {
+            return Ok(None);
+        }
+        out.join(mirror::bundle_name(&from, &to))
+    } else {
+        out.to_path_buf()
+    };
+    crate::update::bundle::write_bundle(&out, old, new)?;
+    Ok(Some(out))
 }
 
 /// The index at `path` when there is one, checked against what the update
