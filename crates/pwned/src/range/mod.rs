@@ -24,7 +24,6 @@ pub(crate) mod render;
 pub(crate) mod render_avx512;
 #[cfg(test)]
 mod tests;
-#[cfg(any(test, feature = "serve", feature = "update", feature = "test-util"))]
 pub(crate) mod validator;
 
 /// Hex digits of a range prefix.
