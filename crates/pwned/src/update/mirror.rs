@@ -243,6 +243,12 @@ pub(crate) fn refresh(
         ..UpdateSummary::default()
     };
     if target.identity == at {
+        // A journal whose partial index is gone is what a run killed after
+        // its rename left (a running update holds its partial index).
+        let (partial, journal) = crate::update::run::beside(path)?;
+        if journal.exists() && !partial.exists() {
+            let _ = std::fs::remove_file(&journal);
+        }
         summary.path = UpdatePath::Current;
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(Refreshed::Done(summary));
@@ -251,7 +257,22 @@ pub(crate) fn refresh(
     let mut applied = 0u32;
     let mut asked_again = false;
     let mut total = UpdateSummary::default();
-    while at != target.identity {
+    loop {
+        if at == target.identity {
+            // The mirror may have moved on while the chain was followed:
+            // one more question, after the last step.
+            if asked_again {
+                break;
+            }
+            asked_again = true;
+            match runtime.block_on(ask_identity(&client, &base, options.kind)) {
+                Ok(upstream) if upstream.identity != at => {
+                    target = upstream;
+                    continue;
+                }
+                _ => break,
+            }
+        }
         if applied == MAX_STEPS {
             return Ok(Refreshed::Ranges(Some(format!(
                 "{MAX_STEPS} bundles applied and the mirror's identity not reached"
