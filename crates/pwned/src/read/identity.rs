@@ -126,3 +126,18 @@ pub fn identity_hex(identity: &[u8; 32]) -> String {
     crate::format::hash::push_hex(identity, b"0123456789abcdef", &mut out);
     String::from_utf8(out).expect("hex is ASCII")
 }
+
+/// An identity from its 64 hex digits (either case); `None` for anything
+/// else.
+pub(crate) fn parse_identity_hex(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let digit = |c: u8| (c as char).to_digit(16);
+        *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+    }
+    Some(out)
+}

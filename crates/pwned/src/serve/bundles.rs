@@ -28,7 +28,7 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 
 use crate::format::hash::Kind;
-use crate::read::identity::identity_hex;
+use crate::read::identity::{identity_hex, parse_identity_hex};
 use crate::serve::api::RangeApi;
 use crate::serve::http::{method_not_allowed, set_headers, text};
 use crate::serve::metrics::Route;
@@ -166,7 +166,7 @@ fn answer(
     method: &Method,
     headers: &HeaderMap,
 ) -> Response {
-    let Some(from) = parse_identity(hex) else {
+    let Some(from) = parse_identity_hex(hex) else {
         return text(
             StatusCode::BAD_REQUEST,
             "the identity must be 64 hex digits: /bundles/{identity}",
@@ -258,18 +258,4 @@ fn send(
     );
     response.headers_mut().insert(header::ETAG, etag.clone());
     Ok(Some(response))
-}
-
-/// 64 hex digits, either case.
-fn parse_identity(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex.as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        let digit = |c: u8| (c as char).to_digit(16);
-        *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
-    Some(out)
 }

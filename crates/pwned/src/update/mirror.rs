@@ -22,7 +22,7 @@ use reqwest::StatusCode;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
-use crate::read::identity::{Digests, identity_hex};
+use crate::read::identity::{Digests, identity_hex, parse_identity_hex};
 use crate::read::index::Index;
 use crate::update::bundle::{BundleHeader, BundleReader};
 use crate::update::client::describe;
@@ -121,9 +121,8 @@ fn parse_identity(body: &[u8], kind: Kind) -> std::result::Result<Upstream, Stri
         .get(name)
         .ok_or_else(|| format!("the mirror serves no {kind} index"))?;
     let identity = match member.get("identity") {
-        Some(serde_json::Value::String(hex)) => {
-            parse_hex(hex).ok_or_else(|| format!("identity {hex:?} is not 64 hex digits"))?
-        }
+        Some(serde_json::Value::String(hex)) => parse_identity_hex(hex)
+            .ok_or_else(|| format!("identity {hex:?} is not 64 hex digits"))?,
         Some(serde_json::Value::Null) => {
             return Err("the mirror does not know its identity yet (still verifying)".into());
         }
@@ -140,20 +139,6 @@ fn parse_identity(body: &[u8], kind: Kind) -> std::result::Result<Upstream, Stri
         hashes: number("hashes")?,
         min_count: number("min_count")?,
     })
-}
-
-/// 64 hex digits, either case.
-pub(crate) fn parse_hex(hex: &str) -> Option<[u8; 32]> {
-    let hex = hex.as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        let digit = |c: u8| (c as char).to_digit(16);
-        *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
-    Some(out)
 }
 
 /// What fetching a bundle came to.
@@ -460,7 +445,7 @@ mod tests {
             bundle_name(&[0x01; 32], &[0xfe; 32]),
             "0101010101010101-fefefefefefefefe.bundle"
         );
-        assert_eq!(parse_hex(&"0A".repeat(32)), Some([0x0a; 32]));
-        assert_eq!(parse_hex(&"0g".repeat(32)), None);
+        assert_eq!(parse_identity_hex(&"0A".repeat(32)), Some([0x0a; 32]));
+        assert_eq!(parse_identity_hex(&"0g".repeat(32)), None);
     }
 }
