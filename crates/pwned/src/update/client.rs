@@ -1,11 +1,12 @@
 //! The HTTP client of `update`: which proxies it goes through (read from
 //! the environment as curl reads it, never left to reqwest's own rules),
 //! which certificate authorities it trusts (the system's store, and CA
-//! certificates added from PEM files), and what a refused certificate
-//! looks like in a message.
+//! certificates added from PEM files, see [`trust`](super::trust)), and
+//! what a refused certificate looks like in a message.
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
@@ -13,6 +14,7 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::error::{Error, Result};
 use crate::update::UpdateOptions;
+use crate::update::trust::{Trust, refusal};
 
 /// The HTTP proxies [`update`](crate::update()) sends its requests through.
 ///
@@ -206,12 +208,27 @@ impl fmt::Debug for Setting {
 /// system's CA store (rustls-platform-verifier: on Linux the file and
 /// directory `SSL_CERT_FILE` and `SSL_CERT_DIR` name, else the
 /// distribution's bundle, as OpenSSL finds it) with the certificates of
-/// `options.ca_certs` added beside it.
+/// `options.ca_certs` added beside it, each also accepted when a server
+/// presents exactly it ([`Trust`]).
 pub(crate) fn build(options: &UpdateOptions) -> Result<reqwest::Client> {
     let proxies = options.proxies.to_reqwest()?;
     let roots = ca_certificates(&options.ca_certs)?;
-    // reqwest is built without a default crypto provider; ring it is.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cannot = |what: String| {
+        Error::io(
+            None,
+            std::io::Error::other(format!("cannot set up HTTP: {what}")),
+        )
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let trust = Trust::new(roots, Arc::clone(&provider)).map_err(|e| cannot(e.to_string()))?;
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| cannot(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(trust))
+        .with_no_client_auth();
+    // As reqwest offers them for its own configurations.
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("seekless/", env!("CARGO_PKG_VERSION")))
         .timeout(options.timeout)
@@ -219,25 +236,18 @@ pub(crate) fn build(options: &UpdateOptions) -> Result<reqwest::Client> {
         .pool_max_idle_per_host(options.concurrency.max(1))
         // Not reqwest's own reading of the environment (upper case first,
         // `HTTP_PROXY` too): only the proxies given.
-        .no_proxy();
+        .no_proxy()
+        .tls_backend_preconfigured(tls);
     for proxy in proxies {
         builder = builder.proxy(proxy);
     }
-    if !roots.is_empty() {
-        builder = builder.tls_certs_merge(roots);
-    }
-    builder.build().map_err(|e| {
-        Error::io(
-            None,
-            std::io::Error::other(format!("cannot set up HTTP: {}", describe(&e))),
-        )
-    })
+    builder.build().map_err(|e| cannot(describe(&e)))
 }
 
 /// The certificates of every PEM file in `paths`, each checked as a trust
 /// anchor: a file that cannot be read, holds no certificate or a damaged
 /// one is an error naming it.
-fn ca_certificates(paths: &[PathBuf]) -> Result<Vec<reqwest::Certificate>> {
+fn ca_certificates(paths: &[PathBuf]) -> Result<Vec<CertificateDer<'static>>> {
     let mut roots = Vec::new();
     for path in paths {
         let invalid = |what: String| {
@@ -258,7 +268,7 @@ fn ca_certificates(paths: &[PathBuf]) -> Result<Vec<reqwest::Certificate>> {
             rustls::RootCertStore::empty()
                 .add(der.clone())
                 .map_err(|e| invalid(format!("certificate {}: {e}", n + 1)))?;
-            roots.push(reqwest::Certificate::from_der(&der).map_err(|e| invalid(e.to_string()))?);
+            roots.push(der);
         }
         if roots.len() == before {
             return Err(invalid(
@@ -270,18 +280,17 @@ fn ca_certificates(paths: &[PathBuf]) -> Result<Vec<reqwest::Certificate>> {
 }
 
 /// Why a request failed, when a TLS certificate was refused: trying again
-/// would be refused again.
+/// would be refused again. In plain words, with what to do
+/// ([`refusal`]).
 pub(crate) fn refused_certificate(e: &reqwest::Error) -> Option<String> {
+    let host = e
+        .url()
+        .and_then(|url| url.host_str())
+        .unwrap_or("the server");
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(error) = next {
-        if let Some(tls @ rustls::Error::InvalidCertificate(why)) = error.downcast_ref() {
-            let hint = match why {
-                rustls::CertificateError::UnknownIssuer => {
-                    " (its CA is neither in the system's store nor among the CA certificates added)"
-                }
-                _ => "",
-            };
-            return Some(format!("TLS certificate refused: {tls}{hint}"));
+        if let Some(rustls::Error::InvalidCertificate(why)) = error.downcast_ref() {
+            return Some(format!("TLS certificate refused: {}", refusal(why, host)));
         }
         // An io::Error's source() skips the error it wraps (rustls's
         // travels in one, sometimes in two): that error is the next.

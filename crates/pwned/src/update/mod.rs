@@ -26,7 +26,8 @@
 //! seekless mirror's identity and bundles), [`answers`] (ranges
 //! from the network or a bundle), [`fetch`] (HTTP requests, retries,
 //! decoding), [`journal`] (checkpoints to resume from), [`bundle`] (delta
-//! bundles), [`client`] (proxies and certificates), [`options`].
+//! bundles), [`client`] (proxies and certificates), [`trust`] (which server
+//! certificates are trusted, refusals in plain words), [`options`].
 
 mod answers;
 pub(crate) mod bundle;
@@ -39,6 +40,7 @@ pub(crate) mod options;
 mod run;
 #[cfg(test)]
 mod tests;
+mod trust;
 
 pub use check::{CheckSummary, check_upstream};
 #[cfg(feature = "test-util")]
