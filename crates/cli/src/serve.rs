@@ -39,6 +39,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Serve the HIBP range API (`GET /range/{5 hex}`) from indexes.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("tls_source").args(["tls_cert", "tls_ca_dir"])))]
 pub struct Args {
     /// An index to serve: one SHA-1 index and/or one NTLM index
     /// (`?mode=ntlm`); each index's kind decides which it answers.
@@ -53,17 +54,33 @@ pub struct Args {
     #[arg(long, value_name = "[HOST:]PORT")]
     pub listen: Vec<String>,
     /// Address to answer HTTPS on (HTTP/2 and HTTP/1.1), as --listen; needs
-    /// --tls-cert and --tls-key. May be given more than once.
-    #[arg(long, value_name = "[HOST:]PORT", requires_all = ["tls_cert", "tls_key"])]
+    /// --tls-cert and --tls-key, or --tls-ca-dir and --tls-name. May be
+    /// given more than once.
+    #[arg(long, value_name = "[HOST:]PORT", requires = "tls_source")]
     pub tls_listen: Vec<String>,
     /// The certificate chain for HTTPS, PEM (the server's certificate
     /// first). Re-read when the file changes, and on SIGHUP.
-    #[arg(long, value_name = "PEM", requires = "tls_listen")]
+    #[arg(long, value_name = "PEM", requires_all = ["tls_listen", "tls_key"])]
     pub tls_cert: Option<PathBuf>,
     /// The private key for HTTPS, PEM (PKCS#8, RSA or EC). Re-read with
     /// the certificate.
-    #[arg(long, value_name = "PEM", requires = "tls_listen")]
+    #[arg(long, value_name = "PEM", requires_all = ["tls_listen", "tls_cert"])]
     pub tls_key: Option<PathBuf>,
+    /// Instead of --tls-cert and --tls-key: a CA of this server's own in
+    /// DIR (made on the first start: ca.pem, to install where clients must
+    /// trust this server, and ca.key), which signs a certificate for the
+    /// --tls-name names and renews it while serving. For clients that
+    /// hardcode api.pwnedpasswords.com: docs/stand-in.md.
+    #[arg(long, value_name = "DIR", requires_all = ["tls_listen", "tls_names"])]
+    pub tls_ca_dir: Option<PathBuf>,
+    /// A name the certificate of --tls-ca-dir holds: a DNS name
+    /// (api.pwnedpasswords.com) or an IP address. Repeatable.
+    #[arg(long = "tls-name", value_name = "NAME", requires = "tls_ca_dir")]
+    pub tls_names: Vec<String>,
+    /// How long a certificate of --tls-ca-dir is valid (renewed when a
+    /// third of it is left); for tests.
+    #[arg(long, value_name = "AGE", value_parser = parse_age, hide = true)]
+    pub tls_lifetime: Option<Duration>,
     /// Make /health answer 503 while an index is older than this (its last
     /// update, or its build): 8d, 36h, 90m, or seconds.
     #[arg(long, value_name = "AGE", value_parser = parse_age)]
@@ -188,9 +205,12 @@ fn serve(args: Args) -> Result<()> {
         }
         files.push((path.clone(), identity));
     }
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) if !args.tls_listen.is_empty() => {
-            Some(Arc::new(Tls::load(cert, key)?))
+    let tls = match (&args.tls_cert, &args.tls_key, &args.tls_ca_dir) {
+        _ if args.tls_listen.is_empty() => None,
+        (Some(cert), Some(key), _) => Some(Arc::new(Tls::load(cert, key)?)),
+        (_, _, Some(dir)) => {
+            let lifetime = args.tls_lifetime.unwrap_or(crate::tls::stand_in::LIFETIME);
+            Some(Arc::new(Tls::stand_in(dir, &args.tls_names, lifetime)?))
         }
         _ => None,
     };
@@ -223,7 +243,7 @@ fn serve(args: Args) -> Result<()> {
         .enable_all()
         .build()?;
     // Every address is bound before any is announced or served.
-    let listeners = runtime.block_on(bind_all(&args))?;
+    let listeners = runtime.block_on(bind_all(&args, tls.as_deref()))?;
     let app = router(&api, &args);
     // Ranges and lookups answered without the Router (whether with the
     // whole-hash lookups), unless every request is logged.
@@ -436,8 +456,9 @@ struct Listener {
 
 /// Binds every `--listen` and `--tls-listen` address (127.0.0.1:8080 when
 /// neither is given) and announces each on standard output, plain ones
-/// first: `listening on http://ADDRESS`, `listening on https://ADDRESS`.
-async fn bind_all(args: &Args) -> Result<Vec<Listener>> {
+/// first: `listening on http://ADDRESS`, `listening on https://ADDRESS`;
+/// before them, the stand-in's CA: `CA certificate to distribute: PATH`.
+async fn bind_all(args: &Args, tls: Option<&Tls>) -> Result<Vec<Listener>> {
     let default = ["127.0.0.1:8080".to_string()];
     let plain = if args.listen.is_empty() && args.tls_listen.is_empty() {
         &default[..]
@@ -454,6 +475,10 @@ async fn bind_all(args: &Args) -> Result<Vec<Listener>> {
         }
     }
     let mut stdout = std::io::stdout().lock();
+    if let Some(ca) = tls.and_then(Tls::authority) {
+        let ca = std::path::absolute(ca).unwrap_or_else(|_| ca.to_path_buf());
+        writeln!(stdout, "CA certificate to distribute: {}", ca.display())?;
+    }
     for listener in &listeners {
         let scheme = if listener.tls { "https" } else { "http" };
         writeln!(

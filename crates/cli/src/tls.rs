@@ -4,15 +4,25 @@
 //! connections get the new certificate, open ones go on with the one they
 //! began with, and a pair that does not load is reported once while the
 //! one loaded before stays in use.
+//!
+//! The pair is either the operator's (`--tls-cert`, `--tls-key`) or made
+//! here by a CA of the server's own ([`stand_in`], `--tls-ca-dir`), which
+//! renews it by writing new files that the same re-reading serves.
+
+mod authority;
+mod files;
+pub mod stand_in;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::serve::{Identity, Result};
+use stand_in::StandIn;
 
 /// The certificate and key served, and the files they come from.
 #[derive(Debug)]
@@ -24,6 +34,8 @@ pub struct Tls {
     /// or of one refused (which is then not tried again until a file
     /// changes).
     read: Mutex<(Option<Identity>, Option<Identity>)>,
+    /// The CA that makes the pair, when it is the stand-in's.
+    stand_in: Option<StandIn>,
 }
 
 impl Tls {
@@ -36,7 +48,25 @@ impl Tls {
             key: key.to_path_buf(),
             config: RwLock::new(Arc::new(config)),
             read: Mutex::new(read),
+            stand_in: None,
         })
+    }
+
+    /// The pair a CA in `dir` signs for `names` (made on the first start,
+    /// kept for later ones), renewed while served; `lifetime` is the
+    /// certificate's.
+    pub fn stand_in(dir: &Path, names: &[String], lifetime: Duration) -> Result<Tls> {
+        let stand_in = StandIn::open(dir, names, lifetime)?;
+        let (cert, key) = stand_in.files();
+        let mut tls = Tls::load(cert, key)?;
+        tls.stand_in = Some(stand_in);
+        Ok(tls)
+    }
+
+    /// The CA's certificate clients must trust, when the pair is the
+    /// stand-in's.
+    pub fn authority(&self) -> Option<&Path> {
+        self.stand_in.as_ref().map(StandIn::authority)
     }
 
     /// What accepts a new connection with the pair served now.
@@ -48,7 +78,11 @@ impl Tls {
     /// Reads the pair again when a file changed since it was last read, or
     /// when `asked` (SIGHUP): `None` when it did not, else whether the new
     /// pair is served (an error names the file; the old pair stays).
+    /// The stand-in renews its pair here, when due.
     pub fn refresh(&self, asked: bool) -> Option<Result<()>> {
+        if let Some(Err(e)) = self.stand_in.as_ref().and_then(StandIn::renew_if_due) {
+            return Some(Err(e.into()));
+        }
         let now = (Identity::of(&self.cert).ok(), Identity::of(&self.key).ok());
         let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
         if !asked && *read == now {
