@@ -9,7 +9,15 @@
 #   - PyPI `pyhibp` (module constant PWNED_PASSWORDS_API_BASE_URI);
 #   - PyPI `pwned-passwords-django` (its API class's `api_endpoint`; pads by
 #     default), through its password validator.
-# Installs the clients from the registries into a temporary directory.
+# Then, as root, the stand-in for clients that hardcode the host (`serve
+# --tls-ca-dir DIR --tls-name api.pwnedpasswords.com` on 127.0.0.1:443, an
+# /etc/hosts entry added for the run and removed after it): pyhibp and npm
+# hibp at their default base URL, unchanged, trusting DIR/ca.pem their usual
+# way (REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS), and an NTLM range request
+# shaped as Lithnet's Sync-HashesFromHibp sends it (If-None-Match, and an
+# ETag wanted back). Not root: that part says it is skipped.
+# Installs the clients, pinned, from the registries into a temporary
+# directory.
 # Usage: scripts/check-pwned-clients.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,10 +34,27 @@ seekless=$(cargo build --release --quiet --locked -p seekless --bin seekless \
     | sed -n 's|.*"executable":"\([^"]*/seekless\)".*|\1|p' | tail -n1)
 [ -x "$seekless" ] || { echo "clients: cargo build gave no seekless binary" >&2; exit 1; }
 
+# The clients, pinned (hibp 15.2.1, pyhibp 4.2.0: the versions the stand-in
+# was tried with; pwned-passwords-django 5.2.0).
+HIBP_NPM=hibp@15.2.1
+PYPI_CLIENTS=(pyhibp==4.2.0 pwned-passwords-django==5.2.0)
+# The host the stand-in answers for, and the /etc/hosts line that sends it
+# here for this run only (this script's own: found and removed by its text).
+STAND_IN_HOST=api.pwnedpasswords.com
+hosts_line="127.0.0.1 $STAND_IN_HOST # seekless check-pwned-clients $$"
+
 work=$(mktemp -d /tmp/seekless-clients.XXXXXX)
 server=
+stand_in=
+hosts_added=0
 cleanup() {
     if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi
+    if [ -n "$stand_in" ]; then kill "$stand_in" 2>/dev/null || true; fi
+    if [ "$hosts_added" = 1 ]; then
+        # Rewritten in place (the file may be a mount: no rename over it).
+        grep -v -F -x -e "$hosts_line" /etc/hosts >"$work/hosts" || true
+        cat "$work/hosts" >/etc/hosts
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -78,7 +103,7 @@ export NODE_EXTRA_CA_CERTS="$work/ca.pem" REQUESTS_CA_BUNDLE="$work/bundle.pem" 
     SSL_CERT_FILE="$work/bundle.pem"
 
 echo "== npm hibp"
-(cd "$work" && npm init -y >/dev/null 2>&1 && npm install --silent hibp >/dev/null 2>&1)
+(cd "$work" && npm init -y >/dev/null 2>&1 && npm install --silent "$HIBP_NPM" >/dev/null 2>&1)
 echo "   hibp $(node -p "require('$work/node_modules/hibp/package.json').version")"
 cat >"$work/hibp-check.mjs" <<'EOF'
 import assert from 'node:assert/strict';
@@ -114,7 +139,7 @@ echo "   without the run's CA trusted, the HTTPS check is refused: ok"
 
 echo "== PyPI pyhibp and pwned-passwords-django"
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q pyhibp pwned-passwords-django >/dev/null 2>&1
+"$work/venv/bin/pip" install -q "${PYPI_CLIENTS[@]}" >/dev/null 2>&1
 "$work/venv/bin/pip" list 2>/dev/null | grep -E -i '^(pyhibp|pwned-passwords-django) ' | sed 's/^/   /'
 cat >"$work/py-check.py" <<'EOF'
 import sys
@@ -155,4 +180,109 @@ for base in "$http_base" "$https_base"; do
     echo "   $base"
     "$work/venv/bin/python" "$work/py-check.py" "$base"
 done
+stand_in_check() {
+    echo "== the stand-in: $STAND_IN_HOST on 127.0.0.1:443, clients unchanged"
+    if [ "$(id -u)" != 0 ]; then
+        echo "   skipped: not root (it needs port 443 and an /etc/hosts entry)"
+        return 0
+    fi
+    "$seekless" pwned serve -i "$work/sha1.idx" -i "$work/ntlm.idx" \
+        --tls-listen 127.0.0.1:443 --tls-ca-dir "$work/stand-in" --tls-name "$STAND_IN_HOST" \
+        >"$work/stand-in.out" 2>"$work/stand-in.err" &
+    stand_in=$!
+    for _ in $(seq 1 100); do
+        grep -q '^listening on https://' "$work/stand-in.out" && break
+        kill -0 "$stand_in" 2>/dev/null || break
+        sleep 0.05
+    done
+    if ! grep -q '^listening on https://127.0.0.1:443$' "$work/stand-in.out"; then
+        cat "$work/stand-in.err" >&2
+        echo "clients: the stand-in did not start on 127.0.0.1:443" >&2
+        return 1
+    fi
+    local ca
+    ca=$(sed -n 's/^CA certificate to distribute: //p' "$work/stand-in.out")
+    [ "$ca" = "$work/stand-in/ca.pem" ] || { echo "clients: announced CA: $ca" >&2; return 1; }
+    echo "   serve made its CA: $ca"
+    printf '%s\n' "$hosts_line" >>/etc/hosts
+    hosts_added=1
+    # Every resolver the clients use must send the name here before any
+    # client runs: nothing may reach the real API.
+    local seen
+    seen=$(getent ahosts "$STAND_IN_HOST" | awk '{print $1}' | sort -u | tr '\n' ' ')
+    [ "$seen" = "127.0.0.1 " ] || { echo "clients: $STAND_IN_HOST resolves to $seen" >&2; return 1; }
+    seen=$(node -e "require('dns').lookup('$STAND_IN_HOST', {all: true}, (e, a) => \
+        console.log(e ? e.code : [...new Set(a.map(x => x.address))].join(' ')))")
+    [ "$seen" = "127.0.0.1" ] || { echo "clients: node resolves $STAND_IN_HOST to $seen" >&2; return 1; }
+    seen=$("$work/venv/bin/python" -c "import socket; \
+print(' '.join(sorted({a[4][0] for a in socket.getaddrinfo('$STAND_IN_HOST', 443)})))")
+    [ "$seen" = "127.0.0.1" ] || { echo "clients: python resolves $STAND_IN_HOST to $seen" >&2; return 1; }
+    echo "   /etc/hosts: $STAND_IN_HOST is 127.0.0.1 for libc, node and python"
+    # No proxy may take the requests elsewhere; each client trusts the CA
+    # its usual way, and nothing else of this run's.
+    local clean=(env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PROXY -u all_proxy
+        -u ALL_PROXY -u SSL_CERT_FILE -u SSL_CERT_DIR -u NODE_EXTRA_CA_CERTS -u REQUESTS_CA_BUNDLE)
+
+    cat >"$work/hibp-default.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import { pwnedPassword, pwnedPasswordRange } from 'hibp';
+// No baseUrl: the library's own default, https://api.pwnedpasswords.com.
+assert.equal(await pwnedPassword('password'), 9545824);
+assert.equal(await pwnedPassword('123456', { addPadding: true }), 37359195);
+assert.equal(await pwnedPassword('correct horse battery staple'), 0);
+const ntlm = await pwnedPasswordRange('8846F', { mode: 'ntlm' });
+assert.deepEqual(ntlm, { '7EAEE8FB117AD06BDD830B7586C': 9545824 });
+console.log('   npm hibp at its default host (NODE_EXTRA_CA_CERTS): ok');
+JS
+    (cd "$work" && "${clean[@]}" NODE_EXTRA_CA_CERTS="$ca" node hibp-default.mjs)
+    if (cd "$work" && "${clean[@]}" node hibp-default.mjs >/dev/null 2>&1); then
+        echo "clients: hibp accepted the stand-in without its CA trusted" >&2
+        return 1
+    fi
+    echo "   without the CA trusted, hibp refuses the stand-in: ok"
+
+    cat >"$work/pyhibp-default.py" <<'PY'
+import pyhibp
+from pyhibp import pwnedpasswords
+# Unchanged: the module's own base URI.
+assert pwnedpasswords.PWNED_PASSWORDS_API_BASE_URI == "https://api.pwnedpasswords.com/", \
+    pwnedpasswords.PWNED_PASSWORDS_API_BASE_URI
+pyhibp.set_user_agent(ua="seekless client check")
+assert pwnedpasswords.is_password_breached(password="password") == 9545824
+assert pwnedpasswords.is_password_breached(password="P@ssw0rd") == 52579
+assert pwnedpasswords.is_password_breached(password="not listed anywhere") == 0
+print("   pyhibp at its default host (REQUESTS_CA_BUNDLE): ok")
+PY
+    "${clean[@]}" REQUESTS_CA_BUNDLE="$ca" "$work/venv/bin/python" "$work/pyhibp-default.py"
+
+    # Lithnet's Sync-HashesFromHibp (.NET HttpClient): NTLM ranges with the
+    # ETag it stored in If-None-Match, gzip accepted; it fails on an answer
+    # without an ETag. A stale ETag gets the range and its ETag, the ETag
+    # got gets a 304 with it.
+    cat >"$work/lithnet-shaped.py" <<'PY'
+import gzip, http.client, ssl, sys
+host, ca = sys.argv[1], sys.argv[2]
+def get(etag):
+    context = ssl.create_default_context(cafile=ca)
+    connection = http.client.HTTPSConnection(host, 443, context=context)
+    connection.request("GET", "/range/8846F?mode=ntlm", headers={
+        "User-Agent": "Lithnet.ActiveDirectory.PasswordProtection",
+        "Accept-Encoding": "gzip, deflate",
+        "If-None-Match": etag,
+    })
+    response = connection.getresponse()
+    body = response.read()
+    if response.getheader("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
+    return response.status, response.getheader("ETag"), body.decode()
+status, etag, body = get('"0x8DC0000000000000"')
+assert status == 200 and etag, (status, etag)
+assert "7EAEE8FB117AD06BDD830B7586C:9545824" in body.splitlines(), body
+status, again, body = get(etag)
+assert status == 304 and again == etag and body == "", (status, again, body)
+print("   an NTLM range as Lithnet asks for it: 200 with an ETag, then 304: ok")
+PY
+    "${clean[@]}" "$work/venv/bin/python" "$work/lithnet-shaped.py" "$STAND_IN_HOST" "$ca"
+}
+stand_in_check
 echo "== all clients ok"
