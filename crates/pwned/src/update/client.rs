@@ -305,6 +305,13 @@ pub(crate) fn refused_certificate(e: &reqwest::Error) -> Option<String> {
     None
 }
 
+/// A request error in one line: a refused certificate in plain words
+/// ([`refused_certificate`]), anything else with its causes
+/// ([`describe`]).
+pub(crate) fn explain(e: &reqwest::Error) -> String {
+    refused_certificate(e).unwrap_or_else(|| describe(e))
+}
+
 /// A request error with its causes, one line.
 pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();

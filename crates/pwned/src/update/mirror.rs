@@ -25,7 +25,7 @@ use crate::format::hash::Kind;
 use crate::read::identity::{Digests, identity_hex, parse_identity_hex};
 use crate::read::index::Index;
 use crate::update::bundle::{BundleHeader, BundleReader};
-use crate::update::client::describe;
+use crate::update::client::explain;
 use crate::update::journal::{UpdatePath, UpdateSummary};
 use crate::update::options::{DEFAULT_BASE_URL, UpdateOptions, UpdateProgress};
 
@@ -97,7 +97,7 @@ pub(crate) async fn ask_identity(
         .get(&url)
         .send()
         .await
-        .map_err(|e| format!("{url}: {}", describe(&e)))?;
+        .map_err(|e| format!("{url}: {}", explain(&e)))?;
     let status = response.status();
     if status != StatusCode::OK {
         return Err(format!("{url} answered {status}: not a seekless mirror"));
@@ -105,7 +105,7 @@ pub(crate) async fn ask_identity(
     let body = response
         .bytes()
         .await
-        .map_err(|e| format!("{url}: {}", describe(&e)))?;
+        .map_err(|e| format!("{url}: {}", explain(&e)))?;
     parse_identity(&body, kind).map_err(|what| format!("{url}: {what}"))
 }
 
@@ -163,7 +163,7 @@ async fn fetch_bundle(
         .get(&url)
         .send()
         .await
-        .map_err(|e| format!("{url}: {}", describe(&e)))?;
+        .map_err(|e| format!("{url}: {}", explain(&e)))?;
     match response.status() {
         StatusCode::OK => {}
         StatusCode::NOT_FOUND => return Ok(Fetched::NotFound),
@@ -180,7 +180,7 @@ async fn fetch_bundle(
                     .map_err(|e| format!("{}: {e}", to.display()))?;
             }
             Ok(None) => break,
-            Err(e) => return Err(format!("{url}: {}", describe(&e))),
+            Err(e) => return Err(format!("{url}: {}", explain(&e))),
         }
     }
     if length.is_some_and(|length| length != received) {
