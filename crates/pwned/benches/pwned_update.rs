@@ -27,6 +27,17 @@
 //! - `export --ranges` into each `--ranges-dir` (a tmpfs, say; DIR when
 //!   none), beside the same command creating the million files empty.
 //!
+//! The refreshes go through the mirror's paths where the server offers
+//! them: with nothing changed, update asks `/identity` and stops there;
+//! with 1% changed, this server holds no bundle, so it goes range by range.
+//!
+//! `--mirror` runs only the mirror fleet (issue #59; the `mirror` module):
+//! replicas refreshing from a primary `serve --bundles` through
+//! `/identity` and `/bundles/{identity}`, side by side with the
+//! per-range refresh of the same, and two replicas through a caching nginx
+//! in front of the primary. It needs nginx (Debian: `apt-get install
+//! nginx`) and a third cached index (the old one with one range changed).
+//!
 //! Server and client share the machine's cores, as on one box they would.
 
 use std::io::{BufWriter, Write};
@@ -38,10 +49,25 @@ use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, decode_body, parse_
 
 use seekless_testkit::Rng;
 
+// Beside this file, not in benches/ itself, where cargo would take it for
+// a benchmark of its own.
+#[path = "pwned_update/mirror.rs"]
+mod mirror;
+
+/// The variant of the copy with 1% of the ranges changed.
+const CHANGED: u64 = 0xC4A6;
+/// The variant of the copy with one range changed (`00007`).
+const ONE_RANGE: u64 = 0x0E;
+
 /// `per_range` random hashes in range `prefix`, sorted, with counts; the
-/// `variant` changes the content of about 1% of the ranges.
+/// `variant` changes the content of about 1% of the ranges ([`CHANGED`])
+/// or of one ([`ONE_RANGE`]).
 fn range(prefix: u32, per_range: usize, variant: u64, out: &mut Vec<(Key, u64)>) {
-    let changed = variant != 0 && prefix % 100 == 7;
+    let changed = match variant {
+        0 => false,
+        ONE_RANGE => prefix == 7,
+        _ => prefix % 100 == 7,
+    };
     let mut rng = Rng::xorshift64star(
         0x5EEC_1E55 ^ (u64::from(prefix) << 8) ^ if changed { variant } else { 0 },
     );
@@ -94,7 +120,8 @@ fn generate(path: &Path, per_range: usize, variant: u64) {
 struct Server(Child, u16);
 
 impl Server {
-    fn start(bin: &Path, index: &Path, port: u16) -> Server {
+    /// `pwned serve -i index` on 127.0.0.1:`port`, with `extra` arguments.
+    fn start(bin: &Path, index: &Path, port: u16, extra: &[&str]) -> Server {
         let child = Command::new(bin)
             .args([
                 "pwned",
@@ -104,6 +131,7 @@ impl Server {
                 "-i",
             ])
             .arg(index)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -125,15 +153,37 @@ impl Server {
 
 /// Whether `GET /health` on `port` answers 200.
 fn healthy(port: u16) -> bool {
+    get(port, "/health").is_some_and(|(status, _)| status == 200)
+}
+
+/// `GET path` from 127.0.0.1:`port` over HTTP/1.1: the status and the
+/// body (a chunked one put together); `None` when there is no answer.
+fn get(port: u16, path: &str) -> Option<(u16, Vec<u8>)> {
     use std::io::Read;
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let request = b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut answer = Vec::new();
-    stream.write_all(request).is_ok()
-        && stream.read_to_end(&mut answer).is_ok()
-        && answer.starts_with(b"HTTP/1.1 200")
+    stream.read_to_end(&mut answer).ok()?;
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let mut body = answer.split_off(end + 4);
+    if head.contains("transfer-encoding: chunked") {
+        let (mut whole, mut rest) = (Vec::new(), &body[..]);
+        loop {
+            let line = rest.windows(2).position(|w| w == b"\r\n")?;
+            let size = std::str::from_utf8(&rest[..line]).ok()?;
+            let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+            if size == 0 {
+                break;
+            }
+            whole.extend_from_slice(rest.get(line + 2..line + 2 + size)?);
+            rest = rest.get(line + 4 + size..)?;
+        }
+        body = whole;
+    }
+    Some((status, body))
 }
 
 impl Drop for Server {
@@ -264,6 +314,7 @@ fn main() {
     let mut per_range = 100usize;
     let mut data = PathBuf::from("bench-data");
     let mut client_only = false;
+    let mut mirror_only = false;
     let mut ranges_dirs = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -271,11 +322,14 @@ fn main() {
             "--per-range" => per_range = args.next().unwrap().parse().unwrap(),
             "--data" => data = PathBuf::from(args.next().unwrap()),
             "--client-cpu" => client_only = true,
+            "--mirror" => mirror_only = true,
             "--ranges-dir" => ranges_dirs.push(PathBuf::from(args.next().unwrap())),
             _ => {}
         }
     }
-    client_cpu_per_range();
+    if !mirror_only {
+        client_cpu_per_range();
+    }
     if client_only {
         return;
     }
@@ -291,17 +345,21 @@ fn main() {
         return;
     }
     let bin = std::fs::canonicalize(bin).unwrap();
-    let curl = Command::new("curl").arg("--version").output().is_ok();
     std::fs::create_dir_all(&data).unwrap();
+    if mirror_only {
+        mirror::run(&bin, &data, per_range);
+        return;
+    }
+    let curl = Command::new("curl").arg("--version").output().is_ok();
     let served = data.join(format!("update-{per_range}.idx"));
     let changed = data.join(format!("update-{per_range}-changed.idx"));
     generate(&served, per_range, 0);
-    generate(&changed, per_range, 0xC4A6);
+    generate(&changed, per_range, CHANGED);
     let work = data.join("update-work");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let b = bin.to_str().unwrap();
-    let server = Server::start(&bin, &served, 18091);
+    let server = Server::start(&bin, &served, 18091, &[]);
     let url = server.url();
 
     // seekless: one command.
@@ -404,7 +462,7 @@ fn main() {
     // Refreshes: nothing changed; then 1% of the ranges changed.
     let (m_none, out_none) = update_from(&url);
     drop(server);
-    let server = Server::start(&bin, &changed, 18092);
+    let server = Server::start(&bin, &changed, 18092, &[]);
     let (m_some, out_some) = update_from(&server.url());
     drop(server);
 
@@ -450,14 +508,16 @@ fn main() {
             .find_map(|l| l.trim().split_once(" bytes received"))
             .map_or_else(String::new, |(n, _)| n.to_string())
     };
+    // Nothing changed: serve answers /identity, so update stops there (the
+    // per-range refresh of the same is in --mirror, as its anchor).
     println!(
-        "refresh, nothing changed: {:.1} s wall, {:.1} CPU s, {} bytes received",
+        "refresh, nothing changed (the identity path): {:.2} s wall, {:.2} CPU s: {}",
         m_none.wall,
         m_none.cpu,
-        received(&out_none)
+        out_none.lines().next().unwrap_or_default()
     );
     println!(
-        "refresh, 1% of ranges changed: {:.1} s wall, {:.1} CPU s, {} bytes received",
+        "refresh, 1% of ranges changed (range by range: the server holds no bundle): {:.1} s wall, {:.1} CPU s, {} bytes received",
         m_some.wall,
         m_some.cpu,
         received(&out_some)
