@@ -21,6 +21,8 @@
 #![deny(missing_docs)]
 
 mod build;
+#[cfg(any(feature = "update", feature = "test-util"))]
+mod bundle;
 mod error;
 mod export;
 mod file_at;
@@ -90,7 +92,9 @@ pub use range::validator::range_etag;
 pub use read::identity::identity;
 #[cfg(all(feature = "serve", feature = "test-util"))]
 pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-#[cfg(all(feature = "update", feature = "test-util"))]
-pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader};
+#[cfg(feature = "test-util")]
+pub use bundle::{
+    BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
+};
 #[cfg(all(feature = "update", feature = "test-util"))]
 pub use update::decode_body;

@@ -32,7 +32,7 @@ use crate::read::identity::{identity_hex, parse_identity_hex};
 use crate::serve::api::RangeApi;
 use crate::serve::http::{method_not_allowed, set_headers, text};
 use crate::serve::metrics::Route;
-use crate::update::bundle::BundleReader;
+use crate::bundle::BundleReader;
 
 /// `Cache-Control` of a bundle: the bytes under a name never change.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";

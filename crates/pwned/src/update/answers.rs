@@ -16,7 +16,7 @@ use crate::range::parse::parse_range;
 use crate::range::validator::range_digest;
 use crate::read::identity::Digests;
 use crate::read::index::Index;
-use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader};
+use crate::bundle::{BundleEntry, BundleHeader, BundleReader};
 use crate::update::fetch::Fetcher;
 use crate::update::options::UpdateOptions;
 

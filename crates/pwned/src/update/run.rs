@@ -20,7 +20,7 @@ use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
-use crate::update::bundle::{BundleHeader, BundleReader};
+use crate::bundle::{BundleHeader, BundleReader};
 use crate::update::client;
 use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
