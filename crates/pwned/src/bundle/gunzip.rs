@@ -100,21 +100,25 @@ impl Gunzip {
                     let n = self.gather(rest, have, 10);
                     used += n;
                     let have = have + n as u8;
+                    // Checked as soon as they come: a file that is no gzip
+                    // at all is told from its first bytes.
+                    let fixed = &self.scratch[..usize::from(have)];
+                    if fixed.iter().zip([0x1f, 0x8b]).any(|(&b, id)| b != id) {
+                        return Err("not a gzip member".into());
+                    }
+                    if let Some(&method) = fixed.get(2)
+                        && method != 8
+                    {
+                        return Err(format!("compression method {method}, not deflate"));
+                    }
+                    if fixed.get(3).is_some_and(|flags| flags & RESERVED != 0) {
+                        return Err("reserved header flags set".into());
+                    }
                     if have < 10 {
                         self.state = State::Fixed(have);
                         continue;
                     }
-                    let fixed = &self.scratch;
-                    if fixed[0] != 0x1f || fixed[1] != 0x8b {
-                        return Err("not a gzip member".into());
-                    }
-                    if fixed[2] != 8 {
-                        return Err(format!("compression method {}, not deflate", fixed[2]));
-                    }
-                    if fixed[3] & RESERVED != 0 {
-                        return Err("reserved header flags set".into());
-                    }
-                    self.flags = fixed[3];
+                    self.flags = self.scratch[3];
                     self.state = State::ExtraLength(0);
                     self.skip_absent_fields();
                 }
