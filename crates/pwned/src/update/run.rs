@@ -53,7 +53,17 @@ pub fn update(
         Some(bundle) => (Some(check_bundle(bundle, options.kind)?), None),
         None => (None, Some(client::build(options)?)),
     };
-    let old = open_old(path, options, bundle.as_ref())?;
+    let old = open_old(path, options)?;
+    if let Some(bundle) = &bundle {
+        // Applied already (the same command again, after a kill once the
+        // new index was in place): nothing to do.
+        if let Some(index) = &old
+            && already_applied(index, bundle)?
+        {
+            return nothing_to_do(path, index, started);
+        }
+        fits(path, old.as_ref(), bundle)?;
+    }
     let held = old.as_ref().map_or(1, |old| old.stats().min_count);
     let min_count = min_count(held, options)?;
     let validators = match &old {
@@ -177,12 +187,8 @@ fn bundle_out(
 }
 
 /// The index at `path` when there is one, checked against what the update
-/// asks: of its kind, not compact, and the index a bundle applies to.
-pub(super) fn open_old(
-    path: &Path,
-    options: &UpdateOptions,
-    bundle: Option<&(PathBuf, BundleHeader)>,
-) -> Result<Option<Index>> {
+/// asks: of its kind, not compact.
+pub(super) fn open_old(path: &Path, options: &UpdateOptions) -> Result<Option<Index>> {
     let old = match Index::open(path) {
         Ok(index) => Some(index),
         Err(e) if matches!(e.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
@@ -207,21 +213,85 @@ pub(super) fn open_old(
         }
         .into());
     }
-    if let (Some((bundle_path, header)), old) = (bundle, &old) {
-        let hashes = old.as_ref().map_or(0, Index::len);
-        if hashes != header.old_hashes {
-            return Err(ErrorKind::BadBundle {
-                what: format!(
-                    "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index)",
-                    bundle_path.display(),
-                    header.old_hashes,
-                    path.display()
-                ),
-            }
-            .into());
+    Ok(old)
+}
+
+/// Whether `index` already is what the bundle makes: NEW's hash count and
+/// identity (as an update recorded it, else computed from its pages);
+/// and, when the bundle changes validators alone (OLD's identity is
+/// NEW's), the bundle's validators.
+fn already_applied(index: &Index, (bundle_path, header): &(PathBuf, BundleHeader)) -> Result<bool> {
+    if index.len() != header.new_hashes || index.identity()? != header.new_identity {
+        return Ok(false);
+    }
+    if header.old_identity != header.new_identity {
+        return Ok(true);
+    }
+    let source = index.source()?;
+    let file = File::open(bundle_path).map_err(|e| Error::io(bundle_path.clone(), e))?;
+    let mut reader = BundleReader::new(file).map_err(|e| e.with_path(bundle_path))?;
+    while let Some(entry) = reader.next_entry().map_err(|e| e.with_path(bundle_path))? {
+        let held = source.as_ref().and_then(|s| s.validator(entry.prefix));
+        if held != entry.validator.as_deref() {
+            return Ok(false);
         }
     }
-    Ok(old)
+    Ok(true)
+}
+
+/// The index already is the bundle's result: nothing is written. What a
+/// run killed after its rename left beside it (the journal, whose terms
+/// name the index before) goes, once no other update holds the partial
+/// index.
+fn nothing_to_do(path: &Path, index: &Index, started: Instant) -> Result<UpdateSummary> {
+    let (partial_path, journal_path) = beside(path)?;
+    if partial_path.exists() || journal_path.exists() {
+        let partial = lock_partial(path, &partial_path)?;
+        for leftover in [&journal_path, &partial_path] {
+            match std::fs::remove_file(leftover) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(leftover.clone(), e)),
+            }
+        }
+        drop(partial);
+        sync_parent(path);
+    }
+    let stats = index.stats();
+    Ok(UpdateSummary {
+        hashes: stats.hashes,
+        min_count: stats.min_count,
+        bytes: stats.bytes,
+        seconds: started.elapsed().as_secs_f64(),
+        path: UpdatePath::AlreadyApplied,
+        ..UpdateSummary::default()
+    })
+}
+
+/// Refuses a bundle made for an index of another size than `old` (no
+/// index: 0 hashes) before anything is written; one for another index of
+/// the same size is found while applying ([`check_bundled`]).
+fn fits(path: &Path, old: Option<&Index>, (bundle_path, header): &(PathBuf, BundleHeader)) -> Result<()> {
+    let hashes = old.map_or(0, Index::len);
+    if hashes == header.old_hashes {
+        return Ok(());
+    }
+    // A subset's bundle is made between subsets of its minimum.
+    let subset = match old.map_or(1, |old| old.stats().min_count) {
+        1 => String::new(),
+        m => format!(
+            "; it keeps only the hashes seen at least {m} times, and a bundle applies only to an index of the minimum it was made between"
+        ),
+    };
+    Err(ErrorKind::BadBundle {
+        what: format!(
+            "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index){subset}",
+            bundle_path.display(),
+            header.old_hashes,
+            path.display()
+        ),
+    }
+    .into())
 }
 
 /// The partial index, locked for as long as this update runs: a second
