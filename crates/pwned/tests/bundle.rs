@@ -501,8 +501,15 @@ fn a_bundle_applied_again_does_nothing_and_clears_what_a_kill_left() {
     running.try_lock().unwrap();
     std::fs::write(&journal, b"SEEKUPJ1 of the running update").unwrap();
     let e = apply(&index, &bundle, kind).unwrap_err();
-    assert!(e.to_string().contains("another update of this index is running"), "{e}");
-    assert_eq!(leftovers(&work), [".copy.idx.update-journal", ".copy.idx.update-partial"]);
+    assert!(
+        e.to_string()
+            .contains("another update of this index is running"),
+        "{e}"
+    );
+    assert_eq!(
+        leftovers(&work),
+        [".copy.idx.update-journal", ".copy.idx.update-partial"]
+    );
     drop(running);
     std::fs::remove_file(&journal).unwrap();
     std::fs::remove_file(&partial).unwrap();
@@ -522,7 +529,10 @@ fn a_bundle_applied_again_does_nothing_and_clears_what_a_kill_left() {
     let elsewhere = work.join("elsewhere.idx");
     write_index(&elsewhere, kind, &other, None);
     let before = snapshot(&work);
-    refused(apply(&elsewhere, &bundle, kind), "a bundle for another index");
+    refused(
+        apply(&elsewhere, &bundle, kind),
+        "a bundle for another index",
+    );
     assert_eq!(snapshot(&work), before);
 }
 
@@ -546,7 +556,10 @@ fn a_bundle_of_validators_alone_is_applied_once() {
     let index = dir.join("copy.idx");
     std::fs::copy(&old_path, &index).unwrap();
     // The same identity before and after: the validators tell.
-    assert_eq!(apply(&index, &bundle, kind).unwrap().path, UpdatePath::BundleFile);
+    assert_eq!(
+        apply(&index, &bundle, kind).unwrap().path,
+        UpdatePath::BundleFile
+    );
     let source = Index::open(&index).unwrap().source().unwrap().unwrap();
     assert_eq!(source.validator(first), Some(&b"\"revalidated\""[..]));
     assert_eq!(

@@ -54,10 +54,7 @@ fn index(n: usize, seed: u64, validators: Option<&str>) -> Index {
 fn bundle() -> &'static [u8] {
     static BUNDLE: OnceLock<Vec<u8>> = OnceLock::new();
     BUNDLE.get_or_init(|| {
-        let (old, new) = (
-            index(3_000, 1, Some("old")),
-            index(3_000, 2, Some("new")),
-        );
+        let (old, new) = (index(3_000, 1, Some("old")), index(3_000, 2, Some("new")));
         let mut out = Vec::new();
         diff(Some(&old), &new, &mut out).unwrap();
         out
@@ -274,13 +271,19 @@ fn nothing_may_follow_the_end() {
         longer.extend_from_slice(tail);
         let (items, end) = decode(&longer, &[good.len()]);
         assert_eq!(items.last(), Some(&BundleItem::End));
-        assert_eq!(end.unwrap_err(), "bundle refused: data after the end of the bundle");
+        assert_eq!(
+            end.unwrap_err(),
+            "bundle refused: data after the end of the bundle"
+        );
     }
     // Content after the checksum, in the same member.
     let mut content = content();
     content.push(0);
     let (_, end) = decode(&members(&content, &[]), &[]);
-    assert_eq!(end.unwrap_err(), "bundle refused: data after the end of the bundle");
+    assert_eq!(
+        end.unwrap_err(),
+        "bundle refused: data after the end of the bundle"
+    );
     // The reader says so too; after an error the decoder repeats it.
     let mut longer = good.to_vec();
     longer.push(0);

@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::build::writer::SortedWriter;
 use crate::build::writer::Written;
+use crate::bundle::{BundleHeader, BundleReader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
 use crate::format::layout::PAGE;
@@ -20,7 +21,6 @@ use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
-use crate::bundle::{BundleHeader, BundleReader};
 use crate::update::client;
 use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
@@ -271,7 +271,11 @@ fn nothing_to_do(path: &Path, index: &Index, started: Instant) -> Result<UpdateS
 /// Refuses a bundle made for an index of another size than `old` (no
 /// index: 0 hashes) before anything is written; one for another index of
 /// the same size is found while applying ([`check_bundled`]).
-fn fits(path: &Path, old: Option<&Index>, (bundle_path, header): &(PathBuf, BundleHeader)) -> Result<()> {
+fn fits(
+    path: &Path,
+    old: Option<&Index>,
+    (bundle_path, header): &(PathBuf, BundleHeader),
+) -> Result<()> {
     let hashes = old.map_or(0, Index::len);
     if hashes == header.old_hashes {
         return Ok(());
