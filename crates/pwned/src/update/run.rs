@@ -21,6 +21,7 @@ use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
+use crate::update::applied;
 use crate::update::client;
 use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
@@ -58,9 +59,9 @@ pub fn update(
         // Applied already (the same command again, after a kill once the
         // new index was in place): nothing to do.
         if let Some(index) = &old
-            && already_applied(index, bundle)?
+            && applied::already(index, bundle)?
         {
-            return nothing_to_do(path, index, started);
+            return applied::nothing_to_do(path, index, started);
         }
         fits(path, old.as_ref(), bundle)?;
     }
@@ -214,58 +215,6 @@ pub(super) fn open_old(path: &Path, options: &UpdateOptions) -> Result<Option<In
         .into());
     }
     Ok(old)
-}
-
-/// Whether `index` already is what the bundle makes: NEW's hash count and
-/// identity (as an update recorded it, else computed from its pages);
-/// and, when the bundle changes validators alone (OLD's identity is
-/// NEW's), the bundle's validators.
-fn already_applied(index: &Index, (bundle_path, header): &(PathBuf, BundleHeader)) -> Result<bool> {
-    if index.len() != header.new_hashes || index.identity()? != header.new_identity {
-        return Ok(false);
-    }
-    if header.old_identity != header.new_identity {
-        return Ok(true);
-    }
-    let source = index.source()?;
-    let file = File::open(bundle_path).map_err(|e| Error::io(bundle_path.clone(), e))?;
-    let mut reader = BundleReader::new(file).map_err(|e| e.with_path(bundle_path))?;
-    while let Some(entry) = reader.next_entry().map_err(|e| e.with_path(bundle_path))? {
-        let held = source.as_ref().and_then(|s| s.validator(entry.prefix));
-        if held != entry.validator.as_deref() {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// The index already is the bundle's result: nothing is written. What a
-/// run killed after its rename left beside it (the journal, whose terms
-/// name the index before) goes, once no other update holds the partial
-/// index.
-fn nothing_to_do(path: &Path, index: &Index, started: Instant) -> Result<UpdateSummary> {
-    let (partial_path, journal_path) = beside(path)?;
-    if partial_path.exists() || journal_path.exists() {
-        let partial = lock_partial(path, &partial_path)?;
-        for leftover in [&journal_path, &partial_path] {
-            match std::fs::remove_file(leftover) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(leftover.clone(), e)),
-            }
-        }
-        drop(partial);
-        sync_parent(path);
-    }
-    let stats = index.stats();
-    Ok(UpdateSummary {
-        hashes: stats.hashes,
-        min_count: stats.min_count,
-        bytes: stats.bytes,
-        seconds: started.elapsed().as_secs_f64(),
-        path: UpdatePath::AlreadyApplied,
-        ..UpdateSummary::default()
-    })
 }
 
 /// Refuses a bundle made for an index of another size than `old` (no
