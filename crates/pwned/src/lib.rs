@@ -21,6 +21,8 @@
 #![deny(missing_docs)]
 
 mod build;
+#[cfg(any(feature = "update", feature = "test-util"))]
+mod bundle;
 mod error;
 mod export;
 mod file_at;
@@ -71,6 +73,10 @@ pub use build::prepare::build_to_vec;
 #[cfg(feature = "test-util")]
 pub use build::writer::{Checkpoint, SortedWriter, Written};
 #[cfg(feature = "test-util")]
+pub use bundle::{
+    BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
+};
+#[cfg(feature = "test-util")]
 pub use export::range_file_name;
 #[cfg(feature = "test-util")]
 pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
@@ -90,7 +96,5 @@ pub use range::validator::range_etag;
 pub use read::identity::identity;
 #[cfg(all(feature = "serve", feature = "test-util"))]
 pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-#[cfg(all(feature = "update", feature = "test-util"))]
-pub use update::bundle::{BUNDLE_VERSION, BundleEntry, BundleHeader, BundleReader};
 #[cfg(all(feature = "update", feature = "test-util"))]
 pub use update::decode_body;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use seekless_pwned::{
     BuildOptions, BundleReader, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, SortedWriter,
-    Source, UpdateOptions, build_to_vec, diff, identity, update, write_bundle,
+    Source, UpdateOptions, UpdatePath, build_to_vec, diff, identity, update, write_bundle,
 };
 use seekless_testkit::{Rng, TempDir};
 
@@ -431,10 +431,168 @@ fn a_first_bundle_builds_the_index_from_nothing() {
     let applied = apply(&made, &bundle, kind).unwrap();
     assert!(applied.created);
     assert_eq!(pairs(&made), pairs(&new_path));
-    // Applied again to what it made: not the index it was made for.
+    // Applied again to what it made: nothing to do.
+    let again = apply(&made, &bundle, kind).unwrap();
+    assert_eq!(again.path, UpdatePath::AlreadyApplied);
+    assert_eq!(pairs(&made), pairs(&new_path));
+}
+
+/// The names in `dir` of files an update leaves beside an index.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_bundle_applied_again_does_nothing_and_clears_what_a_kill_left() {
+    let kind = Kind::Sha1;
+    let dir = TempDir::new("pwned-bundle-again");
+    let (old, new, old_v, new_v) = old_and_new(kind);
+    let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
+    let bundle = dir.join("changes.bundle");
+    write_bundle(
+        &bundle,
+        Some(&Index::open(&old_path).unwrap()),
+        &Index::open(&new_path).unwrap(),
+    )
+    .unwrap();
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let index = work.join("copy.idx");
+    std::fs::copy(&old_path, &index).unwrap();
+    let first = apply(&index, &bundle, kind).unwrap();
+    assert_eq!(first.path, UpdatePath::BundleFile);
+    let applied = snapshot(&work);
+
+    // Again: nothing written, the index as it was.
+    let again = apply(&index, &bundle, kind).unwrap();
+    assert_eq!(again.path, UpdatePath::AlreadyApplied);
+    assert_eq!((again.hashes, again.changed), (new.len() as u64, 0));
+    assert_eq!(snapshot(&work), applied);
+
+    // What a run killed after its rename leaves: the journal (its terms
+    // name the old index), maybe the partial index. Removed.
+    let (partial, journal) = (
+        work.join(".copy.idx.update-partial"),
+        work.join(".copy.idx.update-journal"),
+    );
+    for left in [vec![&journal], vec![&journal, &partial], vec![&partial]] {
+        for path in &left {
+            std::fs::write(path, b"SEEKUPJ1 left by a killed run").unwrap();
+        }
+        let again = apply(&index, &bundle, kind).unwrap();
+        assert_eq!(again.path, UpdatePath::AlreadyApplied);
+        assert_eq!(snapshot(&work), applied, "{left:?} removed");
+    }
+
+    // While another update of the index runs (it holds the partial
+    // index): refused, its files untouched.
+    let running = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&partial)
+        .unwrap();
+    running.try_lock().unwrap();
+    std::fs::write(&journal, b"SEEKUPJ1 of the running update").unwrap();
+    let e = apply(&index, &bundle, kind).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("another update of this index is running"),
+        "{e}"
+    );
+    assert_eq!(
+        leftovers(&work),
+        [".copy.idx.update-journal", ".copy.idx.update-partial"]
+    );
+    drop(running);
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::remove_file(&partial).unwrap();
+
+    // NEW's content built another way (no identity recorded: computed):
+    // nothing to do either.
+    let rebuilt = work.join("rebuilt.idx");
+    write_index(&rebuilt, kind, &new, None);
+    assert_eq!(
+        apply(&rebuilt, &bundle, kind).unwrap().path,
+        UpdatePath::AlreadyApplied
+    );
+
+    // An index at neither OLD nor NEW, of NEW's size: refused, untouched.
+    let mut other = new.clone();
+    *other.values_mut().next().unwrap() += 1;
+    let elsewhere = work.join("elsewhere.idx");
+    write_index(&elsewhere, kind, &other, None);
+    let before = snapshot(&work);
     refused(
-        apply(&made, &bundle, kind),
-        "applies to an index of 0 hashes",
+        apply(&elsewhere, &bundle, kind),
+        "a bundle for another index",
+    );
+    assert_eq!(snapshot(&work), before);
+}
+
+#[test]
+fn a_bundle_of_validators_alone_is_applied_once() {
+    let kind = Kind::Sha1;
+    let dir = TempDir::new("pwned-bundle-validators");
+    let (old, _, old_v, _) = old_and_new(kind);
+    let mut new_v = old_v.clone();
+    let first = *new_v.keys().next().unwrap();
+    new_v.insert(first, b"\"revalidated\"".to_vec());
+    let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&old, &new_v));
+    let bundle = dir.join("validators.bundle");
+    let made = write_bundle(
+        &bundle,
+        Some(&Index::open(&old_path).unwrap()),
+        &Index::open(&new_path).unwrap(),
+    )
+    .unwrap();
+    assert_eq!((made.changed, made.validators), (0, 1));
+    let index = dir.join("copy.idx");
+    std::fs::copy(&old_path, &index).unwrap();
+    // The same identity before and after: the validators tell.
+    assert_eq!(
+        apply(&index, &bundle, kind).unwrap().path,
+        UpdatePath::BundleFile
+    );
+    let source = Index::open(&index).unwrap().source().unwrap().unwrap();
+    assert_eq!(source.validator(first), Some(&b"\"revalidated\""[..]));
+    assert_eq!(
+        apply(&index, &bundle, kind).unwrap().path,
+        UpdatePath::AlreadyApplied
+    );
+}
+
+#[test]
+fn a_subset_is_told_why_a_bundle_does_not_fit() {
+    let kind = Kind::Sha1;
+    let dir = TempDir::new("pwned-bundle-subset");
+    let (old, new, old_v, new_v) = old_and_new(kind);
+    let (old_path, new_path) = write_old_and_new(&dir, kind, (&old, &old_v), (&new, &new_v));
+    let bundle = dir.join("changes.bundle");
+    write_bundle(
+        &bundle,
+        Some(&Index::open(&old_path).unwrap()),
+        &Index::open(&new_path).unwrap(),
+    )
+    .unwrap();
+    // OLD kept at a minimum of 5000: the bundle of the whole corpora.
+    let mut writer = SortedWriter::new(Cursor::new(Vec::new()), kind, None)
+        .unwrap()
+        .with_min_count(5000);
+    for (&key, &count) in &old {
+        writer.push(key, count).unwrap();
+    }
+    let path = dir.join("top.idx");
+    std::fs::write(&path, writer.finish(None).unwrap().0.into_inner()).unwrap();
+    refused(
+        apply(&path, &bundle, kind),
+        "keeps only the hashes seen at least 5000 times",
     );
 }
 

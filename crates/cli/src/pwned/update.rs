@@ -87,6 +87,20 @@ pub(super) fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> R
             );
             return Ok(ExitCode::SUCCESS);
         }
+        UpdatePath::AlreadyApplied => {
+            println!(
+                "{} is already at the result of {} ({} hashes): nothing to do, nothing written, {:.1} s",
+                index.display(),
+                options
+                    .from_bundle
+                    .as_deref()
+                    .unwrap_or(Path::new("the bundle"))
+                    .display(),
+                s.hashes,
+                s.seconds
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         UpdatePath::Bundles { count } => {
             println!(
                 "{} {}: {count} delta bundle{} from the mirror, {} bytes downloaded; {} ranges changed",

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 
+use crate::bundle::{BundleEntry, BundleHeader, BundleReader};
 use crate::error::{Error, Result};
 use crate::format::hash::{Key, Kind};
 use crate::format::source::{RANGES, Source};
@@ -16,7 +17,6 @@ use crate::range::parse::parse_range;
 use crate::range::validator::range_digest;
 use crate::read::identity::Digests;
 use crate::read::index::Index;
-use crate::update::bundle::{BundleEntry, BundleHeader, BundleReader};
 use crate::update::fetch::Fetcher;
 use crate::update::options::UpdateOptions;
 

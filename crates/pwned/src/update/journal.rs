@@ -90,6 +90,10 @@ pub enum UpdatePath {
     /// The mirror serves the index's identity already: nothing was
     /// fetched or written.
     Current,
+    /// The index already is what the bundle (`from_bundle`) makes:
+    /// nothing was written (what a run killed after putting it in place
+    /// left beside it was removed).
+    AlreadyApplied,
 }
 
 /// What an update's results depend on besides the server: a journal made

@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
 
+use crate::bundle::{BundleHeader, BundleReader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::read::identity::{Digests, identity_hex, parse_identity_hex};
 use crate::read::index::Index;
-use crate::update::bundle::{BundleHeader, BundleReader};
 use crate::update::client::explain;
 use crate::update::journal::{UpdatePath, UpdateSummary};
 use crate::update::options::{DEFAULT_BASE_URL, UpdateOptions, UpdateProgress};

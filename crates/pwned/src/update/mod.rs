@@ -22,7 +22,8 @@
 //!
 //! `update --check` ([`check`]) asks the same questions and writes nothing.
 //!
-//! The parts: [`run`] (the update from start to end), [`mirror`] (a
+//! The parts: [`run`] (the update from start to end), [`applied`] (a
+//! bundle applied already), [`mirror`] (a
 //! seekless mirror's identity and bundles), [`answers`] (ranges
 //! from the network or a bundle), [`fetch`] (HTTP requests, retries,
 //! decoding), [`journal`] (checkpoints to resume from), [`bundle`] (delta
@@ -30,6 +31,7 @@
 //! certificates are trusted, refusals in plain words), [`options`].
 
 mod answers;
+mod applied;
 pub(crate) mod bundle;
 mod check;
 pub(crate) mod client;

@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::build::writer::SortedWriter;
 use crate::build::writer::Written;
+use crate::bundle::{BundleHeader, BundleReader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
 use crate::format::layout::PAGE;
@@ -20,7 +21,7 @@ use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
 use crate::update::answers::{Answers, Body};
-use crate::update::bundle::{BundleHeader, BundleReader};
+use crate::update::applied;
 use crate::update::client;
 use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
@@ -53,7 +54,17 @@ pub fn update(
         Some(bundle) => (Some(check_bundle(bundle, options.kind)?), None),
         None => (None, Some(client::build(options)?)),
     };
-    let old = open_old(path, options, bundle.as_ref())?;
+    let old = open_old(path, options)?;
+    if let Some(bundle) = &bundle {
+        // Applied already (the same command again, after a kill once the
+        // new index was in place): nothing to do.
+        if let Some(index) = &old
+            && applied::already(index, bundle)?
+        {
+            return applied::nothing_to_do(path, index, started);
+        }
+        fits(path, old.as_ref(), bundle)?;
+    }
     let held = old.as_ref().map_or(1, |old| old.stats().min_count);
     let min_count = min_count(held, options)?;
     let validators = match &old {
@@ -177,12 +188,8 @@ fn bundle_out(
 }
 
 /// The index at `path` when there is one, checked against what the update
-/// asks: of its kind, not compact, and the index a bundle applies to.
-pub(super) fn open_old(
-    path: &Path,
-    options: &UpdateOptions,
-    bundle: Option<&(PathBuf, BundleHeader)>,
-) -> Result<Option<Index>> {
+/// asks: of its kind, not compact.
+pub(super) fn open_old(path: &Path, options: &UpdateOptions) -> Result<Option<Index>> {
     let old = match Index::open(path) {
         Ok(index) => Some(index),
         Err(e) if matches!(e.kind(), ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound) => {
@@ -207,21 +214,37 @@ pub(super) fn open_old(
         }
         .into());
     }
-    if let (Some((bundle_path, header)), old) = (bundle, &old) {
-        let hashes = old.as_ref().map_or(0, Index::len);
-        if hashes != header.old_hashes {
-            return Err(ErrorKind::BadBundle {
-                what: format!(
-                    "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index)",
-                    bundle_path.display(),
-                    header.old_hashes,
-                    path.display()
-                ),
-            }
-            .into());
-        }
-    }
     Ok(old)
+}
+
+/// Refuses a bundle made for an index of another size than `old` (no
+/// index: 0 hashes) before anything is written; one for another index of
+/// the same size is found while applying ([`check_bundled`]).
+fn fits(
+    path: &Path,
+    old: Option<&Index>,
+    (bundle_path, header): &(PathBuf, BundleHeader),
+) -> Result<()> {
+    let hashes = old.map_or(0, Index::len);
+    if hashes == header.old_hashes {
+        return Ok(());
+    }
+    // A subset's bundle is made between subsets of its minimum.
+    let subset = match old.map_or(1, |old| old.stats().min_count) {
+        1 => String::new(),
+        m => format!(
+            "; it keeps only the hashes seen at least {m} times, and a bundle applies only to an index of the minimum it was made between"
+        ),
+    };
+    Err(ErrorKind::BadBundle {
+        what: format!(
+            "{} applies to an index of {} hashes; {} holds {hashes} (a bundle for another index){subset}",
+            bundle_path.display(),
+            header.old_hashes,
+            path.display()
+        ),
+    }
+    .into())
 }
 
 /// The partial index, locked for as long as this update runs: a second
