@@ -129,7 +129,7 @@ pub fn identity_hex(identity: &[u8; 32]) -> String {
 
 /// An identity from its 64 hex digits (either case); `None` for anything
 /// else.
-#[cfg(any(feature = "serve", feature = "update"))]
+#[cfg(feature = "update")]
 pub(crate) fn parse_identity_hex(hex: &str) -> Option<[u8; 32]> {
     let hex = hex.as_bytes();
     if hex.len() != 64 {
