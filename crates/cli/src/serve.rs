@@ -79,11 +79,11 @@ pub struct Args {
     pub tls_names: Vec<String>,
     /// How long a certificate of --tls-ca-dir is valid (renewed when a
     /// third of it is left); for tests.
-    #[arg(long, value_name = "AGE", value_parser = parse_age, hide = true)]
+    #[arg(long, value_name = "AGE", value_parser = crate::date::parse_span, hide = true)]
     pub tls_lifetime: Option<Duration>,
     /// Make /health answer 503 while an index is older than this (its last
     /// update, or its build): 8d, 36h, 90m, or seconds.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    #[arg(long, value_name = "AGE", value_parser = crate::date::parse_span)]
     pub max_age: Option<Duration>,
     /// Do not offer the whole-hash lookups (`GET /check/sha1/…`,
     /// `GET /check/ntlm/…`, `POST /check`). They receive whole hashes (no
@@ -273,36 +273,6 @@ fn serve(args: Args) -> Result<()> {
         worker.join().map_err(|_| "a worker thread panicked")??;
     }
     accepted
-}
-
-/// `--max-age`: a number and a unit (`d`, `h`, `m`, `s`; `w` for weeks),
-/// or a bare number of seconds.
-fn parse_age(text: &str) -> std::result::Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit_secs = match unit.trim() {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?}: give a number and d, h, m or s (8d, 36h)"
-            ));
-        }
-    };
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not an age: give a number and d, h, m or s (8d)"))?;
-    number
-        .checked_mul(unit_secs)
-        .filter(|&secs| secs > 0)
-        .map(Duration::from_secs)
-        .ok_or_else(|| format!("{text:?}: an age from 1 second to centuries"))
 }
 
 /// How often the watcher looks at the served files' names.

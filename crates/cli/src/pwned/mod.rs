@@ -28,7 +28,7 @@ use export::{export_file, export_ranges, export_stdout};
 use inspect::{stats, verify};
 use prepare::prepare;
 #[cfg(feature = "update")]
-use update::{diff, update, update_check};
+use update::{diff, update, update_check, update_every};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -133,8 +133,9 @@ pub enum Command {
         from_bundle: Option<PathBuf>,
         /// Also write the delta bundle of what this update changed, for
         /// copies of the old index where there is no network. A directory
-        /// (as `serve --bundles DIR` serves) gets it under a name from the
-        /// two indexes' identities, and none when nothing changed.
+        /// (as `serve --bundles DIR` serves; a path ending in `/` is one,
+        /// made when missing) gets it under a name from the two indexes'
+        /// identities, and none when nothing changed.
         #[arg(long, value_name = "CHANGES")]
         bundle_out: Option<PathBuf>,
         /// Write nothing: say whether the upstream holds newer data (exit
@@ -143,6 +144,13 @@ pub enum Command {
         /// other server every range, with the stored validators.
         #[arg(long, conflicts_with_all = ["from_bundle", "bundle_out"])]
         check: bool,
+        /// Keep running: update now, then again INTERVAL after each run
+        /// ends (10m, 6h, 1d, or seconds), as a sidecar or a service does;
+        /// a failed run is reported and tried again at the next. Stop it
+        /// at any moment: an update killed is resumed by the next run.
+        #[arg(long, value_name = "INTERVAL", value_parser = crate::date::parse_span,
+              conflicts_with_all = ["from_bundle", "check"])]
+        every: Option<std::time::Duration>,
         /// A subset: keep only the hashes seen at least N times (default:
         /// the index's own minimum, every hash for a new index). Raising
         /// an index's minimum filters it; lowering it needs --full, as the
@@ -276,28 +284,37 @@ pub fn run(command: Command) -> ExitCode {
             from_bundle,
             bundle_out,
             check,
+            every,
             min_count,
-        } => (if check { update_check } else { update })(
-            &index,
-            &seekless_pwned::UpdateOptions {
-                base_url,
-                kind: if ntlm {
-                    seekless_pwned::Kind::Ntlm
-                } else {
-                    seekless_pwned::Kind::Sha1
+        } => {
+            let run = |index: &std::path::Path, options: &seekless_pwned::UpdateOptions| match every
+            {
+                Some(every) => update_every(index, options, every),
+                None if check => update_check(index, options),
+                None => update(index, options),
+            };
+            run(
+                &index,
+                &seekless_pwned::UpdateOptions {
+                    base_url,
+                    kind: if ntlm {
+                        seekless_pwned::Kind::Ntlm
+                    } else {
+                        seekless_pwned::Kind::Sha1
+                    },
+                    concurrency: usize::from(concurrency),
+                    full,
+                    timeout: std::time::Duration::from_secs(timeout),
+                    tries,
+                    proxies: seekless_pwned::Proxies::from_env(),
+                    ca_certs,
+                    from_bundle,
+                    bundle_out,
+                    min_count,
+                    ..seekless_pwned::UpdateOptions::default()
                 },
-                concurrency: usize::from(concurrency),
-                full,
-                timeout: std::time::Duration::from_secs(timeout),
-                tries,
-                proxies: seekless_pwned::Proxies::from_env(),
-                ca_certs,
-                from_bundle,
-                bundle_out,
-                min_count,
-                ..seekless_pwned::UpdateOptions::default()
-            },
-        ),
+            )
+        }
         #[cfg(feature = "update")]
         Command::Diff { old, new, output } => diff(&old, &new, &output),
         Command::Stats { index, json } => stats(&index, json),

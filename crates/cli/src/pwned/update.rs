@@ -218,3 +218,26 @@ pub(super) fn update_check(
         ExitCode::from(1)
     })
 }
+
+/// `pwned update INDEX --every INTERVAL`: an update, then another INTERVAL
+/// after each ends, for as long as the process runs. A run that fails is
+/// reported on standard error and tried again at the next; a signal stops
+/// it at once (what a killed update leaves, the next run resumes).
+pub(super) fn update_every(
+    index: &Path,
+    options: &seekless_pwned::UpdateOptions,
+    every: std::time::Duration,
+) -> Result<ExitCode> {
+    loop {
+        if let Err(e) = update(index, options) {
+            eprintln!(
+                "seekless: {}: update failed: {e}; next try in {}",
+                crate::date::rfc3339(std::time::SystemTime::now()),
+                humantime::format_duration(every)
+            );
+        }
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(every);
+    }
+}

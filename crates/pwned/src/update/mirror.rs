@@ -56,7 +56,7 @@ pub(crate) fn applies(options: &UpdateOptions) -> bool {
     // A bundle file asked for (`bundle_out` not a directory) is the diff
     // of one refresh: the per-range path writes it.
     options.from_bundle.is_none()
-        && options.bundle_out.as_ref().is_none_or(|out| out.is_dir())
+        && options.bundle_out.as_deref().is_none_or(is_bundle_dir)
         && !options.full
         && options.base_url.trim_end_matches('/') != DEFAULT_BASE_URL
 }
@@ -383,13 +383,21 @@ fn keep_or_remove(
     from: &[u8; 32],
     to: &[u8; 32],
 ) -> Result<()> {
-    match out.filter(|out| out.is_dir()) {
+    match out.filter(|out| is_bundle_dir(out)) {
         Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.to_path_buf(), e))?;
             let kept = dir.join(bundle_name(from, to));
             crate::tmpfile::replace(download, &kept).map_err(|e| Error::io(kept, e))
         }
         None => std::fs::remove_file(download).map_err(|e| Error::io(download.to_path_buf(), e)),
     }
+}
+
+/// Whether `--bundle-out` names a directory of bundles: one that exists,
+/// or a path ending in a separator (`bundles/`: made when missing).
+pub(crate) fn is_bundle_dir(out: &Path) -> bool {
+    let text = out.as_os_str().to_string_lossy();
+    out.is_dir() || text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// The name a bundle is given in a directory of bundles: the first 16 hex

@@ -159,15 +159,17 @@ pub fn update(
 }
 
 /// Writes the bundle that makes `new` of `old` to `out`, or into the
-/// directory `out` under a name from both identities (none when they are
-/// the same: nothing to carry). The path written, if any.
+/// directory `out` (made when missing, for a path ending in a separator)
+/// under a name from both identities (none when they are the same:
+/// nothing to carry). The path written, if any.
 fn bundle_out(
     out: &Path,
     old: Option<&Index>,
     new: &Index,
     new_identity: Option<[u8; 32]>,
 ) -> Result<Option<PathBuf>> {
-    let out = if out.is_dir() {
+    let out = if mirror::is_bundle_dir(out) {
+        std::fs::create_dir_all(out).map_err(|e| Error::io(out.to_path_buf(), e))?;
         let from = match old {
             Some(old) => old.identity()?,
             None => Digests::empty(new.kind()).identity(new.kind()),
