@@ -18,7 +18,11 @@
 #    nothing, with the binary installed where the units expect it
 #    (/usr/local/bin/seekless) in a scratch root beside the host's own
 #    system units; `systemd-analyze security` must rate each service's
-#    exposure 2.0 or lower.
+#    exposure 2.0 or lower;
+# 4. deploy/kubernetes/: every object valid against the Kubernetes 1.34
+#    schemas (kubernetes-validate, strict), every container non-root with
+#    a read-only root and no capabilities, serve's probes on /health, and
+#    every command and flag one the release binary's help lists.
 #
 # Needs what scripts/release.sh needs, podman (and runc where crun cannot
 # run containers) and systemd-analyze; .ci/run installs them.
@@ -231,3 +235,93 @@ else
     fi
     rm -rf "$root"
 fi
+
+echo "== deploy: Kubernetes manifests (deploy/kubernetes, kubernetes-validate)"
+# Without a cluster: every object against the Kubernetes API's JSON
+# schemas (kubernetes-validate from PyPI carries them; strict: an unknown
+# field is an error), then what a schema cannot say, from the same YAML.
+# The validator goes into a virtual environment under the target
+# directory, pinned, as release.sh does with its PyPI tools.
+venv="$target_dir/kubernetes-validate"
+if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    python3 -m venv "$venv" >/dev/null \
+        && "$venv/bin/pip" install -q kubernetes-validate==1.34.1 \
+        || fail "cannot install kubernetes-validate 1.34.1 from PyPI into $venv (python3-venv and PyPI needed)"
+fi
+manifests=(deploy/kubernetes/*.yaml)
+objects=()
+for file in "${manifests[@]}"; do
+    [ "${file##*/}" = kustomization.yaml ] || objects+=("$file")
+done
+report=$("$venv/bin/kubernetes-validate" --strict --quiet --kubernetes-version 1.34.0 "${objects[@]}" 2>&1) \
+    || fail "kubernetes-validate: $report"
+[ -z "$report" ] || fail "kubernetes-validate: $report"
+# Prints one line per container, "NAME<TAB>COMMAND<TAB>FLAGS", for the
+# flags to be checked against the binary's own help.
+commands=$("$venv/bin/python" - "${objects[@]}" <<'PY'
+import os, sys, yaml
+
+def fail(what):
+    sys.exit(f"deploy: FAILED: {what}")
+
+files = sys.argv[1:]
+with open("deploy/kubernetes/kustomization.yaml") as f:
+    kustomization = yaml.safe_load(f)
+listed = set(kustomization["resources"])
+present = {os.path.basename(p) for p in files}
+if listed != present:
+    fail(f"kustomization.yaml lists {sorted(listed)}, the directory holds {sorted(present)}")
+image = {i["name"] for i in kustomization.get("images", [])}
+if image != {"seekless"}:
+    fail(f"kustomization.yaml names images {sorted(image)}: the image is `seekless`")
+deployments = 0
+for path in files:
+    with open(path) as f:
+        for obj in yaml.safe_load_all(f):
+            if obj["kind"] != "Deployment":
+                continue
+            deployments += 1
+            name = obj["metadata"]["name"]
+            pod = obj["spec"]["template"]["spec"]
+            sc = pod.get("securityContext", {})
+            if sc.get("runAsNonRoot") is not True or sc.get("runAsUser", 0) == 0:
+                fail(f"{name}: the pod must run as a non-root user (runAsNonRoot, runAsUser)")
+            if pod.get("automountServiceAccountToken") is not False:
+                fail(f"{name}: the pod needs no API token (automountServiceAccountToken: false)")
+            for c in pod.get("initContainers", []) + pod["containers"]:
+                where = f"{name}/{c['name']}"
+                csc = c.get("securityContext", {})
+                if csc.get("readOnlyRootFilesystem") is not True:
+                    fail(f"{where}: readOnlyRootFilesystem must be true")
+                if csc.get("allowPrivilegeEscalation") is not False:
+                    fail(f"{where}: allowPrivilegeEscalation must be false")
+                if "ALL" not in csc.get("capabilities", {}).get("drop", []):
+                    fail(f"{where}: every capability must be dropped")
+                if c["image"].split(":")[0] != "seekless":
+                    fail(f"{where}: runs image {c['image']}, not seekless")
+                args = [str(a) for a in c.get("args", [])]
+                if args[:1] != ["pwned"] or len(args) < 2:
+                    fail(f"{where}: args {args} are no `seekless pwned` command")
+                if args[1] == "serve":
+                    for probe in ("startupProbe", "readinessProbe"):
+                        if c.get(probe, {}).get("httpGet", {}).get("path") != "/health":
+                            fail(f"{where}: its {probe} must GET /health")
+                flags = [a.split("=")[0] for a in args if a.startswith("--")]
+                print(f"{where}\t{args[1]}\t{' '.join(flags)}")
+if deployments == 0:
+    fail("no Deployment in deploy/kubernetes")
+PY
+) || exit 1
+if [ -n "$binary" ]; then
+    while IFS=$'\t' read -r where command flags; do
+        help=$("$binary" pwned "$command" --help) || fail "$where: \`seekless pwned $command\` is no command"
+        for flag in $flags; do
+            grep -qE -- "(^|[ ,])$flag([ =,]|$)" <<<"$help" \
+                || fail "$where: \`seekless pwned $command\` has no flag $flag"
+        done
+    done <<<"$commands"
+    say "every container's command and flags are the CLI's ($binary)"
+else
+    say "the containers' flags not checked against the CLI: no release binary (see above)"
+fi
+say "deploy/kubernetes: ${#objects[@]} files valid against Kubernetes 1.34 (strict), non-root, read-only root, probes on /health"
