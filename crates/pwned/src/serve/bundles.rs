@@ -232,7 +232,10 @@ fn send(
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|tag| tag.trim() == "*" || tag.trim() == etag);
+        .map(str::trim)
+        // If-None-Match compares weakly (RFC 9110, 13.1.2): a cache may
+        // have kept the tag as W/"…".
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag);
     let mut response = if matches {
         let mut r = Response::new(Body::empty());
         *r.status_mut() = StatusCode::NOT_MODIFIED;

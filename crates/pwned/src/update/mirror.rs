@@ -211,6 +211,7 @@ pub(crate) fn refresh(
     let (index, mut at) = own(path, options.kind)?;
     let held = index.as_ref().map_or(1, |index| index.stats().min_count);
     let hashes = index.as_ref().map_or(0, Index::len);
+    let created = index.is_none();
     drop(index);
     let mut target = match runtime.block_on(ask_identity(&client, &base, options.kind)) {
         Ok(upstream) => upstream,
@@ -241,7 +242,10 @@ pub(crate) fn refresh(
     let download = download_path(path)?;
     let mut applied = 0u32;
     let mut asked_again = false;
-    let mut total = UpdateSummary::default();
+    let mut total = UpdateSummary {
+        created,
+        ..UpdateSummary::default()
+    };
     loop {
         if at == target.identity {
             // The mirror may have moved on while the chain was followed:
@@ -383,13 +387,28 @@ fn keep_or_remove(
     from: &[u8; 32],
     to: &[u8; 32],
 ) -> Result<()> {
-    match out.filter(|out| is_bundle_dir(out)) {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.to_path_buf(), e))?;
-            let kept = dir.join(bundle_name(from, to));
-            crate::tmpfile::replace(download, &kept).map_err(|e| Error::io(kept, e))
+    let Some(dir) = out.filter(|out| is_bundle_dir(out)) else {
+        return std::fs::remove_file(download).map_err(|e| Error::io(download.to_path_buf(), e));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.to_path_buf(), e))?;
+    let name = bundle_name(from, to);
+    let kept = dir.join(&name);
+    match crate::tmpfile::replace(download, &kept) {
+        Ok(()) => Ok(()),
+        // DIR on another file system than the index: copied in under a
+        // name `serve --bundles` passes over, renamed when complete.
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            let partial = dir.join(format!(".{name}.partial"));
+            let copied = std::fs::copy(download, &partial)
+                .and_then(|_| File::open(&partial)?.sync_all())
+                .and_then(|()| crate::tmpfile::replace(&partial, &kept));
+            if let Err(e) = copied {
+                let _ = std::fs::remove_file(&partial);
+                return Err(Error::io(kept, e));
+            }
+            std::fs::remove_file(download).map_err(|e| Error::io(download.to_path_buf(), e))
         }
-        None => std::fs::remove_file(download).map_err(|e| Error::io(download.to_path_buf(), e)),
+        Err(e) => Err(Error::io(kept, e)),
     }
 }
 

@@ -29,6 +29,15 @@ pub fn corpus(kind: Kind, ranges: u64, n: usize, seed: u64) -> Vec<(String, u64)
 }
 
 pub fn index(kind: Kind, lines: &[(String, u64)]) -> Index {
+    // The kind is read off the hashes' length.
+    let index = Index::from_bytes(index_bytes(lines, 1)).unwrap();
+    assert_eq!(index.kind(), kind);
+    index
+}
+
+/// The bytes of the index `prepare` builds of `lines`, keeping the hashes
+/// seen at least `min_count` times (1: all).
+pub fn index_bytes(lines: &[(String, u64)], min_count: u64) -> Vec<u8> {
     let text: String = lines.iter().map(|(h, c)| format!("{h}:{c}\n")).collect();
     let input = Input::Bytes {
         name: "corpus".into(),
@@ -36,12 +45,10 @@ pub fn index(kind: Kind, lines: &[(String, u64)]) -> Index {
     };
     let options = BuildOptions {
         threads: 1,
+        min_count,
         ..BuildOptions::default()
     };
-    // The kind is read off the hashes' length.
-    let index = Index::from_bytes(build_to_vec(vec![input], &options).unwrap().0).unwrap();
-    assert_eq!(index.kind(), kind);
-    index
+    build_to_vec(vec![input], &options).unwrap().0
 }
 
 /// Every non-empty range of `index` as the API must answer it, written out
