@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+pub mod serve;
+
 /// The binary under test.
 pub const SEEKLESS: &str = env!("CARGO_BIN_EXE_seekless");
 
