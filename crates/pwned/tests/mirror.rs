@@ -575,22 +575,26 @@ struct OtherFileSystem(PathBuf);
 
 impl OtherFileSystem {
     fn new(near: &Path) -> OtherFileSystem {
-        let mut path = near.join("other");
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let shm = Path::new("/dev/shm");
-            let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
-            if device(shm).is_some_and(|d| Some(d) != device(near)) {
-                let name = near.file_name().unwrap().to_string_lossy().into_owned();
-                path = shm.join(name);
-            } else {
-                eprintln!("no /dev/shm on another file system: --bundle-out DIR beside the index");
-            }
-        }
+        let path = Self::tmpfs(near).unwrap_or_else(|| {
+            eprintln!("no /dev/shm on another file system: --bundle-out DIR beside the index");
+            near.join("other")
+        });
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         OtherFileSystem(path)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn tmpfs(near: &Path) -> Option<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
+        let shm = Path::new("/dev/shm");
+        let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+        (device(shm)? != device(near)?).then(|| shm.join(near.file_name().unwrap()))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn tmpfs(_: &Path) -> Option<PathBuf> {
+        None
     }
 
     fn path(&self) -> &Path {
