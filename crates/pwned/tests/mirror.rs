@@ -394,7 +394,9 @@ fn an_index_follows_the_chain_of_bundles_to_the_mirrors_identity() {
     let want = pairs(&scene.index(C));
 
     let replica = scene.replica("from-a", A);
-    let kept = scene.subdir("kept");
+    // A path ending in a separator: the directory is made.
+    let kept = scene.dir.join(format!("kept{}", std::path::MAIN_SEPARATOR));
+    assert!(!kept.exists());
     let s = mirror.update_keeping(&replica, &kept).unwrap();
     assert_eq!(s.path, UpdatePath::Bundles { count: 2 });
     assert_eq!(
@@ -828,8 +830,8 @@ async fn bundles_are_found_by_identity_and_cached_for_good() {
 }
 
 /// No bundle from the index's identity: update goes range by range and
-/// still ends at the mirror's corpus, saying why; `--bundle-out DIR` gets
-/// the bundle of what changed.
+/// still ends at the mirror's corpus, saying why; `--bundle-out DIR/`
+/// (made when missing) gets the bundle of what changed.
 #[test]
 fn walk_all_ranges_when_no_bundle_leads_from_the_index() {
     let scene = Scene::new("no-bundle");
@@ -837,7 +839,8 @@ fn walk_all_ranges_when_no_bundle_leads_from_the_index() {
     scene.bundle(&dir, B, C);
     let mirror = Mirror::start(&dir, scene.served(C), Tweaks::default());
     let replica = scene.replica("replica", A);
-    let out = scene.subdir("out");
+    let out = scene.dir.join(format!("out{}", std::path::MAIN_SEPARATOR));
+    assert!(!out.exists());
     let s = mirror.update_keeping(&replica, &out).unwrap();
     let UpdatePath::RangesInstead(why) = &s.path else {
         panic!("{:?}", s.path)
