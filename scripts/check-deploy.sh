@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the three ways seekless is deployed, as CI runs them (.ci/run):
+# Checks the four ways seekless is deployed, as CI runs them (.ci/run):
 #
 # 1. scripts/release.sh: the static binaries, checked, packed (a skip, said
 #    as such, when a target's toolchain cannot be had: the script's status
@@ -19,15 +19,47 @@
 #    (/usr/local/bin/seekless) in a scratch root beside the host's own
 #    system units; `systemd-analyze security` must rate each service's
 #    exposure 2.0 or lower;
-# 4. deploy/kubernetes/: every object valid against the Kubernetes 1.34
-#    schemas (kubernetes-validate, strict), every container non-root with
-#    a read-only root and no capabilities, serve's probes on /health, and
-#    every command and flag one the release binary's help lists.
+# 4. deploy/kubernetes/: the objects `kubectl kustomize` renders (the
+#    files themselves, said as such, without kubectl) valid against the
+#    Kubernetes 1.34 JSON schemas, offline (kubernetes-validate --strict:
+#    an unknown field, a wrong type or an unknown kind fails), then what
+#    the schemas cannot say (scripts/check-kubernetes.py: non-root as the
+#    image's user, read-only roots, no capabilities, serve's probes on
+#    /health, the image seekless:VERSION, CA certificates for HTTPS, each
+#    update writing what its pod serves) and every command and flag one
+#    the binary's help lists. Broken copies of the manifests must be
+#    refused by both checks, so a check that passes everything fails.
+#
+#   scripts/check-deploy.sh              # all four, release.sh run first
+#   scripts/check-deploy.sh --artifacts  # all four, on what release.sh wrote
+#   scripts/check-deploy.sh --kubernetes # the fourth alone (the debug binary)
+#   scripts/check-deploy.sh --install    # install kubernetes-validate (CI's install step)
 #
 # Needs what scripts/release.sh needs, podman (and runc where crun cannot
-# run containers) and systemd-analyze; .ci/run installs them.
+# run containers), systemd-analyze, kubectl (for kustomize) and
+# kubernetes-validate (--install puts it into a venv under target/); .ci/run
+# installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# kubernetes-validate carries the schemas of each Kubernetes version; these
+# are the versions pip resolved for it, pinned.
+KUBERNETES_VERSION=1.34.0
+KUBERNETES_VALIDATE=(kubernetes-validate==1.34.1 jsonschema==4.26.0 jsonschema-specifications==2025.9.1
+    referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0 PyYAML==6.0.4 importlib_resources==7.1.0
+    packaging==26.4 typing_extensions==4.16.0)
+
+mode=all
+case "${1:-}" in
+    "") ;;
+    --artifacts) mode=artifacts ;;
+    --kubernetes) mode=kubernetes ;;
+    --install) mode=install ;;
+    *)
+        echo "usage: scripts/check-deploy.sh [--artifacts | --kubernetes | --install]" >&2
+        exit 2
+        ;;
+esac
 
 say() { echo "deploy: $*"; }
 fail() {
@@ -41,10 +73,115 @@ target_dir=$(grep -o '"target_directory":"[^"]*"' <<<"$metadata" | sed 's/.*:"//
 artifacts="$target_dir/release-artifacts"
 stage="$artifacts/seekless-$version-x86_64-linux-musl"
 arm_stage="$artifacts/seekless-$version-aarch64-linux-musl"
+venv="$target_dir/kubernetes-validate"
+
+# The validator, pinned, in a venv of its own (as release.sh keeps its PyPI
+# tools); made again when the pins change.
+if [ "$mode" = install ]; then
+    if [ "$("$venv/bin/pip" freeze 2>/dev/null | sort -f)" = "$(printf '%s\n' "${KUBERNETES_VALIDATE[@]}" | sort -f)" ]; then
+        say "${KUBERNETES_VALIDATE[0]} is installed in $venv"
+        exit 0
+    fi
+    say "installing ${KUBERNETES_VALIDATE[*]} into $venv (pip)"
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" || ! "$venv/bin/pip" install -q --no-deps "${KUBERNETES_VALIDATE[@]}" \
+        || ! "$venv/bin/pip" check >/dev/null; then
+        rm -rf "$venv"
+        fail "cannot install ${KUBERNETES_VALIDATE[0]} from PyPI into $venv (python3-venv and PyPI needed)"
+    fi
+    exit 0
+fi
+
+# kubernetes-validate on FILE...: any output is a failure (an unknown kind
+# or apiVersion is only warned of); says why on stdout.
+validate() {
+    local out
+    out=$("$venv/bin/kubernetes-validate" --strict --quiet --kubernetes-version "$KUBERNETES_VERSION" "$@" 2>&1) \
+        && [ -z "$out" ] && return 0
+    echo "$out"
+    return 1
+}
+
+# Part 4: deploy/kubernetes/, with $binary (when set) for the flags.
+check_kubernetes() {
+    echo "== deploy: Kubernetes manifests (deploy/kubernetes, kubernetes-validate)"
+    [ -x "$venv/bin/kubernetes-validate" ] \
+        || fail "no kubernetes-validate in $venv: run scripts/check-deploy.sh --install"
+    local scratch file objects=() rendered=() report commands where command flags flag help case broken
+    scratch=$(mktemp -d)
+    # shellcheck disable=SC2064 # the directory is known now
+    trap "rm -rf '$scratch'" EXIT
+    # What `kubectl apply -k` sends, when kubectl is here; else the files.
+    if command -v kubectl >/dev/null; then
+        kubectl kustomize deploy/kubernetes >"$scratch/rendered.yaml" 2>"$scratch/kustomize.err" \
+            || fail "kubectl kustomize deploy/kubernetes: $(tail -n1 "$scratch/kustomize.err")"
+        objects=("$scratch/rendered.yaml")
+        rendered=(--rendered "$scratch/rendered.yaml")
+        say "rendered by kubectl kustomize ($(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: //p'))"
+    else
+        for file in deploy/kubernetes/*.yaml; do
+            [ "${file##*/}" = kustomization.yaml ] || objects+=("$file")
+        done
+        say "SKIPPED rendering with kustomize: kubectl is not installed (the files are checked as they are)"
+    fi
+    report=$(validate "${objects[@]}") || fail "kubernetes-validate: $report"
+    commands=$("$venv/bin/python" scripts/check-kubernetes.py --version "$version" "${rendered[@]}" deploy/kubernetes) \
+        || exit 1
+    if [ -n "$binary" ]; then
+        while IFS=$'\t' read -r where command flags; do
+            help=$("$binary" pwned "$command" --help) || fail "$where: \`seekless pwned $command\` is no command"
+            for flag in $flags; do
+                grep -qE -- "(^|[ ,])$flag([ =,]|\$)" <<<"$help" \
+                    || fail "$where: \`seekless pwned $command\` has no flag $flag ($binary)"
+            done
+        done <<<"$commands"
+        say "every container's command and flags are the CLI's ($binary)"
+    else
+        say "SKIPPED checking the containers' flags against the CLI: no binary (see above)"
+    fi
+    # Both checks must refuse broken copies: the schemas a misspelt field, a
+    # wrong type and an unknown apiVersion; the properties a writable root,
+    # root, a probe elsewhere and no CA bundle.
+    for case in 's/readOnlyRootFilesystem: true/readOnlyRootFileSystem: true/' \
+        's/replicas: \([0-9]*\)/replicas: "\1"/' 's#apps/v1#apps/v2#'; do
+        sed "$case" "${objects[0]}" >"$scratch/broken.yaml"
+        ! cmp -s "$scratch/broken.yaml" "${objects[0]}" || fail "the broken copy ($case) is no different"
+        ! validate "$scratch/broken.yaml" >/dev/null \
+            || fail "kubernetes-validate accepted a broken copy of ${objects[0]##*/} ($case)"
+    done
+    for case in '0,/readOnlyRootFilesystem: true/s//readOnlyRootFilesystem: false/' \
+        '0,/runAsUser: 65532/s//runAsUser: 0/' '0,/path: \/health/s//path: \/healthz/' \
+        's/SSL_CERT_FILE/SSL_CERT_DIR/'; do
+        rm -rf "$scratch/broken"
+        mkdir "$scratch/broken"
+        cp deploy/kubernetes/*.yaml "$scratch/broken/"
+        broken=()
+        if [ ${#rendered[@]} -gt 0 ]; then
+            sed "$case" "$scratch/rendered.yaml" >"$scratch/broken.yaml"
+            ! cmp -s "$scratch/broken.yaml" "$scratch/rendered.yaml" || fail "the broken copy ($case) is no different"
+            broken=(--rendered "$scratch/broken.yaml")
+        else
+            sed -i "$case" "$scratch"/broken/*.yaml
+        fi
+        ! "$venv/bin/python" scripts/check-kubernetes.py --version "$version" "${broken[@]}" "$scratch/broken" \
+            >/dev/null 2>&1 || fail "scripts/check-kubernetes.py accepted a broken copy ($case)"
+    done
+    say "broken copies refused: a misspelt field, a wrong type, an unknown apiVersion (schemas); a writable root, root, a probe elsewhere, no CA bundle (properties)"
+    say "deploy/kubernetes: valid against Kubernetes ${KUBERNETES_VERSION%.0} (strict, offline), non-root, read-only roots, probes on /health, seekless:$version"
+    rm -rf "$scratch"
+    trap - EXIT
+}
+
+if [ "$mode" = kubernetes ]; then
+    cargo build --quiet --locked -p seekless
+    binary="$target_dir/debug/seekless"
+    check_kubernetes
+    exit 0
+fi
 
 echo "== deploy: release artifacts (scripts/release.sh)"
 status=0
-if [ "${1:-}" = --artifacts ]; then
+if [ "$mode" = artifacts ]; then
     [ -e "$artifacts/SHA256SUMS" ] || status=3
 else
     scripts/release.sh || status=$?
@@ -236,92 +373,4 @@ else
     rm -rf "$root"
 fi
 
-echo "== deploy: Kubernetes manifests (deploy/kubernetes, kubernetes-validate)"
-# Without a cluster: every object against the Kubernetes API's JSON
-# schemas (kubernetes-validate from PyPI carries them; strict: an unknown
-# field is an error), then what a schema cannot say, from the same YAML.
-# The validator goes into a virtual environment under the target
-# directory, pinned, as release.sh does with its PyPI tools.
-venv="$target_dir/kubernetes-validate"
-if [ ! -x "$venv/bin/kubernetes-validate" ]; then
-    python3 -m venv "$venv" >/dev/null \
-        && "$venv/bin/pip" install -q kubernetes-validate==1.34.1 \
-        || fail "cannot install kubernetes-validate 1.34.1 from PyPI into $venv (python3-venv and PyPI needed)"
-fi
-manifests=(deploy/kubernetes/*.yaml)
-objects=()
-for file in "${manifests[@]}"; do
-    [ "${file##*/}" = kustomization.yaml ] || objects+=("$file")
-done
-report=$("$venv/bin/kubernetes-validate" --strict --quiet --kubernetes-version 1.34.0 "${objects[@]}" 2>&1) \
-    || fail "kubernetes-validate: $report"
-[ -z "$report" ] || fail "kubernetes-validate: $report"
-# Prints one line per container, "NAME<TAB>COMMAND<TAB>FLAGS", for the
-# flags to be checked against the binary's own help.
-commands=$("$venv/bin/python" - "${objects[@]}" <<'PY'
-import os, sys, yaml
-
-def fail(what):
-    sys.exit(f"deploy: FAILED: {what}")
-
-files = sys.argv[1:]
-with open("deploy/kubernetes/kustomization.yaml") as f:
-    kustomization = yaml.safe_load(f)
-listed = set(kustomization["resources"])
-present = {os.path.basename(p) for p in files}
-if listed != present:
-    fail(f"kustomization.yaml lists {sorted(listed)}, the directory holds {sorted(present)}")
-image = {i["name"] for i in kustomization.get("images", [])}
-if image != {"seekless"}:
-    fail(f"kustomization.yaml names images {sorted(image)}: the image is `seekless`")
-deployments = 0
-for path in files:
-    with open(path) as f:
-        for obj in yaml.safe_load_all(f):
-            if obj["kind"] != "Deployment":
-                continue
-            deployments += 1
-            name = obj["metadata"]["name"]
-            pod = obj["spec"]["template"]["spec"]
-            sc = pod.get("securityContext", {})
-            if sc.get("runAsNonRoot") is not True or sc.get("runAsUser", 0) == 0:
-                fail(f"{name}: the pod must run as a non-root user (runAsNonRoot, runAsUser)")
-            if pod.get("automountServiceAccountToken") is not False:
-                fail(f"{name}: the pod needs no API token (automountServiceAccountToken: false)")
-            for c in pod.get("initContainers", []) + pod["containers"]:
-                where = f"{name}/{c['name']}"
-                csc = c.get("securityContext", {})
-                if csc.get("readOnlyRootFilesystem") is not True:
-                    fail(f"{where}: readOnlyRootFilesystem must be true")
-                if csc.get("allowPrivilegeEscalation") is not False:
-                    fail(f"{where}: allowPrivilegeEscalation must be false")
-                if "ALL" not in csc.get("capabilities", {}).get("drop", []):
-                    fail(f"{where}: every capability must be dropped")
-                if c["image"].split(":")[0] != "seekless":
-                    fail(f"{where}: runs image {c['image']}, not seekless")
-                args = [str(a) for a in c.get("args", [])]
-                if args[:1] != ["pwned"] or len(args) < 2:
-                    fail(f"{where}: args {args} are no `seekless pwned` command")
-                if args[1] == "serve":
-                    for probe in ("startupProbe", "readinessProbe"):
-                        if c.get(probe, {}).get("httpGet", {}).get("path") != "/health":
-                            fail(f"{where}: its {probe} must GET /health")
-                flags = [a.split("=")[0] for a in args if a.startswith("--")]
-                print(f"{where}\t{args[1]}\t{' '.join(flags)}")
-if deployments == 0:
-    fail("no Deployment in deploy/kubernetes")
-PY
-) || exit 1
-if [ -n "$binary" ]; then
-    while IFS=$'\t' read -r where command flags; do
-        help=$("$binary" pwned "$command" --help) || fail "$where: \`seekless pwned $command\` is no command"
-        for flag in $flags; do
-            grep -qE -- "(^|[ ,])$flag([ =,]|$)" <<<"$help" \
-                || fail "$where: \`seekless pwned $command\` has no flag $flag"
-        done
-    done <<<"$commands"
-    say "every container's command and flags are the CLI's ($binary)"
-else
-    say "the containers' flags not checked against the CLI: no release binary (see above)"
-fi
-say "deploy/kubernetes: ${#objects[@]} files valid against Kubernetes 1.34 (strict), non-root, read-only root, probes on /health"
+check_kubernetes
