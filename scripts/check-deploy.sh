@@ -124,7 +124,7 @@ check_kubernetes() {
         done
         say "SKIPPED rendering with kustomize: kubectl is not installed (the files are checked as they are)"
     fi
-    report=$(validate "${objects[@]}") || fail "kubernetes-validate: $report"
+    report=$(validate "${objects[@]}") || fail "kubernetes-validate: ${report//"$scratch/rendered.yaml"/deploy/kubernetes (as kustomize renders it)}"
     commands=$("$venv/bin/python" scripts/check-kubernetes.py --version "$version" "${rendered[@]}" deploy/kubernetes) \
         || exit 1
     if [ -n "$binary" ]; then

@@ -310,7 +310,9 @@ fn a_replaced_index_is_served_without_dropping_requests() {
     assert_eq!(server.get(&path, &[]).body, b"");
 
     // Requests go on, one after another, while the file is replaced: every
-    // one is answered, from the old index or the new.
+    // one is answered, from the old index or the new, and /health stays
+    // 200 (the new file is verified while the old one answers), so that a
+    // readiness probe never takes a reloading mirror out of service.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let client = {
         let (stop, probe, path, body) = (stop.clone(), server.probe, path.clone(), body.clone());
@@ -320,6 +322,8 @@ fn a_replaced_index_is_served_without_dropping_requests() {
                 let response = probe.get(&path, &[]);
                 assert_eq!(response.status, 200, "{}", response.text());
                 assert!(response.body.is_empty() || response.body == body);
+                let health = probe.get("/health", &[]);
+                assert_eq!(health.status, 200, "{}", health.text());
                 answered += 1;
             }
             answered

@@ -8,10 +8,11 @@
 //!
 //! (→ a tab.)
 //!
-//! The state is `ok`, `verifying` (after start, or after a replaced file
-//! was opened), `damaged: …`, or `stale: …` when the index is older than
-//! [`RangeApi::set_max_age`] allows. The answer is 200 when every index is
-//! `ok`, else 503, for load balancers' and containers' probes.
+//! The state is `ok`, `verifying` (after the start; a replaced file is
+//! verified before it is served), `damaged: …`, or `stale: …` when the
+//! index is older than [`RangeApi::set_max_age`] allows. The answer is 200
+//! when every index is `ok`, else 503, for load balancers' and containers'
+//! probes.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
