@@ -140,6 +140,7 @@ def check_serve(where, c, args):
     listens = flag_values(args, "--listen")
     need(len(listens) == 1, f"{where}: serve needs one --listen (the probes' and the Service's port)")
     host, _, port = listens[0].rpartition(":")
+    need(port.isdigit(), f"{where}: --listen {listens[0]} names no port number")
     need(
         host in ("0.0.0.0", "[::]"),
         f"{where}: --listen {listens[0]} is not reachable from the kubelet and the Service (0.0.0.0:PORT)",
@@ -171,14 +172,14 @@ def check_update(where, c, pod, args, served, bundles):
             )
     base = (flag_values(args, "--base-url") or ["https://api.pwnedpasswords.com"])[-1]
     url = urlsplit(base)
-    if url.scheme == "https" and not flag_values(args, "--ca-cert"):
+    if url.scheme == "https":
         env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        certs = env.get("SSL_CERT_FILE")
+        certs = (flag_values(args, "--ca-cert") or [env.get("SSL_CERT_FILE")])[-1]
         mount = mount_of(c, certs) if certs else None
         need(
             mount is not None,
             f"{where}: reaches {base} over HTTPS, and the image has no CA certificates: "
-            "SSL_CERT_FILE on a mounted volume (or --ca-cert) is needed",
+            "SSL_CERT_FILE (or --ca-cert) naming a file on a mounted volume is needed",
         )
         volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
         source = volume.get("configMap") or volume.get("secret") or {}
@@ -312,5 +313,5 @@ if __name__ == "__main__":
         main()
     except Refused as e:
         sys.exit(f"deploy: FAILED: {e}")
-    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration) as e:
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, StopIteration) as e:
         sys.exit(f"deploy: FAILED: deploy/kubernetes cannot be read as expected: {type(e).__name__}: {e}")
