@@ -29,12 +29,8 @@ fn diff_then_update_from_the_bundle_makes_the_new_index() {
     let old = prepare_index(OLD, &dir.join("old.txt"), &dir.join("old.idx"));
     let new = prepare_index(NEW, &dir.join("new.txt"), &dir.join("new.idx"));
     let bundle = dir.join("changes.bundle");
+    let out = diff(&old, &new, &bundle);
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let out = run(
-        &["pwned", "diff", &s(&old), &s(&new), "-o", &s(&bundle)],
-        b"",
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     // Three ranges changed: one recounted, one gone, one new.
     assert!(
         text(&out.stdout).contains("3 ranges changed"),
@@ -194,12 +190,8 @@ fn update_from_a_bundle_killed_at_any_moment_ends_at_its_result() {
     let old = prepare_index(&old_text, &dir.join("old.txt"), &dir.join("old.idx"));
     let new = prepare_index(&new_text, &dir.join("new.txt"), &dir.join("new.idx"));
     let bundle = dir.join("changes.bundle");
+    diff(&old, &new, &bundle);
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let out = run(
-        &["pwned", "diff", &s(&old), &s(&new), "-o", &s(&bundle)],
-        b"",
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let index = work.join("pwned.idx");
@@ -353,4 +345,16 @@ fn update_from_a_bundle_killed_at_any_moment_ends_at_its_result() {
         assert!(std::fs::read(&index).unwrap() == result);
         assert!(leftovers(&work).is_empty(), "{:?}", leftovers(&work));
     }
+}
+
+/// `pwned diff OLD NEW -o BUNDLE`, which must succeed.
+fn diff(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    bundle: &std::path::Path,
+) -> std::process::Output {
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let out = run(&["pwned", "diff", &s(old), &s(new), "-o", &s(bundle)], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
 }

@@ -118,7 +118,7 @@ fn fails_cleanly_to(dir: &Path, args: &[&str], bytes: u64, stdout: Option<&str>)
                 (None, Some(bytes))
             }
         };
-        let before = listing(&out);
+        let before = seekless_testkit::file_names(&out);
         let out_text = out.to_str().unwrap();
         let args: Vec<String> = args.iter().map(|a| a.replace("{out}", out_text)).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -153,20 +153,14 @@ fn fails_cleanly_to(dir: &Path, args: &[&str], bytes: u64, stdout: Option<&str>)
             assert_eq!(left, 0, "{full:?}: partial output left in {name}");
             std::fs::remove_file(out.join(name)).unwrap();
         }
-        assert_eq!(listing(&out), before, "{full:?}: files left in {out_text}");
+        assert_eq!(
+            seekless_testkit::file_names(&out),
+            before,
+            "{full:?}: files left in {out_text}"
+        );
         ran += 1;
     }
     ran
-}
-
-/// The names of the files in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// `n` lines of random SHA-1 hashes and counts (in no order: a build
@@ -327,7 +321,7 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
         // The journal stays: with room (the journal and the index's source
         // section hold a validator for each of the 2^20 ranges: ~36 MB
         // each), the same command goes on.
-        let names = listing(&out_dir);
+        let names = seekless_testkit::file_names(&out_dir);
         assert!(
             names.iter().any(|n| n.ends_with(".update-journal")),
             "{names:?}"
@@ -350,7 +344,11 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
             "{full:?}"
         );
         assert_eq!(export(&index), want, "{full:?}");
-        assert_eq!(listing(&out_dir), ["pwned.idx"], "{full:?}");
+        assert_eq!(
+            seekless_testkit::file_names(&out_dir),
+            ["pwned.idx"],
+            "{full:?}"
+        );
     }
 }
 

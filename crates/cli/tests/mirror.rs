@@ -115,15 +115,6 @@ fn bundle_name(from: &str, to: &str) -> String {
     format!("{}-{}.bundle", &from[..16], &to[..16])
 }
 
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// `pwned serve -i INDEX --bundles DIR`, answering once its index is
 /// verified (its identity known); its base URL.
 fn mirror(index: &Path, bundles: &Path) -> (Server, String) {
@@ -169,7 +160,10 @@ fn a_primary_updated_range_by_range_keeps_the_bundle_of_what_changed() {
         )),
         "{said}"
     );
-    assert_eq!(names(&out), std::slice::from_ref(&name));
+    assert_eq!(
+        seekless_testkit::file_names(&out),
+        std::slice::from_ref(&name)
+    );
     assert_eq!(identity(&primary), to);
     assert!(export(&primary) == export(&c));
     // The bundle is what `pwned diff` makes of the same two indexes.
@@ -260,7 +254,7 @@ fn replicas_of_replicas_end_at_the_primarys_identity() {
     );
     let mut kept = vec![bundle_name(&ia, &ib), bundle_name(&ib, &ic)];
     kept.sort();
-    assert_eq!(names(&dir1), kept);
+    assert_eq!(seekless_testkit::file_names(&dir1), kept);
     assert_eq!(identity(&replica1), ic);
     assert!(export(&replica1) == export(&c));
     drop(primary);

@@ -277,6 +277,18 @@ fn refused(result: seekless_pwned::Result<seekless_pwned::UpdateSummary>, says: 
     assert!(e.to_string().contains(says), "{e} should say {says:?}");
 }
 
+/// Applying `bundle` to `target` is refused, saying `says`, and nothing in
+/// `work` (where `target` is) changes.
+fn refused_untouched(work: &Path, target: &Path, bundle: &Path, kind: Kind, says: &str) {
+    let before = snapshot(work);
+    refused(apply(target, bundle, kind), says);
+    assert_eq!(
+        snapshot(work),
+        before,
+        "{says}: the index and its directory are as they were"
+    );
+}
+
 /// `old` and `new` written as `dir/old.idx` and `dir/new.idx`, updated
 /// from the same base URL at times 1 and 2; their paths.
 fn write_old_and_new(
@@ -327,13 +339,7 @@ fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
         );
         let candidate = dir.join("candidate.bundle");
         std::fs::write(&candidate, bytes).unwrap();
-        let before = snapshot(&work);
-        refused(apply(&target, &candidate, kind), says);
-        assert_eq!(
-            snapshot(&work),
-            before,
-            "{says}: the index and its directory are as they were"
-        );
+        refused_untouched(&work, &target, &candidate, kind, says);
     };
 
     // Another index of as many hashes: found while applying, discarded.
@@ -408,12 +414,13 @@ fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
     std::fs::write(&ntlm_bundle, &out).unwrap();
     let target = work.join("target.idx");
     write_index(&target, kind, &old, None);
-    let before = snapshot(&work);
-    refused(
-        apply(&target, &ntlm_bundle, kind),
+    refused_untouched(
+        &work,
+        &target,
+        &ntlm_bundle,
+        kind,
         "a bundle of NTLM indexes, not SHA-1",
     );
-    assert_eq!(snapshot(&work), before);
 }
 
 #[test]
@@ -528,12 +535,13 @@ fn a_bundle_applied_again_does_nothing_and_clears_what_a_kill_left() {
     *other.values_mut().next().unwrap() += 1;
     let elsewhere = work.join("elsewhere.idx");
     write_index(&elsewhere, kind, &other, None);
-    let before = snapshot(&work);
-    refused(
-        apply(&elsewhere, &bundle, kind),
+    refused_untouched(
+        &work,
+        &elsewhere,
+        &bundle,
+        kind,
         "a bundle for another index",
     );
-    assert_eq!(snapshot(&work), before);
 }
 
 #[test]

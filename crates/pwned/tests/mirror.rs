@@ -350,16 +350,6 @@ impl Untouched {
     }
 }
 
-/// The names of the files in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 fn get(hex: &[u8; 32]) -> String {
     format!("GET /bundles/{}", identity_hex(hex))
 }
@@ -423,19 +413,25 @@ fn an_index_follows_the_chain_of_bundles_to_the_mirrors_identity() {
         bundle_name(&scene.ids[B], &scene.ids[C]),
     ];
     both.sort();
-    assert_eq!(names(&kept), both);
+    assert_eq!(seekless_testkit::file_names(&kept), both);
     for original in [&ab, &bc] {
         let copy = kept.join(original.file_name().unwrap());
         assert!(std::fs::read(copy).unwrap() == std::fs::read(original).unwrap());
     }
-    assert_eq!(names(replica.parent().unwrap()), ["replica.idx"]);
+    assert_eq!(
+        seekless_testkit::file_names(replica.parent().unwrap()),
+        ["replica.idx"]
+    );
 
     let from_b = scene.replica("from-b", B);
     let s = mirror.update(&from_b).unwrap();
     assert_eq!(s.path, UpdatePath::Bundles { count: 1 });
     assert_eq!(mirror.take_log(), [IDENTITY, &get(&scene.ids[B]), IDENTITY]);
     assert_eq!(pairs(&Index::open(&from_b).unwrap()), want);
-    assert_eq!(names(from_b.parent().unwrap()), ["replica.idx"]);
+    assert_eq!(
+        seekless_testkit::file_names(from_b.parent().unwrap()),
+        ["replica.idx"]
+    );
 
     // Nothing changed since: one request, nothing written, not even a
     // bundle for --bundle-out.
@@ -448,8 +444,11 @@ fn an_index_follows_the_chain_of_bundles_to_the_mirrors_identity() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     assert_eq!(mirror.take_log(), [IDENTITY]);
     assert_eq!(Untouched::of(&replica), before);
-    assert_eq!(names(&kept).len(), 2);
-    assert_eq!(names(replica.parent().unwrap()), ["replica.idx"]);
+    assert_eq!(seekless_testkit::file_names(&kept).len(), 2);
+    assert_eq!(
+        seekless_testkit::file_names(replica.parent().unwrap()),
+        ["replica.idx"]
+    );
 
     // An index that does not record its identity (one prepare built) is
     // current by the identity computed from its pages.
@@ -560,14 +559,17 @@ fn a_new_replica_starts_from_the_bundle_of_the_empty_index() {
     assert_eq!(pairs(&index), pairs(&scene.index(C)));
     assert_eq!(index.recorded_identity(), Some(scene.ids[C]));
     assert_eq!(
-        names(elsewhere.path()),
+        seekless_testkit::file_names(elsewhere.path()),
         [bundle_name(&empty, &scene.ids[C])]
     );
     assert!(
         std::fs::read(elsewhere.path().join(bundle_name(&empty, &scene.ids[C]))).unwrap()
             == std::fs::read(&whole).unwrap()
     );
-    assert_eq!(names(replica.parent().unwrap()), ["replica.idx"]);
+    assert_eq!(
+        seekless_testkit::file_names(replica.parent().unwrap()),
+        ["replica.idx"]
+    );
 }
 
 /// A directory on another file system than `near` where there is one
@@ -662,7 +664,7 @@ fn refused_bundles_leave_the_index_and_turn_to_the_ranges() {
         );
         assert_eq!(Untouched::of(&replica), before, "{what}");
         assert!(
-            !names(replica.parent().unwrap())
+            !seekless_testkit::file_names(replica.parent().unwrap())
                 .iter()
                 .any(|n| n.ends_with(".bundle-download")),
             "{what}: the download removed"
@@ -864,7 +866,10 @@ fn walk_all_ranges_when_no_bundle_leads_from_the_index() {
     assert_eq!(pairs(&index), pairs(&scene.index(C)));
     assert_eq!(index.recorded_identity(), Some(scene.ids[C]));
     let name = bundle_name(&scene.ids[A], &scene.ids[C]);
-    assert_eq!(names(&out), std::slice::from_ref(&name));
+    assert_eq!(
+        seekless_testkit::file_names(&out),
+        std::slice::from_ref(&name)
+    );
     assert_eq!(s.bundle, Some(out.join(&name)));
     let reader =
         seekless_pwned::BundleReader::new(std::fs::File::open(out.join(&name)).unwrap()).unwrap();
@@ -914,7 +919,10 @@ fn walk_all_ranges_to_check_a_server_that_is_no_mirror() {
         "{check:?}"
     );
     assert_eq!(Untouched::of(&replica), before);
-    assert_eq!(names(replica.parent().unwrap()), ["replica.idx"]);
+    assert_eq!(
+        seekless_testkit::file_names(replica.parent().unwrap()),
+        ["replica.idx"]
+    );
     assert_eq!(mirror.ranges(), u64::from(RANGES));
     let log = mirror.take_log();
     assert_eq!(log.len(), 1 + LOGGED_RANGES as usize);

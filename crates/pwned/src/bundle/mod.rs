@@ -53,6 +53,23 @@ pub struct BundleHeader {
     pub url: String,
 }
 
+impl BundleHeader {
+    /// A header not read yet (every field zero or empty), to be filled in
+    /// as its bytes come.
+    pub(crate) fn unread() -> BundleHeader {
+        BundleHeader {
+            kind: Kind::Sha1,
+            old_identity: [0; 32],
+            new_identity: [0; 32],
+            old_hashes: 0,
+            new_hashes: 0,
+            new_total: 0,
+            updated: 0,
+            url: String::new(),
+        }
+    }
+}
+
 /// One range a bundle changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BundleEntry {

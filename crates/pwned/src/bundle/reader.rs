@@ -34,16 +34,7 @@ impl<R: Read> BundleReader<R> {
             end: 0,
             eof: false,
             decoder: BundleDecoder::new(),
-            header: BundleHeader {
-                kind: crate::format::hash::Kind::Sha1,
-                old_identity: [0; 32],
-                new_identity: [0; 32],
-                old_hashes: 0,
-                new_hashes: 0,
-                new_total: 0,
-                updated: 0,
-                url: String::new(),
-            },
+            header: BundleHeader::unread(),
         };
         match reader.pull()? {
             Some(BundleItem::Header(header)) => reader.header = header,
