@@ -20,8 +20,8 @@
 # CARGO_TARGET_DIR when set).
 #
 # Needs cargo-public-api 0.52.0 and the nightly it reads the rustdoc JSON
-# of (format version 57): nightly-2026-05-20, or a `nightly` toolchain that
-# is that very build. Other versions list the API with other details, so
+# of (format version 57): the project's pinned nightly, scripts/nightly.sh
+# (nightly-2026-05-20). Other versions list the API with other details, so
 # both are pinned; set PUBLIC_API_TOOLCHAIN to use another toolchain anyway.
 # Exit status: 0 when every file matches (or was written), 1 when one
 # differs or the listing fails, 2 for a usage error.
@@ -29,9 +29,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TOOL_VERSION=0.52.0
-NIGHTLY=nightly-2026-05-20
-# What `rustc -V` says in $NIGHTLY.
-NIGHTLY_RUSTC="rustc 1.97.0-nightly (e50aa6fba 2026-05-19)"
 CRATES=(seekless-bencode seekless-blocks seekless-exhash seekless-pwned)
 OUT=api
 
@@ -61,23 +58,14 @@ tool_version() {
     cargo public-api --version 2>/dev/null | awk '{ print $2 }' || true
 }
 
-# The toolchain to list with: PUBLIC_API_TOOLCHAIN, else $NIGHTLY, else
-# `nightly` when it is the same build; nothing when none is installed
-# (`nightly-HOST` in rustup's list: `rustup run` of a toolchain that is not
-# installed could install it).
+# The toolchain to list with: PUBLIC_API_TOOLCHAIN, else the project's
+# pinned nightly (scripts/nightly.sh) when it is installed; nothing when not.
 toolchain() {
     if [ -n "${PUBLIC_API_TOOLCHAIN:-}" ]; then
         echo "$PUBLIC_API_TOOLCHAIN"
         return
     fi
-    local installed
-    installed=$(rustup toolchain list 2>/dev/null | awk '{ print $1 }')
-    if grep -q "^$NIGHTLY-" <<<"$installed"; then
-        echo "$NIGHTLY"
-    elif grep -q '^nightly-[a-z]' <<<"$installed" \
-        && [ "$(rustup run nightly rustc -V 2>/dev/null)" = "$NIGHTLY_RUSTC" ]; then
-        echo nightly
-    fi
+    scripts/nightly.sh || true
 }
 
 if [ "$mode" = install ]; then
@@ -86,8 +74,8 @@ if [ "$mode" = install ]; then
         cargo install --locked "cargo-public-api@$TOOL_VERSION"
     fi
     if [ -z "$(toolchain)" ]; then
-        say "installing $NIGHTLY"
-        rustup toolchain install "$NIGHTLY" --profile minimal
+        say "installing the pinned nightly"
+        scripts/nightly.sh --install >/dev/null
     fi
     say "cargo-public-api $(tool_version), toolchain $(toolchain)"
     exit 0
@@ -97,8 +85,8 @@ found=$(tool_version)
 [ "$found" = "$TOOL_VERSION" ] || fail "needs cargo-public-api $TOOL_VERSION, found ${found:-none}:" \
     "cargo install --locked cargo-public-api@$TOOL_VERSION (or run this with --install)"
 toolchain=$(toolchain)
-[ -n "$toolchain" ] || fail "needs the $NIGHTLY toolchain:" \
-    "rustup toolchain install $NIGHTLY --profile minimal (or run this with --install)"
+[ -n "$toolchain" ] || fail "needs the pinned nightly toolchain:" \
+    "scripts/nightly.sh --install (or run this with --install)"
 
 metadata=$(cargo metadata --format-version 1 --no-deps --locked)
 target_dir=$(grep -o '"target_directory":"[^"]*"' <<<"$metadata" | sed 's/.*:"//; s/"$//')

@@ -16,11 +16,22 @@
 # way (REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS), and an NTLM range request
 # shaped as Lithnet's Sync-HashesFromHibp sends it (If-None-Match, and an
 # ETag wanted back). Not root: that part says it is skipped.
-# Installs the clients, pinned, from the registries into a temporary
-# directory.
-# Usage: scripts/check-pwned-clients.sh
+# Installs the clients, pinned with everything they pull in, from the
+# registries into a temporary directory; an install that fails shows its
+# output.
+# Usage: scripts/check-pwned-clients.sh [--seekless PATH]
+#   --seekless PATH  the binary to check (e.g. the release step's static
+#                    one); without it, `cargo build --release` makes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+seekless=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --seekless) seekless=${2:?--seekless needs a path}; shift 2 ;;
+        *) echo "clients: unknown argument $1 (usage: $0 [--seekless PATH])" >&2; exit 2 ;;
+    esac
+done
 
 for tool in node npm python3 curl openssl; do
     command -v "$tool" >/dev/null || { echo "clients: $tool is not installed" >&2; exit 2; }
@@ -29,15 +40,25 @@ done
 # build --release` makes, where it puts it: a build with fewer features
 # there would replace it with one that lacks commands. Its path is cargo's
 # own answer (CARGO_TARGET_DIR, build.target-dir, build.target included).
-seekless=$(cargo build --release --quiet --locked -p seekless --bin seekless \
-    --message-format json-render-diagnostics \
-    | sed -n 's|.*"executable":"\([^"]*/seekless\)".*|\1|p' | tail -n1)
-[ -x "$seekless" ] || { echo "clients: cargo build gave no seekless binary" >&2; exit 1; }
+if [ -z "$seekless" ]; then
+    seekless=$(cargo build --release --quiet --locked -p seekless --bin seekless \
+        --message-format json-render-diagnostics \
+        | sed -n 's|.*"executable":"\([^"]*/seekless\)".*|\1|p' | tail -n1)
+    [ -x "$seekless" ] || { echo "clients: cargo build gave no seekless binary" >&2; exit 1; }
+fi
+[ -x "$seekless" ] || { echo "clients: $seekless is not an executable" >&2; exit 2; }
 
 # The clients, pinned (hibp 15.2.1, pyhibp 4.2.0: the versions the stand-in
-# was tried with; pwned-passwords-django 5.2.0).
+# was tried with; pwned-passwords-django 5.2.0), with what they pull in:
+# hibp depends on nothing; the Python packages' dependencies are pinned
+# here too, so a new release of one changes nothing until this list does.
 HIBP_NPM=hibp@15.2.1
-PYPI_CLIENTS=(pyhibp==4.2.0 pwned-passwords-django==5.2.0)
+PYPI_CLIENTS=(
+    pyhibp==4.2.0 pwned-passwords-django==5.2.0
+    Django==5.2.19 asgiref==3.13.0 sqlparse==0.6.1
+    requests==2.34.2 urllib3==2.8.0 idna==3.20 certifi==2026.10.19.post1 charset-normalizer==3.5.3
+    httpx==0.28.1 httpcore==1.0.9 h11==0.16.0 anyio==4.16.0 typing_extensions==4.16.0
+)
 # The host the stand-in answers for, and the /etc/hosts line that sends it
 # here for this run only (this script's own: found and removed by its text).
 STAND_IN_HOST=api.pwnedpasswords.com
@@ -58,6 +79,19 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# logged NAME COMMAND...: runs COMMAND with its output in a file, shown
+# only when it fails.
+logged() {
+    local name=$1 status=0
+    shift
+    "$@" >"$work/$name.log" 2>&1 || status=$?
+    if [ "$status" != 0 ]; then
+        echo "clients: $name failed (status $status):" >&2
+        sed 's/^/   | /' "$work/$name.log" >&2
+        return "$status"
+    fi
+}
 
 # SHA-1 and NTLM of "password" (9545824 in HIBP) and "123456"; "P@ssw0rd".
 cat >"$work/sha1.txt" <<EOF
@@ -103,7 +137,7 @@ export NODE_EXTRA_CA_CERTS="$work/ca.pem" REQUESTS_CA_BUNDLE="$work/bundle.pem" 
     SSL_CERT_FILE="$work/bundle.pem"
 
 echo "== npm hibp"
-(cd "$work" && npm init -y >/dev/null 2>&1 && npm install --silent "$HIBP_NPM" >/dev/null 2>&1)
+(cd "$work" && logged "npm-init" npm init -y && logged "npm-install" npm install --save-exact "$HIBP_NPM")
 echo "   hibp $(node -p "require('$work/node_modules/hibp/package.json').version")"
 cat >"$work/hibp-check.mjs" <<'EOF'
 import assert from 'node:assert/strict';
@@ -139,7 +173,8 @@ echo "   without the run's CA trusted, the HTTPS check is refused: ok"
 
 echo "== PyPI pyhibp and pwned-passwords-django"
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q "${PYPI_CLIENTS[@]}" >/dev/null 2>&1
+logged "pip-install" "$work/venv/bin/pip" install --no-deps "${PYPI_CLIENTS[@]}"
+logged "pip-check" "$work/venv/bin/pip" check
 "$work/venv/bin/pip" list 2>/dev/null | grep -E -i '^(pyhibp|pwned-passwords-django) ' | sed 's/^/   /'
 cat >"$work/py-check.py" <<'EOF'
 import sys

@@ -2,12 +2,17 @@
 # Torrents made by `seekless torrent create` (v1, v2, hybrid; single file and
 # directory) must load in libtorrent 2.0 and its own hash check must find the
 # data complete. Needs Debian's python3-libtorrent.
+# Usage: libtorrent_accepts.sh [SEEKLESS]: the binary to make them with (e.g.
+# the release step's); without it, `cargo build` makes one.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/../../.."
-cargo build --quiet -p seekless
-target="${CARGO_TARGET_DIR:-target}"
-seekless="$target/debug/seekless"
+seekless=${1:-}
+if [ -z "$seekless" ]; then
+    cargo build --quiet --locked -p seekless
+    seekless="${CARGO_TARGET_DIR:-target}/debug/seekless"
+fi
+[ -x "$seekless" ] || { echo "libtorrent_accepts: $seekless is not an executable" >&2; exit 2; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/share/sub"
