@@ -15,6 +15,7 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
 /// A span of time as flags take it (`serve --max-age`, `update --every`):
 /// a number and a unit (`d`, `h`, `m`, `s`; `w` for weeks), or a bare
 /// number of seconds.
+#[cfg(any(feature = "update", feature = "serve"))]
 pub(crate) fn parse_span(text: &str) -> std::result::Result<Duration, String> {
     let text = text.trim();
     let split = text

@@ -109,6 +109,15 @@ fn main() -> ExitCode {
     if let Some(code) = okon::intercept() {
         return code;
     }
+    #[cfg(not(any(
+        feature = "pwned",
+        feature = "bencode",
+        feature = "blocks",
+        feature = "exhash"
+    )))]
+    // Built with no engine: `--help` and `--version` are all there is.
+    return no_engine();
+    #[allow(unreachable_code)] // with no engine, `Command` has no variant
     let cli = Cli::parse();
     if !cli.command.uses_sockets() {
         quiet_closed_pipes();
@@ -124,6 +133,27 @@ fn main() -> ExitCode {
         Command::Blocks(command) => blocks::run(command),
         #[cfg(feature = "exhash")]
         Command::Exhash(command) => exhash::run(command),
+    }
+}
+
+/// A binary built without engines: clap answers `--help` and `--version`
+/// and refuses anything else (status 2).
+#[cfg(not(any(
+    feature = "pwned",
+    feature = "bencode",
+    feature = "blocks",
+    feature = "exhash"
+)))]
+fn no_engine() -> ExitCode {
+    let error = <Cli as clap::CommandFactory>::command()
+        .subcommand_required(false)
+        .try_get_matches()
+        .err();
+    match error {
+        Some(error) => error.exit(),
+        None => fail(
+            "built without engines: rebuild with at least one of the features pwned, bencode, blocks, exhash",
+        ),
     }
 }
 
