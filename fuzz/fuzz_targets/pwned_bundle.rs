@@ -14,7 +14,8 @@
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use seekless_pwned::{BundleDecoder, BundleItem, BundleReader, MAX_RANGE_BODY, RANGES};
+use seekless_pwned::RANGES;
+use seekless_pwned::test_util::{BundleDecoder, BundleItem, BundleReader, MAX_RANGE_BODY};
 use sha2::{Digest, Sha256};
 
 /// A small generator for piece sizes and member cuts.

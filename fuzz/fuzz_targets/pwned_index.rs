@@ -83,7 +83,7 @@ fuzz_target!(|data: &[u8]| {
             let mut body = Vec::new();
             match (index.range(u64::from(prefix), 20), index.write_range(prefix, &mut body)) {
                 (Ok(pairs), Ok(())) => {
-                    assert_eq!(body, seekless_pwned::range_body(index.kind(), &pairs));
+                    assert_eq!(body, seekless_pwned::test_util::range_body(index.kind(), &pairs));
                 }
                 (Ok(_), Err(_)) | (Err(_), Ok(())) => panic!("one way decodes, the other not"),
                 (Err(_), Err(_)) => assert!(body.is_empty()),

@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seekless_pwned::{BuildOptions, Index, Input, build_to_vec};
+use seekless_pwned::{BuildOptions, Index, Input};
+use seekless_pwned::test_util::build_to_vec;
 
 fuzz_target!(|data: &[u8]| {
     let key_bits = match data.last() {

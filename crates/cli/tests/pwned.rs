@@ -147,7 +147,8 @@ fn prepare_check_stats_verify_export() {
     );
     // The identity bundles and mirrors compare: computed from the pages of
     // an index prepare built.
-    let identity = seekless_pwned::identity(&seekless_pwned::Index::open(idx).unwrap()).unwrap();
+    let identity =
+        seekless_pwned::test_util::identity(&seekless_pwned::Index::open(idx).unwrap()).unwrap();
     assert!(
         stats.contains(&format!(
             "identity\t{}\n",

@@ -221,8 +221,8 @@ fn answer(
         match prefix {
             Some(prefix) => {
                 let items = index.range(u64::from(prefix), 20).unwrap();
-                let body = seekless_pwned::range_body(Kind::Sha1, &items);
-                let etag = seekless_pwned::range_etag(Kind::Sha1, &items);
+                let body = seekless_pwned::test_util::range_body(Kind::Sha1, &items);
+                let etag = seekless_pwned::test_util::range_etag(Kind::Sha1, &items);
                 write!(
                     response,
                     "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\netag: {etag}\r\ncontent-length: {}\r\n\r\n",

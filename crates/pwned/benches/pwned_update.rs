@@ -45,7 +45,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seekless_pwned::{Index, Key, Kind, RANGES, SortedWriter, decode_body, parse_range};
+use seekless_pwned::test_util::{SortedWriter, decode_body, parse_range};
+use seekless_pwned::{Index, Key, Kind, RANGES};
 
 use seekless_testkit::Rng;
 
@@ -565,8 +566,8 @@ fn main() {
         Index::open(&changed).unwrap(),
     );
     assert_eq!(
-        seekless_pwned::identity(&made).unwrap(),
-        seekless_pwned::identity(&want).unwrap(),
+        seekless_pwned::test_util::identity(&made).unwrap(),
+        seekless_pwned::test_util::identity(&want).unwrap(),
         "the bundle made the changed index"
     );
     let mut text = Vec::new();

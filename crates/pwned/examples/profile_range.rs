@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             decoded += pairs.len() as u64;
             if render == 1 {
                 body.clear();
-                seekless_pwned::write_range_body(index.kind(), &pairs, &mut body);
+                seekless_pwned::test_util::write_range_body(index.kind(), &pairs, &mut body);
                 check = check.rotate_left(7) ^ body.len() as u64;
             }
             check = pairs.iter().fold(check, |c, (k, n)| {

@@ -66,35 +66,28 @@ pub use update::{
     UpdateProgress, check_upstream, update,
 };
 
-// Building blocks the tests, benchmarks and fuzz targets reach into
-// (feature `test-util`): not part of the product, free to change.
+/// Building blocks the tests, benchmarks and fuzz targets reach into
+/// (feature `test-util`): not part of the product, free to change from one
+/// release to the next.
 #[cfg(feature = "test-util")]
-pub use build::prepare::build_to_vec;
-#[cfg(feature = "test-util")]
-pub use build::writer::{Checkpoint, SortedWriter, Written};
-#[cfg(feature = "test-util")]
-pub use bundle::{
-    BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
-};
-#[cfg(feature = "test-util")]
-pub use export::range_file_name;
-#[cfg(feature = "test-util")]
-pub use format::layout::{MIN_KEY_BITS, PAGE, VERSION};
-#[cfg(feature = "test-util")]
-pub use range::PREFIX_DIGITS;
-#[cfg(all(feature = "gzip", feature = "test-util"))]
-pub use range::gzip::gzip;
-#[cfg(feature = "test-util")]
-pub use range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
-#[cfg(feature = "test-util")]
-pub use range::parse::{MAX_RANGE_BODY, parse_range};
-#[cfg(feature = "test-util")]
-pub use range::render::{range_body, write_range_body};
-#[cfg(feature = "test-util")]
-pub use range::validator::range_etag;
-#[cfg(feature = "test-util")]
-pub use read::identity::identity;
-#[cfg(all(feature = "serve", feature = "test-util"))]
-pub use serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
-#[cfg(all(feature = "update", feature = "test-util"))]
-pub use update::decode_body;
+pub mod test_util {
+    pub use crate::build::prepare::build_to_vec;
+    pub use crate::build::writer::{Checkpoint, SortedWriter, Written};
+    pub use crate::bundle::{
+        BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
+    };
+    pub use crate::export::range_file_name;
+    pub use crate::format::layout::{MIN_KEY_BITS, PAGE, VERSION};
+    pub use crate::range::PREFIX_DIGITS;
+    #[cfg(feature = "gzip")]
+    pub use crate::range::gzip::gzip;
+    pub use crate::range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
+    pub use crate::range::parse::{MAX_RANGE_BODY, parse_range};
+    pub use crate::range::render::{range_body, write_range_body};
+    pub use crate::range::validator::range_etag;
+    pub use crate::read::identity::identity;
+    #[cfg(feature = "serve")]
+    pub use crate::serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
+    #[cfg(feature = "update")]
+    pub use crate::update::decode_body;
+}

@@ -8,10 +8,8 @@ use std::time::SystemTime;
 
 use axum::Router;
 use axum::http::{Method, StatusCode, header};
-use seekless_pwned::{
-    BuildOptions, Index, Input, Key, Kind, PAD_MIN, RangeApi, Served, build_to_vec, parse_range,
-    range_etag,
-};
+use seekless_pwned::test_util::{PAD_MIN, build_to_vec, parse_range, range_etag};
+use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, RangeApi, Served};
 use seekless_testkit::Rng;
 
 mod common;

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use seekless_pwned::{
-    BuildOptions, ErrorKind, Index, Input, Key, Kind, SortedWriter, Summary, build, build_to_vec,
-};
+use seekless_pwned::test_util::{SortedWriter, build_to_vec};
+use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Key, Kind, Summary, build};
 use seekless_testkit::{Rng, TempDir};
 
 /// Random keys from the tests' generator (xorshift64*: the expected
@@ -502,7 +501,7 @@ fn ranges_written_as_decoded_match_their_pairs_bodies() {
                 pairs.clear();
                 index.range_into(u64::from(prefix), 20, &mut pairs).unwrap();
                 let mut want = b"before".to_vec();
-                seekless_pwned::write_range_body(kind, &pairs, &mut want);
+                seekless_pwned::test_util::write_range_body(kind, &pairs, &mut want);
                 let mut got = b"before".to_vec();
                 index.write_range(prefix, &mut got).unwrap();
                 assert!(got == want, "{kind} n={n} range {prefix:05X}");
@@ -541,7 +540,7 @@ fn ranges_of_large_indexes_written_as_decoded_match_their_pairs_bodies() {
         pairs.clear();
         index.range_into(u64::from(prefix), 20, &mut pairs).unwrap();
         let mut want = b"before".to_vec();
-        seekless_pwned::write_range_body(Kind::Sha1, &pairs, &mut want);
+        seekless_pwned::test_util::write_range_body(Kind::Sha1, &pairs, &mut want);
         let mut got = b"before".to_vec();
         index.write_range(prefix, &mut got).unwrap();
         assert!(got == want, "range {prefix:05X}");

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 
+use seekless_pwned::test_util::{BundleReader, SortedWriter, build_to_vec, identity};
 use seekless_pwned::{
-    BuildOptions, BundleReader, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, SortedWriter,
-    Source, UpdateOptions, UpdatePath, build_to_vec, diff, identity, update, write_bundle,
+    BuildOptions, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, Source, UpdateOptions,
+    UpdatePath, diff, update, write_bundle,
 };
 use seekless_testkit::{Rng, TempDir};
 

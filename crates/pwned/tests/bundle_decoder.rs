@@ -9,10 +9,10 @@ use std::io::{Cursor, Read, Write};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use seekless_pwned::{
-    BundleDecoder, BundleItem, BundleReader, Index, Key, Kind, MAX_RANGE_BODY, RANGES,
-    SortedWriter, Source, diff,
+use seekless_pwned::test_util::{
+    BundleDecoder, BundleItem, BundleReader, MAX_RANGE_BODY, SortedWriter,
 };
+use seekless_pwned::{Index, Key, Kind, RANGES, Source, diff};
 use seekless_testkit::Rng;
 
 /// An index in memory of `n` random hashes from `seed`, with a validator

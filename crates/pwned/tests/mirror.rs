@@ -24,10 +24,10 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use seekless_pwned::test_util::identity;
 use seekless_pwned::{
     CheckSummary, Index, Key, Kind, NoUpdateProgress, Proxies, RANGES, RangeApi, Served,
-    UpdateOptions, UpdatePath, UpdateSummary, check_upstream, identity, identity_hex, update,
-    write_bundle,
+    UpdateOptions, UpdatePath, UpdateSummary, check_upstream, identity_hex, update, write_bundle,
 };
 use seekless_testkit::TempDir;
 
@@ -544,7 +544,7 @@ fn a_new_replica_starts_from_the_bundle_of_the_empty_index() {
     let dir = scene.subdir("bundles");
     let whole = dir.join("empty-c.bundle");
     write_bundle(&whole, None, &scene.index(C)).unwrap();
-    let empty = seekless_pwned::BundleReader::new(std::fs::File::open(&whole).unwrap())
+    let empty = seekless_pwned::test_util::BundleReader::new(std::fs::File::open(&whole).unwrap())
         .unwrap()
         .header()
         .old_identity;
@@ -872,7 +872,8 @@ fn walk_all_ranges_when_no_bundle_leads_from_the_index() {
     );
     assert_eq!(s.bundle, Some(out.join(&name)));
     let reader =
-        seekless_pwned::BundleReader::new(std::fs::File::open(out.join(&name)).unwrap()).unwrap();
+        seekless_pwned::test_util::BundleReader::new(std::fs::File::open(out.join(&name)).unwrap())
+            .unwrap();
     let header = reader.header();
     assert_eq!(
         (header.old_identity, header.new_identity),

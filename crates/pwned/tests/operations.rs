@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::http::{Method, StatusCode, header};
-use seekless_pwned::{Index, Key, Kind, MAX_BATCH, RangeApi, Reload, Served, SortedWriter, Source};
+use seekless_pwned::test_util::{MAX_BATCH, SortedWriter};
+use seekless_pwned::{Index, Key, Kind, RangeApi, Reload, Served, Source};
 
 mod common;
 use common::{Reply, corpus, get, index, send};
@@ -174,7 +175,7 @@ async fn every_malformed_lookup_is_a_400_that_says_what_is_wrong() {
     ] {
         refused(&post(&mut app, body).await, what);
     }
-    let huge = vec![b' '; seekless_pwned::MAX_BATCH_BYTES + 1];
+    let huge = vec![b' '; seekless_pwned::test_util::MAX_BATCH_BYTES + 1];
     let reply = post(&mut app, huge).await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(json(&reply)["error"].as_str().unwrap().contains("10000"));
@@ -280,7 +281,8 @@ async fn identity_names_each_corpus_in_one_request() {
     // Built by prepare: no identity recorded, so it is computed once the
     // index is verified.
     let built = index(Kind::Sha1, &corpus(Kind::Sha1, 3, 30, 15));
-    let computed = seekless_pwned::identity_hex(&seekless_pwned::identity(&built).unwrap());
+    let computed =
+        seekless_pwned::identity_hex(&seekless_pwned::test_util::identity(&built).unwrap());
     api.put(Served::new(built, "sha1.idx").unwrap());
     let reply = get(&mut app, "/identity", &[]).await;
     assert_eq!(reply.status, StatusCode::OK);

@@ -319,7 +319,10 @@ fn assert_holds(path: &Path, corpus: &Corpus) {
     // The identity the update recorded is its content's (a run resumed
     // from a checkpoint records none).
     if let Some(recorded) = index.recorded_identity() {
-        assert_eq!(recorded, seekless_pwned::identity(&index).unwrap());
+        assert_eq!(
+            recorded,
+            seekless_pwned::test_util::identity(&index).unwrap()
+        );
     }
 }
 
@@ -505,8 +508,8 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
         "{apply}: the online index's source and validators"
     );
     assert_eq!(
-        seekless_pwned::identity(&a).unwrap(),
-        seekless_pwned::identity(&b).unwrap(),
+        seekless_pwned::test_util::identity(&a).unwrap(),
+        seekless_pwned::test_util::identity(&b).unwrap(),
         "{apply}: the online index's identity"
     );
     drop((a, b));
@@ -556,7 +559,7 @@ fn fault(kind: Kind, corpus: &Corpus, prefix: u32, name: &str) -> Reply {
         }
         "wrong length" => Reply::Body(line(0)[1..].to_vec()),
         "stall" => Reply::Stall,
-        _ => Reply::Body(vec![b'A'; seekless_pwned::MAX_RANGE_BODY + 1]),
+        _ => Reply::Body(vec![b'A'; seekless_pwned::test_util::MAX_RANGE_BODY + 1]),
     }
 }
 

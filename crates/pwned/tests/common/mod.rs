@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use seekless_pwned::{BuildOptions, Index, Input, Kind, build_to_vec};
+use seekless_pwned::test_util::build_to_vec;
+use seekless_pwned::{BuildOptions, Index, Input, Kind};
 use seekless_testkit::Rng;
 use tower::Service as _;
 
