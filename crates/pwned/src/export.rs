@@ -49,6 +49,7 @@ impl Default for ExportOptions {
 
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ExportSummary {
     /// Hashes written.
     pub hashes: u64,

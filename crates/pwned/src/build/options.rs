@@ -89,6 +89,7 @@ impl Progress for NoProgress {}
 
 /// What a build did.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Summary {
     /// Hash kind of the corpus (SHA-1 for an empty one).
     pub kind: Option<Kind>,

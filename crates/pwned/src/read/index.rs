@@ -63,6 +63,7 @@ impl std::fmt::Debug for Index {
 
 /// Figures about an index, as `seekless pwned stats` prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Format version.
     pub version: u16,

@@ -26,6 +26,7 @@ const MEMBER: usize = 4 << 20;
 
 /// What [`diff`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DiffSummary {
     /// Ranges whose hashes or counts differ.
     pub changed: u32,

@@ -33,6 +33,7 @@ const MAGIC: &[u8; 8] = b"SEEKUPJ1";
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct UpdateSummary {
     /// Whether there was no index before.
     pub created: bool,
