@@ -409,9 +409,9 @@ fn sync_file_system(file: &File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::options::BuildOptions;
-    use crate::build::prepare::build_to_vec;
     use crate::format::hash::Kind;
+    use crate::prepare::options::BuildOptions;
+    use crate::prepare::run::build_to_vec;
 
     fn index_of(text: &str) -> Index {
         let input = crate::Input::Bytes {

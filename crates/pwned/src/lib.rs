@@ -20,13 +20,14 @@
 //! The file format is documented in `docs/format-pwned.md`.
 #![deny(missing_docs)]
 
-mod build;
 #[cfg(any(feature = "update", feature = "test-util"))]
 mod bundle;
 mod error;
 mod export;
 mod file_at;
 mod format;
+mod prefetch;
+mod prepare;
 mod range;
 mod read;
 pub mod sample;
@@ -35,11 +36,9 @@ mod serve;
 mod tmpfile;
 #[cfg(feature = "update")]
 mod update;
+mod write;
 
 // The product: what the CLI, the Python package and applications use.
-pub use build::input::Input;
-pub use build::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
-pub use build::prepare::build;
 pub use error::{Error, ErrorKind, Result};
 pub use export::{
     ExportOptions, ExportProgress, ExportSummary, NoExportProgress, export_ranges, export_sorted,
@@ -47,6 +46,9 @@ pub use export::{
 };
 pub use format::hash::{Key, Kind};
 pub use format::source::{MAX_VALIDATOR, RANGES, Source};
+pub use prepare::input::Input;
+pub use prepare::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
+pub use prepare::run::build;
 pub use range::prefix_hex;
 pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};
@@ -71,13 +73,12 @@ pub use update::{
 /// release to the next.
 #[cfg(feature = "test-util")]
 pub mod test_util {
-    pub use crate::build::prepare::build_to_vec;
-    pub use crate::build::writer::{Checkpoint, SortedWriter, Written};
     pub use crate::bundle::{
         BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
     };
     pub use crate::export::range_file_name;
     pub use crate::format::layout::{MIN_KEY_BITS, PAGE, VERSION};
+    pub use crate::prepare::run::build_to_vec;
     pub use crate::range::PREFIX_DIGITS;
     #[cfg(feature = "gzip")]
     pub use crate::range::gzip::gzip;
@@ -90,4 +91,5 @@ pub mod test_util {
     pub use crate::serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
     #[cfg(feature = "update")]
     pub use crate::update::decode_body;
+    pub use crate::write::sorted::{Checkpoint, SortedWriter, Written};
 }

@@ -2,11 +2,11 @@
 //! passwords (see `data/README.md`). It holds no breach counts: a listed
 //! password counts 1.
 
-use crate::build::input::Input;
-use crate::build::options::BuildOptions;
-use crate::build::prepare::build_to_vec;
 use crate::error::Result;
 use crate::format::hash::Kind;
+use crate::prepare::input::Input;
+use crate::prepare::options::BuildOptions;
+use crate::prepare::run::build_to_vec;
 use crate::read::index::Index;
 
 /// The passwords of the sample, one per line.

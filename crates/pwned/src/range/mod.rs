@@ -9,6 +9,8 @@
 //! - [`validator`] makes strong `ETag`s from the content alone
 //! - [`pad`] answers `Add-Padding`
 //! - [`gzip`] compresses and inflates whole answers (feature `gzip`)
+//! - [`count_then_next`] reads the count that ends a line, here and in the
+//!   corpus text `prepare` reads
 //!
 //! Invariants: an answer rendered from pairs parses back to the same pairs;
 //! the validator depends on the pairs alone, never on the index or process.
@@ -32,4 +34,30 @@ pub const PREFIX_DIGITS: usize = 5;
 /// The prefix `prefix` (below 2^20) as 5 uppercase hex digits.
 pub fn prefix_hex(prefix: u32) -> String {
     format!("{prefix:05X}")
+}
+
+/// The end of a `HASH:COUNT` line, of a range answer or of the corpus text
+/// (`prepare`'s input: range answers with their prefixes put back): the
+/// decimal count at `at` of `data`, 1 to `max` digits (at most 19, so it
+/// fits 64 bits), followed by `\n`, `\r\n` or the end of `data`; the
+/// count and where the next line starts. `None` for anything else.
+#[inline]
+pub(crate) fn count_then_next(data: &[u8], at: usize, max: usize) -> Option<(u64, usize)> {
+    debug_assert!(max <= 19);
+    let digits = data.get(at..)?;
+    let mut count = 0u64;
+    let mut n = 0;
+    while n < digits.len().min(max) && digits[n].is_ascii_digit() {
+        count = count * 10 + u64::from(digits[n] - b'0');
+        n += 1;
+    }
+    let end = at + n;
+    let next = match &data[end..] {
+        _ if n == 0 => return None,
+        [] => end,
+        [b'\n', ..] => end + 1,
+        [b'\r', b'\n', ..] => end + 2,
+        _ => return None,
+    };
+    Some((count, next))
 }

@@ -1,11 +1,10 @@
 //! The strict parser of range answers (`update` reads every answer through
 //! it before anything of it is indexed).
 
-use crate::build::input::count_then_next;
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::{Key, Kind, prefix_ascii};
 use crate::format::source::RANGES;
-use crate::range::{PREFIX_DIGITS, prefix_hex};
+use crate::range::{PREFIX_DIGITS, count_then_next, prefix_hex};
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
 pub const MAX_RANGE_BODY: usize = 8 << 20;

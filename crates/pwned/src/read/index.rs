@@ -11,6 +11,7 @@ use crate::format::layout::{
 };
 use crate::format::page::{Page, Visit};
 use crate::format::source::Source;
+use crate::prefetch::prefetch;
 
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
@@ -371,7 +372,7 @@ impl Index {
     fn prefetch_page(&self, i: usize) {
         let bytes = self.data.bytes();
         for line in (0..PAGE).step_by(64) {
-            crate::build::sort::prefetch(bytes, PAGE * (1 + i) + line);
+            prefetch(bytes, PAGE * (1 + i) + line);
         }
     }
 
@@ -426,12 +427,8 @@ impl Index {
     fn prefetch(&self, key: Key) {
         #[cfg(target_arch = "x86_64")]
         if let Some(i) = self.locate(self.layout().bucket(key)) {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let page = &self.data.bytes()[PAGE * (1 + i)..PAGE * (2 + i)];
             for line in [0, 64, 128] {
-                // SAFETY: a prefetch is only a hint; it never faults and
-                // `page[line]` is in bounds.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(page[line..].as_ptr().cast()) };
+                prefetch(self.data.bytes(), PAGE * (1 + i) + line);
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -26,8 +26,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use crate::build::writer::{Checkpoint, Written};
 use crate::format::hash::Kind;
+use crate::write::sorted::{Checkpoint, Written};
 
 const MAGIC: &[u8; 8] = b"SEEKUPJ1";
 

@@ -3,7 +3,7 @@
 //!
 //! Every one of the 1,048,576 ranges is requested (`GET {base}/range/PREFIX`)
 //! by a bounded window of concurrent requests whose answers are taken in
-//! prefix order, checked line by line, and streamed into a [`SortedWriter`](crate::build::writer::SortedWriter):
+//! prefix order, checked line by line, and streamed into a [`SortedWriter`](crate::write::sorted::SortedWriter):
 //! no text file, no sort, no spill. When the index already exists, each
 //! range is asked for with its stored validator (`If-None-Match`); a `304`
 //! range is copied from the old index. The new index is written beside the

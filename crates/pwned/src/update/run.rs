@@ -8,8 +8,6 @@ use std::io::{BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::build::writer::SortedWriter;
-use crate::build::writer::Written;
 use crate::bundle::{BundleHeader, BundleReader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
@@ -27,6 +25,8 @@ use crate::update::fetch::Fetcher;
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
 use crate::update::mirror::{self, Refreshed};
 use crate::update::options::{UpdateOptions, UpdateProgress};
+use crate::write::sorted::SortedWriter;
+use crate::write::sorted::Written;
 
 /// Builds `path` from the range API, or refreshes it when it exists (see the
 /// module documentation); or, with [`UpdateOptions::from_bundle`], applies

@@ -1,7 +1,6 @@
 //! A page packed: hashes in order into Elias-Fano buckets, bit-packed
 //! remainders and gamma-coded counts, page after page.
 
-use crate::build::sort::Record;
 use crate::format::bits;
 use crate::format::hash::Key;
 use crate::format::layout::{CHUNK, CONTINUED, Layout, PAGE, PAGE_BITS, PAGE_HEADER};
@@ -162,9 +161,9 @@ impl Encoder {
         }
     }
 
-    /// Adds records sorted by hash, merging those whose kept bits are equal
-    /// (their counts summed, saturating).
-    pub(crate) fn push_sorted(&mut self, records: &[Record]) -> Merged {
+    /// Adds (hash, count) pairs sorted by hash, merging those whose kept
+    /// bits are equal (their counts summed, saturating).
+    pub(crate) fn push_sorted(&mut self, pairs: impl IntoIterator<Item = (Key, u32)>) -> Merged {
         // The bits kept, as a mask found once.
         let keep = Key {
             hi: u64::MAX,
@@ -172,18 +171,18 @@ impl Encoder {
             lo: u32::MAX,
         }
         .truncated(self.layout.key_bits);
-        let kept = |r: &Record| Key {
-            hi: r.hi & keep.hi,
-            mid: r.mid & keep.mid,
-            lo: r.lo & keep.lo,
+        let kept = |k: &Key| Key {
+            hi: k.hi & keep.hi,
+            mid: k.mid & keep.mid,
+            lo: k.lo & keep.lo,
         };
         let mut merged = Merged::default();
-        let mut iter = records.iter().peekable();
-        while let Some(r) = iter.next() {
-            let key = kept(r);
-            let mut count = u64::from(r.count);
-            while let Some(next) = iter.next_if(|n| kept(n) == key) {
-                count = count.saturating_add(u64::from(next.count));
+        let mut iter = pairs.into_iter().peekable();
+        while let Some((k, c)) = iter.next() {
+            let key = kept(&k);
+            let mut count = u64::from(c);
+            while let Some((_, next)) = iter.next_if(|(n, _)| kept(n) == key) {
+                count = count.saturating_add(u64::from(next));
                 merged.duplicates += 1;
             }
             self.push(key, count);

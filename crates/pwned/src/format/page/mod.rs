@@ -8,7 +8,7 @@ mod encode;
 #[cfg(test)]
 mod tests;
 
-use crate::format::layout::PAGE;
+use crate::format::layout::{DIR_ENTRY, PAGE};
 
 /// Bits of the Elias gamma code of `count` (≥ 1).
 #[inline]
@@ -56,4 +56,25 @@ pub(crate) use encode::*;
 pub(crate) struct DirEntry {
     pub first: u64,
     pub crc: u32,
+}
+
+/// A directory entry as stored: first bucket (with flags), checksum.
+pub(crate) struct DirEntryBytes(pub [u8; DIR_ENTRY]);
+
+impl From<DirEntry> for DirEntryBytes {
+    fn from(e: DirEntry) -> Self {
+        let mut b = [0u8; DIR_ENTRY];
+        b[..8].copy_from_slice(&e.first.to_le_bytes());
+        b[8..].copy_from_slice(&e.crc.to_le_bytes());
+        DirEntryBytes(b)
+    }
+}
+
+impl From<DirEntryBytes> for DirEntry {
+    fn from(b: DirEntryBytes) -> Self {
+        DirEntry {
+            first: u64::from_le_bytes(b.0[..8].try_into().expect("8 bytes")),
+            crc: u32::from_le_bytes(b.0[8..].try_into().expect("4 bytes")),
+        }
+    }
 }

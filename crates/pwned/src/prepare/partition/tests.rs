@@ -3,8 +3,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
-use crate::build::direct_io::Aligned;
-use crate::build::sort;
+use crate::prepare::direct_io::Aligned;
+use crate::prepare::sort;
 
 use super::budget::*;
 use super::read_ahead::*;

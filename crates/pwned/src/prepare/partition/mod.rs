@@ -41,9 +41,9 @@ use std::collections::VecDeque;
 use std::ops::Deref;
 use std::sync::mpsc;
 
-use crate::build::direct_io::ALIGN;
-use crate::build::sort::{RECORD_BYTES, Record, Sink};
 use crate::error::{Error, Result};
+use crate::prepare::direct_io::ALIGN;
+use crate::prepare::sort::{RECORD_BYTES, Record, Sink};
 
 pub(crate) use budget::Budget;
 pub(crate) use read_ahead::ReadAhead;

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::format::hash::Key;
+use crate::prefetch::prefetch;
 
 /// Where the parser puts the records of a chunk of lines.
 pub(crate) trait Sink {
@@ -219,21 +220,6 @@ fn scatter(
 /// the records were written long before, by another core, and the
 /// hardware's prefetch stops at each 4 KiB page.
 const COUNT_AHEAD: usize = 86;
-
-/// Asks for the cache line of `items[at]`, if the CPU takes such hints
-/// (a hint: nothing is read, whatever `at` is).
-#[inline(always)]
-pub(crate) fn prefetch<T>(items: &[T], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads no memory and faults on no address;
-    // `wrapping_add` makes the address without an in-bounds promise.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(items.as_ptr().wrapping_add(at).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (items, at);
-}
 
 /// Furthest a record moves in the insertion pass before the pass gives up.
 const NEAR: usize = 8;

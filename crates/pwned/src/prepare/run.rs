@@ -19,11 +19,11 @@
 //! [`parser`] (the parser threads and the line parser), [`shared`] (what
 //! they share), [`pack`] (phase 2).
 //!
-//! [`options`]: crate::build::options
-//! [`reader`]: crate::build::reader
-//! [`parser`]: crate::build::parser
-//! [`shared`]: crate::build::shared
-//! [`pack`]: crate::build::pack
+//! [`options`]: crate::prepare::options
+//! [`reader`]: crate::prepare::reader
+//! [`parser`]: crate::prepare::parser
+//! [`shared`]: crate::prepare::shared
+//! [`pack`]: crate::prepare::pack
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -32,21 +32,22 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, mpsc};
 use std::time::Instant;
 
-use crate::build::direct_io::DirectWriter;
-use crate::build::input::{self, Input, Part};
-use crate::build::options::{BuildOptions, NoProgress, Progress, Summary};
-use crate::build::ordered::{Run, Stream, Streamed};
-use crate::build::pack::pack_partitions;
-use crate::build::parser::{Queues, parse_chunks};
-use crate::build::partition::{Budget, Partitions, Segment, Spill};
-use crate::build::reader::{Chunk, read_all};
-use crate::build::shared::Shared;
-use crate::build::writer::{Written, check_key_bits, write_subset, write_trailer};
 use crate::error::{Error, Result};
 use crate::format::hash::Kind;
 use crate::format::layout::Layout;
+use crate::prepare::direct_io::DirectWriter;
+use crate::prepare::input::{self, Input, Part};
+use crate::prepare::options::{BuildOptions, NoProgress, Progress, Summary};
+use crate::prepare::ordered::{Run, Stream, Streamed};
+use crate::prepare::pack::pack_partitions;
+use crate::prepare::parser::{Queues, parse_chunks};
+use crate::prepare::partition::{Budget, Partitions, Segment, Spill};
+use crate::prepare::reader::{Chunk, read_all};
+use crate::prepare::shared::Shared;
 use crate::read::index::Index;
 use crate::tmpfile::Nameless;
+use crate::write::sorted::{SortedWriter, Written, check_key_bits};
+use crate::write::trailer::write_trailer;
 
 /// Builds an index file at `output` from `inputs`. The index is written to
 /// a file without a name in the same directory (where the system has them;
@@ -383,11 +384,30 @@ fn stream<'o, 'b, W: Write + Seek>(
     stream.finish()
 }
 
+/// Writes to `out` an index of the hashes of `index` seen at least
+/// `min_count` times, kept to the same bits; its layout is chosen for the
+/// hashes kept.
+pub(crate) fn write_subset<W: Write + Seek>(
+    index: &Index,
+    min_count: u64,
+    out: W,
+) -> Result<(W, Written)> {
+    let stats = index.stats();
+    index.advise_sequential();
+    let mut writer = SortedWriter::compact(out, stats.kind, stats.key_bits, None)?
+        .with_min_count(min_count.max(stats.min_count));
+    for item in index.iter() {
+        let (key, count) = item?;
+        writer.push(key, count)?;
+    }
+    writer.finish(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::options::{DEFAULT_MEMORY_AT_MOST, default_memory};
     use crate::format::hash::Key;
+    use crate::prepare::options::{DEFAULT_MEMORY_AT_MOST, default_memory};
 
     #[test]
     fn the_default_budget_is_half_the_memory_and_at_most_4_gib() {
@@ -395,7 +415,7 @@ mod tests {
         assert!(budget <= DEFAULT_MEMORY_AT_MOST, "{budget}");
         assert!(budget >= 1 << 20, "{budget}");
     }
-    use crate::build::partition::TEST_PART_BITS;
+    use crate::prepare::partition::TEST_PART_BITS;
     use std::fmt::Write as _;
 
     /// Inputs gigabytes long are held in up to 1,024 partitions: the same

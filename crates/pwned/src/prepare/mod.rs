@@ -1,7 +1,9 @@
-//! Building an index from the HIBP text corpus: inputs are read and parsed,
-//! then either streamed into pages when they come in hash order
-//! ([`ordered`], [`writer`]) or held by partition, spilled where memory runs
-//! out, sorted and packed ([`partition`], [`sort`]); [`prepare`] runs it all.
+//! `prepare`: an index from the HIBP text corpus (files, gzip, stdin,
+//! per-range directories) or from another index (a subset). Inputs are
+//! read and parsed, then either streamed into pages when they come in hash
+//! order ([`ordered`], through `write`'s index writer) or held by
+//! partition, spilled where memory runs out, sorted and packed
+//! ([`partition`], [`sort`]); [`run`] runs it all.
 //!
 //! Invariants: records held in memory stay within the caller's budget (the
 //! rest is spilled); the index appears complete under its name or not at
@@ -17,8 +19,7 @@ pub(crate) mod ordered;
 mod pack;
 mod parser;
 pub(crate) mod partition;
-pub(crate) mod prepare;
 mod reader;
+pub(crate) mod run;
 mod shared;
 pub(crate) mod sort;
-pub(crate) mod writer;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use memmap2::{MmapOptions, MmapRaw};
 
 use super::*;
-use crate::build::sort::{RECORD_BYTES, Record};
 use crate::error::{Error, Result};
+use crate::prepare::sort::{RECORD_BYTES, Record};
 
 /// The memory budget for held records, in segments of one mapping.
 #[derive(Debug)]

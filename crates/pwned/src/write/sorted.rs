@@ -3,16 +3,18 @@
 //! corpus size (the directory, 12 bytes a page, is all that grows). The
 //! range-API update uses it; so can any input known to be sorted.
 
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Seek, Write};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
-use crate::format::layout::{
-    BLOCK_ENTRIES, CONTINUED, DIR_ENTRY, Header, Layout, MIN_KEY_BITS, PAGE,
-};
+#[cfg(any(test, feature = "update", feature = "test-util"))]
+use crate::format::layout::DIR_ENTRY;
+use crate::format::layout::{CONTINUED, Layout, MIN_KEY_BITS, PAGE};
+#[cfg(any(test, feature = "update", feature = "test-util"))]
+use crate::format::page::DirEntryBytes;
 use crate::format::page::{DirEntry, Encoder, Merged, page_bytes};
 use crate::format::source::Source;
-use crate::read::index::Index;
+use crate::write::trailer::write_trailer;
 
 /// Hashes held back to estimate the corpus size (and so the bucket bits)
 /// from how far into the hash space they reach, when the size is not given.
@@ -67,27 +69,6 @@ pub struct Checkpoint {
     pub pages: u64,
     /// Totals so far.
     pub written: Written,
-}
-
-/// A directory entry as stored: first bucket (with flags), checksum.
-struct DirEntryBytes([u8; DIR_ENTRY]);
-
-impl From<DirEntry> for DirEntryBytes {
-    fn from(e: DirEntry) -> Self {
-        let mut b = [0u8; DIR_ENTRY];
-        b[..8].copy_from_slice(&e.first.to_le_bytes());
-        b[8..].copy_from_slice(&e.crc.to_le_bytes());
-        DirEntryBytes(b)
-    }
-}
-
-impl From<DirEntryBytes> for DirEntry {
-    fn from(b: DirEntryBytes) -> Self {
-        DirEntry {
-            first: u64::from_le_bytes(b.0[..8].try_into().expect("8 bytes")),
-            crc: u32::from_le_bytes(b.0[8..].try_into().expect("4 bytes")),
-        }
-    }
 }
 
 /// What a [`SortedWriter`] wrote.
@@ -423,25 +404,6 @@ impl<W: Write + Seek> SortedWriter<W> {
     }
 }
 
-/// Writes to `out` an index of the hashes of `index` seen at least
-/// `min_count` times, kept to the same bits; its layout is chosen for the
-/// hashes kept.
-pub(crate) fn write_subset<W: Write + Seek>(
-    index: &Index,
-    min_count: u64,
-    out: W,
-) -> Result<(W, Written)> {
-    let stats = index.stats();
-    index.advise_sequential();
-    let mut writer = SortedWriter::compact(out, stats.kind, stats.key_bits, None)?
-        .with_min_count(min_count.max(stats.min_count));
-    for item in index.iter() {
-        let (key, count) = item?;
-        writer.push(key, count)?;
-    }
-    writer.finish(None)
-}
-
 /// Refuses to keep fewer than [`MIN_KEY_BITS`] bits of a hash, or more
 /// than it has.
 pub(crate) fn check_key_bits(kind: Kind, key_bits: u32) -> Result<()> {
@@ -457,58 +419,13 @@ pub(crate) fn check_key_bits(kind: Kind, key_bits: u32) -> Result<()> {
     }
 }
 
-/// Writes what follows the pages (the directory, its block checksums, the
-/// source section) and then the header at the start of `out`, for an index
-/// of `totals` (distinct hashes, sum of counts), each seen at least
-/// `min_count` times.
-pub(crate) fn write_trailer<W: Write + Seek>(
-    out: &mut W,
-    layout: Layout,
-    dir: &[DirEntry],
-    totals: (u64, u64),
-    min_count: u64,
-    source: Option<&Source>,
-) -> Result<Header> {
-    let (hashes, total) = totals;
-    let io_err = |e| Error::io(None, e);
-    let dir_bytes: Vec<u8> = dir.iter().flat_map(|&e| DirEntryBytes::from(e).0).collect();
-    // One checksum per block of directory entries, so that a single lookup
-    // can check just the block it reads; the header checksums the table.
-    let table: Vec<u8> = dir_bytes
-        .chunks(BLOCK_ENTRIES * DIR_ENTRY)
-        .flat_map(|block| crc32c::crc32c(block).to_le_bytes())
-        .collect();
-    let section = source.map(Source::encode).unwrap_or_default();
-    let header = Header {
-        version: Header::version_for(layout, min_count),
-        layout,
-        hashes,
-        pages: dir.len() as u64,
-        total,
-        dir_crc: crc32c::crc32c(&table),
-        source_len: section.len() as u64,
-        source_crc: if section.is_empty() {
-            0
-        } else {
-            crc32c::crc32c(&section)
-        },
-        min_count,
-    };
-    out.write_all(&dir_bytes).map_err(io_err)?;
-    out.write_all(&table).map_err(io_err)?;
-    out.write_all(&section).map_err(io_err)?;
-    out.seek(SeekFrom::Start(0)).map_err(io_err)?;
-    out.write_all(&header.encode()).map_err(io_err)?;
-    out.flush().map_err(io_err)?;
-    Ok(header)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::io::Cursor;
+    use std::io::{Cursor, SeekFrom};
 
     use super::*;
-    use crate::format::layout::VERSION_WHOLE;
+    use crate::format::layout::{Header, VERSION_WHOLE};
+    use crate::read::index::Index;
 
     fn keys(n: usize, seed: u64) -> Vec<(Key, u64)> {
         let mut state = seed;

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::build::writer::Written;
 use crate::format::hash::Kind;
+use crate::write::sorted::Written;
 
 /// Options of a build.
 #[derive(Debug, Clone)]

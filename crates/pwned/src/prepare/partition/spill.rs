@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use super::*;
-use crate::build::direct_io::{self, Aligned};
-use crate::build::sort::{self, RECORD_BYTES, Record};
 use crate::error::{Error, Result};
 use crate::file_at::{read_full_at, write_all_at};
+use crate::prepare::direct_io::{self, Aligned};
+use crate::prepare::sort::{self, RECORD_BYTES, Record};
 use crate::tmpfile::Nameless;
 
 /// Spill files, one per partition, created when first needed.

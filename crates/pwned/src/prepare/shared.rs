@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::build::input::Part;
-use crate::build::options::BuildOptions;
-use crate::build::ordered::Run;
-use crate::build::writer::check_key_bits;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::format::layout::Layout;
+use crate::prepare::input::Part;
+use crate::prepare::options::BuildOptions;
+use crate::prepare::ordered::Run;
+use crate::write::sorted::check_key_bits;
 
 /// Something wrong with a line, located by chunk and line within it until
 /// all chunks before it are counted.

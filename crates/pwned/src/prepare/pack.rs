@@ -7,13 +7,13 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
-use crate::build::direct_io::Aligned;
-use crate::build::options::Progress;
-use crate::build::partition::{Budget, PART_BITS, ReadAhead, Segment, Spill};
-use crate::build::sort::{self, RECORD_BYTES, Record};
 use crate::error::{Error, Result};
 use crate::format::layout::{Layout, PAGE};
 use crate::format::page::{DirEntry, Encoder, PageBuf, page_bytes};
+use crate::prepare::direct_io::Aligned;
+use crate::prepare::options::Progress;
+use crate::prepare::partition::{Budget, PART_BITS, ReadAhead, Segment, Spill};
+use crate::prepare::sort::{self, RECORD_BYTES, Record};
 
 /// partly empty, so groups must span many pages (about 140 here).
 pub(super) const MIN_GROUP: u64 = 32 << 10;
@@ -113,7 +113,7 @@ pub(super) fn pack(
         if let (Some(ahead), Some((memory, _))) = (ahead, read) {
             let _ = ahead.give.send(memory);
         }
-        let merged = encoder.push_sorted(&scratch.sorted);
+        let merged = encoder.push_sorted(scratch.sorted.iter().map(|r| (r.key(), r.count)));
         hashes += merged.hashes;
         duplicates += merged.duplicates;
     }

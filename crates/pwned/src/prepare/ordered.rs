@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::build::partition::{Partitions, Segment};
-use crate::build::sort::{Record, Sink};
-use crate::build::writer::{SortedWriter, Written};
 use crate::error::Result;
 use crate::format::hash::Key;
 use crate::format::layout::{Layout, PAGE_BITS};
 use crate::format::page::{DirEntry, Encoder, Merged, PageBuf, page_bytes};
+use crate::prepare::partition::{Partitions, Segment};
+use crate::prepare::sort::{Record, Sink};
 use crate::read::index::Index;
+use crate::write::sorted::{SortedWriter, Written};
 
 /// Pages a run must fill at least to be packed by its parser: its last page
 /// is left partly filled, which costs under 1% of the index from here on.
@@ -74,7 +74,7 @@ impl Run {
         let mut encoder = Encoder::new(layout);
         encoder.pages = std::mem::take(&mut self.pages);
         encoder.dir = std::mem::take(&mut self.dir);
-        let merged = encoder.push_sorted(&self.records);
+        let merged = encoder.push_sorted(self.records.iter().map(|r| (r.key(), r.count)));
         encoder.flush();
         self.pages = encoder.pages;
         self.dir = encoder.dir;
@@ -312,8 +312,8 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::build::partition::{Budget, Spill};
     use crate::format::hash::Kind;
+    use crate::prepare::partition::{Budget, Spill};
 
     /// Sorted records, with runs of equal hashes and of hashes that share
     /// their top 40 bits.

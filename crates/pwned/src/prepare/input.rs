@@ -5,8 +5,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::build::encoding::{self, Encoding};
 use crate::format::hash::{Key, Kind, prefix_ascii};
+use crate::prepare::encoding::{self, Encoding};
+use crate::range::count_then_next;
 
 /// One input of `prepare`.
 #[derive(Debug, Clone)]
@@ -66,7 +67,7 @@ enum Sniffed {
 /// Looks at the first bytes of `path`.
 fn sniff(path: &Path) -> io::Result<Sniffed> {
     let mut head = [0u8; 8];
-    let n = fill(&mut File::open(path)?, &mut head)?;
+    let n = encoding::fill(&mut File::open(path)?, &mut head)?;
     let head = &head[..n];
     Ok(if head.starts_with(&[0x1F, 0x8B]) {
         Sniffed::Gzip
@@ -294,20 +295,6 @@ fn range_prefix(name: &str) -> Option<[u8; 5]> {
         .then(|| bytes.map(|b| b.to_ascii_uppercase()))
 }
 
-/// Fills `buf` from `reader` as far as it goes; returns bytes read.
-pub(crate) fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
-}
-
 /// What a line holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Line {
@@ -362,30 +349,6 @@ fn decode<const WIDE: bool>(kind: Kind, text: &[u8]) -> Option<Key> {
         return unsafe { Key::from_hex_avx2(kind, text) };
     }
     Key::from_hex(kind, text)
-}
-
-/// The decimal count at `at` of `data`, 1 to `max` digits (at most 19, so
-/// it fits 64 bits), followed by `\n`, `\r\n` or the end of `data`: the
-/// count and where the next line starts. `None` for anything else.
-#[inline]
-pub(crate) fn count_then_next(data: &[u8], at: usize, max: usize) -> Option<(u64, usize)> {
-    debug_assert!(max <= 19);
-    let digits = data.get(at..)?;
-    let mut count = 0u64;
-    let mut n = 0;
-    while n < digits.len().min(max) && digits[n].is_ascii_digit() {
-        count = count * 10 + u64::from(digits[n] - b'0');
-        n += 1;
-    }
-    let end = at + n;
-    let next = match &data[end..] {
-        _ if n == 0 => return None,
-        [] => end,
-        [b'\n', ..] => end + 1,
-        [b'\r', b'\n', ..] => end + 2,
-        _ => return None,
-    };
-    Some((count, next))
 }
 
 /// Parses one line (without its `\n`) of a corpus of `kind`; `prefix` is the

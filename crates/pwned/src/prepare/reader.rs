@@ -9,10 +9,11 @@ use std::sync::{Arc, mpsc};
 
 use memmap2::Mmap;
 
-use crate::build::input::{self, Part};
-use crate::build::options::Progress;
-use crate::build::shared::{Failure, Fault, Shared};
 use crate::error::Error;
+use crate::prepare::encoding;
+use crate::prepare::input::{self, Part};
+use crate::prepare::options::Progress;
+use crate::prepare::shared::{Failure, Fault, Shared};
 
 /// Bytes the reader reads at a time (a chunk also holds the partial line
 /// carried over from the previous read).
@@ -298,7 +299,7 @@ impl Chunks<'_> {
         // leaves room for the read that follows what is carried.
         let start = self.pieces.last().map_or(0, |p| p.end);
         let room = &mut self.gathered[start..start + READ];
-        let n = match input::fill(reader, room) {
+        let n = match encoding::fill(reader, room) {
             Ok(n) => n,
             Err(e) => {
                 self.shared.faults.fail(
@@ -334,7 +335,7 @@ impl Chunks<'_> {
             let start = carry.len();
             buf[..start].copy_from_slice(carry);
             carry.clear();
-            let n = match input::fill(reader, &mut buf[start..start + READ]) {
+            let n = match encoding::fill(reader, &mut buf[start..start + READ]) {
                 Ok(n) => n,
                 Err(e) => {
                     self.shared.faults.fail(

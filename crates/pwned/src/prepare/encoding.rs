@@ -3,7 +3,8 @@
 //! (Windows PowerShell 5.1's `>` and `Out-File` write UTF-16 LE) is
 //! transcoded to UTF-8 as it is read, through a fixed buffer, so the line
 //! parser sees the same bytes as from a plain file. UTF-16 without a mark,
-//! and UTF-32, are refused with the command that converts them.
+//! and UTF-32, are refused with the command that converts them. Every
+//! input is read through [`fill`].
 
 use std::io::{self, Read};
 
@@ -77,7 +78,7 @@ pub(crate) fn detect(head: &[u8]) -> Encoding {
 /// saying what to do.
 pub(crate) fn decoded<'a>(mut reader: Box<dyn Read + 'a>) -> io::Result<Box<dyn Read + 'a>> {
     let mut head = [0u8; HEAD];
-    let n = crate::build::input::fill(&mut reader, &mut head)?;
+    let n = fill(&mut reader, &mut head)?;
     let encoding = detect(&head[..n]);
     let rest = head[encoding.mark().min(n)..n].to_vec();
     Ok(match encoding {
@@ -221,6 +222,20 @@ impl Read for Utf16<'_> {
         }
         Ok(n)
     }
+}
+
+/// Fills `buf` from `reader` as far as it goes; returns bytes read.
+pub(crate) fn fill(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 #[cfg(test)]

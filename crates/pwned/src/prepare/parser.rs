@@ -4,14 +4,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, mpsc};
 
-use crate::build::input::{self, Line, LineError};
-use crate::build::ordered::{MIN_PACKED_PAGES, Run};
-use crate::build::partition::{Partitions, Segment};
-use crate::build::reader::{Chunk, Data, release};
-use crate::build::shared::{Failure, Fault, Shared};
-use crate::build::sort::{self, Record, Sink};
 use crate::error::Result;
 use crate::format::hash::prefix_ascii;
+use crate::prefetch::prefetch;
+use crate::prepare::input::{self, Line, LineError};
+use crate::prepare::ordered::{MIN_PACKED_PAGES, Run};
+use crate::prepare::partition::{Partitions, Segment};
+use crate::prepare::reader::{Chunk, Data, release};
+use crate::prepare::shared::{Failure, Fault, Shared};
+use crate::prepare::sort::{Record, Sink};
 
 /// Parses a chunk into `sink`, piece by piece. Hashes are decoded 32
 /// digits at a time where the CPU has AVX2.
@@ -90,7 +91,7 @@ pub(super) fn parse_piece<const WIDE: bool>(
         false
     };
     while pos < data.len() {
-        sort::prefetch(data, pos + PARSE_AHEAD);
+        prefetch(data, pos + PARSE_AHEAD);
         if let Some((key, count, next)) = input::quick_line::<WIDE>(kind, ascii, hex_len, data, pos)
         {
             if let Err(e) = sink.put(Record::new(key, count)) {

@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 
 use super::*;
-use crate::build::direct_io::Aligned;
 use crate::error::Result;
+use crate::prepare::direct_io::Aligned;
 
 /// Spills read back ahead of the packers that sort them. One thread reads
 /// partition after partition, in the order the packers take them, each
