@@ -53,9 +53,9 @@ pub use range::prefix_hex;
 pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
-pub use serve::api::{RangeApi, Served};
-#[cfg(feature = "serve")]
 pub use serve::metrics::{Connection, Reload};
+#[cfg(feature = "serve")]
+pub use serve::state::{RangeApi, Served};
 #[cfg(feature = "update")]
 pub use update::bundle::{DiffSummary, diff, write_bundle};
 #[cfg(feature = "update")]

@@ -30,9 +30,9 @@ use sha2::{Digest, Sha256};
 use crate::bundle::BundleReader;
 use crate::format::hash::Kind;
 use crate::read::identity::{identity_hex, parse_identity_hex};
-use crate::serve::api::RangeApi;
 use crate::serve::http::{method_not_allowed, set_headers, text};
 use crate::serve::metrics::Route;
+use crate::serve::state::RangeApi;
 
 /// `Cache-Control` of a bundle: the bytes under a name never change.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";

@@ -20,7 +20,7 @@ use axum::response::Response;
 
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
-use crate::serve::api::RangeApi;
+use crate::serve::state::RangeApi;
 
 /// The most hashes `POST /check` takes at once.
 pub const MAX_BATCH: usize = 10_000;

@@ -23,9 +23,9 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::read::identity::identity_hex;
-use crate::serve::api::{DAMAGED, RangeApi, Served, VERIFIED};
 use crate::serve::date::rfc3339;
 use crate::serve::metrics::Route;
+use crate::serve::state::{DAMAGED, RangeApi, Served, VERIFIED};
 
 pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Response {
     let start = Instant::now();

@@ -8,8 +8,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::serve::api::*;
 use crate::serve::metrics::Route;
+use crate::serve::state::*;
 
 pub(super) async fn metrics(State(api): State<RangeApi>, method: Method) -> Response {
     let start = Instant::now();

@@ -18,10 +18,10 @@ use axum::http::{Method, StatusCode};
 use axum::response::Response;
 
 use crate::read::identity::identity_hex;
-use crate::serve::api::RangeApi;
 use crate::serve::date::rfc3339;
 use crate::serve::hash_api::{json, push_json_string};
 use crate::serve::metrics::Route;
+use crate::serve::state::RangeApi;
 
 pub(crate) async fn identity(State(api): State<RangeApi>, method: Method) -> Response {
     let start = Instant::now();

@@ -10,9 +10,9 @@ use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 
 use crate::format::hash::Kind;
-use crate::serve::api::*;
 use crate::serve::http::*;
 use crate::serve::metrics::Route;
+use crate::serve::state::*;
 
 /// The check page (`check.html`) with the kind it hashes filled in.
 pub(super) const PAGE: &str = include_str!("check.html");

@@ -1,6 +1,7 @@
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
 
+use super::cache::Cache;
 use super::page::*;
 use super::range_answer::*;
 use crate::format::hash::Kind;
