@@ -59,9 +59,9 @@ pub use serve::state::{RangeApi, Served};
 #[cfg(feature = "update")]
 pub use update::bundle::{DiffSummary, diff, write_bundle};
 #[cfg(feature = "update")]
-pub use update::client::Proxies;
-#[cfg(feature = "update")]
 pub use update::journal::{UpdatePath, UpdateSummary};
+#[cfg(feature = "update")]
+pub use update::proxies::Proxies;
 #[cfg(feature = "update")]
 pub use update::{
     CheckSummary, DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions,

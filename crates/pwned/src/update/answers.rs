@@ -17,7 +17,7 @@ use crate::range::parse::parse_range;
 use crate::range::validator::range_digest;
 use crate::read::identity::Digests;
 use crate::read::index::Index;
-use crate::update::fetch::Fetcher;
+use crate::update::fetch::{Answer, Body, Fetcher};
 use crate::update::options::UpdateOptions;
 
 /// Where the ranges' answers come from: the network, or a bundle.
@@ -240,22 +240,4 @@ impl Answers {
 pub(super) struct Identities {
     pub(super) old: Option<[u8; 32]>,
     pub(super) new: Option<[u8; 32]>,
-}
-
-/// One range's answer, checked.
-pub(super) struct Answer {
-    pub(super) retries: u32,
-    pub(super) body: Body,
-}
-
-pub(super) enum Body {
-    /// `304`: the stored validator still holds (from a bundle: the range
-    /// is the same; its validator, if any).
-    NotModified { validator: Option<Vec<u8>> },
-    /// `200`: the range's hashes and its new validator.
-    Range {
-        validator: Option<Vec<u8>>,
-        entries: Vec<(Key, u64)>,
-        received: u64,
-    },
 }

@@ -11,8 +11,8 @@ use std::time::Instant;
 use crate::bundle::{BundleHeader, BundleReader};
 use crate::error::{Error, Result};
 use crate::read::index::Index;
+use crate::update::files::{beside, lock_partial, sync_parent};
 use crate::update::journal::{UpdatePath, UpdateSummary};
-use crate::update::run::{beside, lock_partial, sync_parent};
 
 /// Whether `index` already is what the bundle makes: NEW's hash count and
 /// identity (as an update recorded it, else computed from its pages);

@@ -6,7 +6,8 @@
 //! validator differs between two indexes and writes NEW's lines of each; a
 //! bundle is read back by the core's [`crate::bundle`] (untrusted input:
 //! every size bounded, the order of the entries and the checksum over the
-//! whole content checked).
+//! whole content checked). In a directory of bundles (`--bundle-out DIR`,
+//! served by `serve --bundles`), each is named by [`bundle_name`].
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -17,7 +18,7 @@ use crate::bundle::{BUNDLE_VERSION, BundleHeader, END, LINES, MAGIC, VALIDATOR};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::source::{MAX_VALIDATOR, RANGES, Source};
 use crate::range::parse::MAX_RANGE_BODY;
-use crate::read::identity::Digests;
+use crate::read::identity::{Digests, identity_hex};
 use crate::read::index::Index;
 use crate::tmpfile::Nameless;
 
@@ -236,4 +237,21 @@ impl<W: Write> BundleWriter<W> {
         self.out.flush().map_err(|e| Error::io(None, e))?;
         Ok(self.written)
     }
+}
+
+/// Whether `--bundle-out` names a directory of bundles: one that exists,
+/// or a path ending in a separator (`bundles/`: made when missing).
+pub(crate) fn is_bundle_dir(out: &Path) -> bool {
+    let text = out.as_os_str().to_string_lossy();
+    out.is_dir() || text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR)
+}
+
+/// The name a bundle is given in a directory of bundles: the first 16 hex
+/// digits of the identity it applies to and of the one it makes.
+pub(crate) fn bundle_name(from: &[u8; 32], to: &[u8; 32]) -> String {
+    format!(
+        "{}-{}.bundle",
+        &identity_hex(from)[..16],
+        &identity_hex(to)[..16]
+    )
 }

@@ -9,8 +9,8 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::format::source::RANGES;
 use crate::read::index::Index;
-use crate::update::answers::{Answers, Body};
-use crate::update::fetch::Fetcher;
+use crate::update::answers::Answers;
+use crate::update::fetch::{Body, Fetcher};
 use crate::update::mirror;
 use crate::update::options::{UpdateOptions, UpdateProgress};
 

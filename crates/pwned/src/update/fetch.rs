@@ -1,6 +1,7 @@
 //! Range answers fetched over HTTP: a request with the stored validator,
 //! retries with backoff (or as the server says), bodies decoded (gzip,
-//! brotli) within the size limit.
+//! brotli) within the size limit; each range's [`Answer`] as `answers`
+//! hands it on, whether it came from the network or from a bundle.
 
 use std::io::Read;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -9,13 +10,30 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 
 use crate::error::{ErrorKind, Result};
-use crate::format::hash::Kind;
+use crate::format::hash::{Key, Kind};
 use crate::format::source::Source;
 use crate::range::gzip::gunzip_whole;
 use crate::range::parse::{MAX_RANGE_BODY, parse_range};
 use crate::range::prefix_hex;
-use crate::update::answers::{Answer, Body};
 use crate::update::client::{describe, refused_certificate};
+
+/// One range's answer, checked.
+pub(super) struct Answer {
+    pub(super) retries: u32,
+    pub(super) body: Body,
+}
+
+pub(super) enum Body {
+    /// `304`: the stored validator still holds (from a bundle: the range
+    /// is the same; its validator, if any).
+    NotModified { validator: Option<Vec<u8>> },
+    /// `200`: the range's hashes and its new validator.
+    Range {
+        validator: Option<Vec<u8>>,
+        entries: Vec<(Key, u64)>,
+        received: u64,
+    },
+}
 
 /// The codings asked for: gzip preferred. Range bodies are random hex, which
 /// brotli packs only ~3% smaller than gzip, and brotli-decompressor inflates

@@ -25,6 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::read::identity::{Digests, identity_hex, parse_identity_hex};
 use crate::read::index::Index;
+use crate::update::bundle::{bundle_name, is_bundle_dir};
 use crate::update::client::explain;
 use crate::update::journal::{UpdatePath, UpdateSummary};
 use crate::update::options::{DEFAULT_BASE_URL, UpdateOptions, UpdateProgress};
@@ -231,7 +232,7 @@ pub(crate) fn refresh(
     if target.identity == at {
         // A journal whose partial index is gone is what a run killed after
         // its rename left (a running update holds its partial index).
-        let (partial, journal) = crate::update::run::beside(path)?;
+        let (partial, journal) = crate::update::files::beside(path)?;
         if journal.exists() && !partial.exists() {
             let _ = std::fs::remove_file(&journal);
         }
@@ -323,7 +324,7 @@ pub(crate) fn refresh(
             bundle_out: None,
             ..options.clone()
         };
-        let done = match crate::update::run::update(path, &step, progress) {
+        let done = match crate::update::run::run(path, &step, progress, UpdatePath::BundleFile) {
             Ok(done) => done,
             Err(e) => {
                 let _ = std::fs::remove_file(&download);
@@ -410,23 +411,6 @@ fn keep_or_remove(
         }
         Err(e) => Err(Error::io(kept, e)),
     }
-}
-
-/// Whether `--bundle-out` names a directory of bundles: one that exists,
-/// or a path ending in a separator (`bundles/`: made when missing).
-pub(crate) fn is_bundle_dir(out: &Path) -> bool {
-    let text = out.as_os_str().to_string_lossy();
-    out.is_dir() || text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR)
-}
-
-/// The name a bundle is given in a directory of bundles: the first 16 hex
-/// digits of the identity it applies to and of the one it makes.
-pub(crate) fn bundle_name(from: &[u8; 32], to: &[u8; 32]) -> String {
-    format!(
-        "{}-{}.bundle",
-        &identity_hex(from)[..16],
-        &identity_hex(to)[..16]
-    )
 }
 
 #[cfg(test)]

@@ -22,13 +22,17 @@
 //!
 //! `update --check` ([`check`]) asks the same questions and writes nothing.
 //!
-//! The parts: [`run`] (the update from start to end), [`applied`] (a
-//! bundle applied already), [`mirror`] (a
-//! seekless mirror's identity and bundles), [`answers`] (ranges
-//! from the network or a bundle), [`fetch`] (HTTP requests, retries,
-//! decoding), [`journal`] (checkpoints to resume from), [`bundle`] (delta
-//! bundles), [`client`] (proxies and certificates), [`trust`] (which server
-//! certificates are trusted, refusals in plain words), [`options`].
+//! The parts: [`update()`] here chooses the way (a bundle file, a mirror's
+//! bundles, or range by range); [`run`] (one update from start to end),
+//! [`files`] (the partial index and the journal beside the index),
+//! [`applied`] (a bundle applied already), [`mirror`] (a seekless mirror's
+//! identity and bundles, each applied by a run), [`answers`] (ranges from
+//! the network or a bundle, in order), [`fetch`] (one range requested:
+//! validators, retries, decoding), [`journal`] (checkpoints to resume
+//! from), [`bundle`] (delta bundles), [`client`] (the HTTP client and its
+//! certificates), [`proxies`] (which proxies, as curl reads them),
+//! [`trust`] (which server certificates are trusted, refusals in plain
+//! words), [`options`].
 
 mod answers;
 mod applied;
@@ -36,9 +40,11 @@ pub(crate) mod bundle;
 mod check;
 pub(crate) mod client;
 mod fetch;
+mod files;
 pub(crate) mod journal;
 mod mirror;
 pub(crate) mod options;
+pub(crate) mod proxies;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -50,4 +56,29 @@ pub use fetch::decode_body;
 pub use options::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
 };
-pub use run::update;
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::update::journal::{UpdatePath, UpdateSummary};
+use crate::update::mirror::Refreshed;
+
+/// Builds `path` from the range API, or refreshes it when it exists (see the
+/// module documentation); or, with [`UpdateOptions::from_bundle`], applies
+/// a delta bundle with no network.
+pub fn update(
+    path: &Path,
+    options: &UpdateOptions,
+    progress: &dyn UpdateProgress,
+) -> Result<UpdateSummary> {
+    let mut route = UpdatePath::Ranges;
+    if options.from_bundle.is_some() {
+        route = UpdatePath::BundleFile;
+    } else if mirror::applies(options) {
+        match mirror::refresh(path, options, progress)? {
+            Refreshed::Done(summary) => return Ok(summary),
+            Refreshed::Ranges(why) => route = why.map_or(route, UpdatePath::RangesInstead),
+        }
+    }
+    run::run(path, options, progress, route)
+}

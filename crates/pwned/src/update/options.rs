@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::format::hash::Kind;
-use crate::update::client::Proxies;
+use crate::update::proxies::Proxies;
 
 /// Requests in flight at once, by default. Chosen by measurement: on
 /// loopback 256 in flight took 77.7 s for a full update against 86.9 s for

@@ -3,7 +3,7 @@
 //! in order with checkpoints, then the new index read back, checked and
 //! renamed over the old one.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -18,33 +18,26 @@ use crate::range::prefix_hex;
 use crate::read::identity::Digests;
 use crate::read::identity::identity_hex;
 use crate::read::index::Index;
-use crate::update::answers::{Answers, Body};
+use crate::update::answers::Answers;
 use crate::update::applied;
+use crate::update::bundle::{bundle_name, is_bundle_dir, write_bundle};
 use crate::update::client;
-use crate::update::fetch::Fetcher;
+use crate::update::fetch::{Body, Fetcher};
+use crate::update::files::{Files, beside, lock_partial, sync_parent};
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
-use crate::update::mirror::{self, Refreshed};
 use crate::update::options::{UpdateOptions, UpdateProgress};
 use crate::write::sorted::SortedWriter;
 use crate::write::sorted::Written;
 
-/// Builds `path` from the range API, or refreshes it when it exists (see the
-/// module documentation); or, with [`UpdateOptions::from_bundle`], applies
-/// a delta bundle with no network.
-pub fn update(
+/// Updates `path` by the way `route` names, chosen by [`update`](super::update()):
+/// from the bundle of [`UpdateOptions::from_bundle`] with no network, or
+/// range by range from the range API (building it when it does not exist).
+pub(super) fn run(
     path: &Path,
     options: &UpdateOptions,
     progress: &dyn UpdateProgress,
+    route: UpdatePath,
 ) -> Result<UpdateSummary> {
-    let mut route = UpdatePath::Ranges;
-    if options.from_bundle.is_some() {
-        route = UpdatePath::BundleFile;
-    } else if mirror::applies(options) {
-        match mirror::refresh(path, options, progress)? {
-            Refreshed::Done(summary) => return Ok(summary),
-            Refreshed::Ranges(why) => route = why.map_or(route, UpdatePath::RangesInstead),
-        }
-    }
     let started = Instant::now();
     let io_err = |e| Error::io(path.to_path_buf(), e);
     // A bundle is checked whole (every size, every range's lines, the
@@ -168,7 +161,7 @@ fn bundle_out(
     new: &Index,
     new_identity: Option<[u8; 32]>,
 ) -> Result<Option<PathBuf>> {
-    let out = if mirror::is_bundle_dir(out) {
+    let out = if is_bundle_dir(out) {
         std::fs::create_dir_all(out).map_err(|e| Error::io(out.to_path_buf(), e))?;
         let from = match old {
             Some(old) => old.identity()?,
@@ -181,11 +174,11 @@ fn bundle_out(
         if from == to {
             return Ok(None);
         }
-        out.join(mirror::bundle_name(&from, &to))
+        out.join(bundle_name(&from, &to))
     } else {
         out.to_path_buf()
     };
-    crate::update::bundle::write_bundle(&out, old, new)?;
+    write_bundle(&out, old, new)?;
     Ok(Some(out))
 }
 
@@ -247,48 +240,6 @@ fn fits(
         ),
     }
     .into())
-}
-
-/// The partial index, locked for as long as this update runs: a second
-/// update of the same index stops here instead of writing over it.
-pub(super) fn lock_partial(path: &Path, partial_path: &Path) -> Result<File> {
-    let partial = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(partial_path)
-        .map_err(|e| Error::io(partial_path.to_path_buf(), e))?;
-    match partial.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Error::io(
-                path.to_path_buf(),
-                std::io::Error::new(
-                    std::io::ErrorKind::WouldBlock,
-                    "another update of this index is running",
-                ),
-            ));
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(Error::io(partial_path.to_path_buf(), e));
-        }
-    }
-    Ok(partial)
-}
-
-/// The files of an update beside the index: the partial index (open and
-/// locked) and the journal.
-pub(super) struct Files<'f> {
-    pub(super) partial: &'f File,
-    pub(super) partial_path: &'f Path,
-    pub(super) journal_path: &'f Path,
-}
-
-impl Files<'_> {
-    pub(super) fn partial_err(&self, e: std::io::Error) -> Error {
-        Error::io(self.partial_path.to_path_buf(), e)
-    }
 }
 
 /// The partial index being filled range by range, and what goes with it.
@@ -649,21 +600,6 @@ pub(super) fn check_bundle(path: &Path, kind: Kind) -> Result<(PathBuf, BundleHe
 /// Ranges between checkpoints of the journal (64 in a full update).
 pub(super) const CHECKPOINT_RANGES: u32 = 1 << 14;
 
-/// The partial index and the journal of an update of `path`, beside it.
-pub(super) fn beside(path: &Path) -> Result<(PathBuf, PathBuf)> {
-    let name = path.file_name().ok_or_else(|| {
-        Error::io(
-            path.to_path_buf(),
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"),
-        )
-    })?;
-    let name = name.to_string_lossy();
-    Ok((
-        path.with_file_name(format!(".{name}.update-partial")),
-        path.with_file_name(format!(".{name}.update-journal")),
-    ))
-}
-
 /// The length and header checksum of the index at `path`: what a journal
 /// records of the index it refreshes.
 pub(super) fn identity(path: &Path) -> std::io::Result<(u64, u32)> {
@@ -676,17 +612,6 @@ pub(super) fn identity(path: &Path) -> std::io::Result<(u64, u32)> {
 pub(super) fn clone(file: &File, path: &Path) -> Result<File> {
     file.try_clone()
         .map_err(|e| Error::io(path.to_path_buf(), e))
-}
-
-/// Makes a rename in `path`'s directory durable, where directories can be
-/// synced (on Windows a rename is durable when it returns).
-pub(super) fn sync_parent(path: &Path) {
-    #[cfg(unix)]
-    if let Ok(d) = File::open(crate::tmpfile::parent_dir(path)) {
-        let _ = d.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = path;
 }
 
 /// How a new range differs from the old one.
