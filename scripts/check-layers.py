@@ -5,15 +5,16 @@
 
 Reads every `use` path and every `crate::`/`super::`/`self::` path in the
 code (not the comments) of each .rs file under crates/*/src, resolves it to
-the file that defines the item (through re-exports), and fails (exit 1, one
-line a fault) when:
+the module that defines the item (through re-exports), and fails (exit 1,
+one line a fault) when:
 
 - a file of crates/pwned/src imports from a layer above its own, or beside
   it, in LAYERS below (a layer is a top-level folder or file);
-- files import each other in a circle (A imports B, B imports A, directly or
-  through others) anywhere in a crate's src. A module re-exporting what its
-  own submodules define (`pub use child::Item`) presents them, it does not
-  import them: that is no edge;
+- modules import each other in a circle (A imports B, B imports A,
+  directly or through others) anywhere in a crate's src. A module written
+  inside a file (`mod tests { … }`) is a module of its own, as Rust has it;
+  a module re-exporting what its own submodules define (`pub use
+  child::Item`) presents them, it does not import them: that is no edge;
 - a module file (every .rs under crates/*/src, crates/*/tests/common and
   crates/*/benches) is not named exactly once in ARCHITECTURE.md, in its
   crate's part of the module list, by its path from the crate's folder
@@ -420,7 +421,7 @@ def main():
     for fault in faults:
         print(fault)
     if faults:
-        print(f"check-layers: {len(faults)} faults", file=sys.stderr)
+        print(f"check-layers: {len(faults)} faults")
         return 1
     print(f"check-layers: ok ({files} files, {imports} imports)")
     return 0
