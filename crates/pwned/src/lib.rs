@@ -46,7 +46,7 @@ pub use export::{
     write_sorted,
 };
 pub use format::hash::{Key, Kind};
-pub use format::source::{MAX_VALIDATOR, RANGES, Source};
+pub use format::source::{MAX_VALIDATOR, RANGES, Source, rfc3339};
 pub use range::prefix_hex;
 pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};

@@ -22,9 +22,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::format::source::rfc3339;
 use crate::read::identity::identity_hex;
 use crate::serve::api::{DAMAGED, RangeApi, Served, VERIFIED};
-use crate::serve::date::rfc3339;
 use crate::serve::metrics::Route;
 
 pub(crate) async fn health(State(api): State<RangeApi>, method: Method) -> Response {

@@ -13,7 +13,6 @@
 pub(crate) mod api;
 #[cfg(feature = "update")]
 mod bundles;
-pub(crate) mod date;
 pub(crate) mod hash_api;
 pub(crate) mod health;
 pub(crate) mod http;
