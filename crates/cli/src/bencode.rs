@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use seekless_bencode::torrent::{self, CreateOptions, Torrent, Version, magnet_link, summary_json};
 use seekless_bencode::{Parser, to_json};
 
-use crate::fail;
+use crate::report::fail;
 
 /// `seekless bencode` subcommands.
 #[derive(Debug, clap::Subcommand)]

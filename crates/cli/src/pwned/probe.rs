@@ -40,11 +40,11 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let answer = match answer {
         Ok(answer) => answer,
-        Err(e) => return crate::fail(format!("{}: {e}", args.url)),
+        Err(e) => return crate::report::fail(format!("{}: {e}", args.url)),
     };
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(&answer.body).and_then(|()| out.flush()) {
-        return crate::fail(e);
+        return crate::report::fail(e);
     }
     if (200..300).contains(&answer.status) {
         ExitCode::SUCCESS
