@@ -55,7 +55,7 @@ pub(super) fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     fields.push(("bytes", s.bytes.to_string(), json!(s.bytes)));
     fields.push(("bytes_per_hash", format!("{per_hash:.3}"), json!(per_hash)));
     if let Some(source) = index.source()? {
-        let updated = crate::pwned::date::rfc3339(source.updated_time());
+        let updated = seekless_pwned::rfc3339(source.updated_time());
         fields.push(("source", source.url.clone(), json!(source.url)));
         fields.push(("updated", updated.clone(), json!(updated)));
         let validators = source.validators();

@@ -12,10 +12,9 @@
 //! - `probe.rs`: `probe`, a health check where there is no curl.
 //!
 //! What they share: `index_file.rs` (an index named on the command line),
-//! `date.rs` (dates as printed, spans of time in flags), `stdout_file.rs` and `terminal.rs`.
+//! `span.rs` (spans of time in flags), `stdout_file.rs` and `terminal.rs`.
 
 mod check;
-mod date;
 mod export;
 mod index_file;
 mod inspect;
@@ -24,6 +23,8 @@ mod prepare;
 mod probe;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(any(feature = "update", feature = "serve"))]
+mod span;
 mod stdout_file;
 mod terminal;
 #[cfg(feature = "update")]
@@ -159,7 +160,7 @@ pub enum Command {
         /// ends (10m, 6h, 1d, or seconds), as a sidecar or a service does;
         /// a failed run is reported and tried again at the next. Stop it
         /// at any moment: an update killed is resumed by the next run.
-        #[arg(long, value_name = "INTERVAL", value_parser = date::parse_span,
+        #[arg(long, value_name = "INTERVAL", value_parser = span::parse,
               conflicts_with_all = ["from_bundle", "check"])]
         every: Option<std::time::Duration>,
         /// A subset: keep only the hashes seen at least N times (default:

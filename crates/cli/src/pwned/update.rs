@@ -232,7 +232,7 @@ pub(super) fn update_every(
         if let Err(e) = update(index, options) {
             eprintln!(
                 "seekless: {}: update failed: {e}; next try in {}",
-                crate::pwned::date::rfc3339(std::time::SystemTime::now()),
+                seekless_pwned::rfc3339(std::time::SystemTime::now()),
                 humantime::format_duration(every)
             );
         }

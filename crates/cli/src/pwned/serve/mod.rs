@@ -29,10 +29,9 @@ use std::time::{Duration, Instant, SystemTime};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use seekless_pwned::{Kind, RangeApi, Reload, Served};
+use seekless_pwned::{Kind, RangeApi, Reload, Served, rfc3339};
 use tower::Service;
 
-use crate::pwned::date::rfc3339;
 use file_identity::Identity;
 use tls::Tls;
 
@@ -83,11 +82,11 @@ pub struct Args {
     pub tls_names: Vec<String>,
     /// How long a certificate of --tls-ca-dir is valid (renewed when a
     /// third of it is left); for tests.
-    #[arg(long, value_name = "AGE", value_parser = crate::pwned::date::parse_span, hide = true)]
+    #[arg(long, value_name = "AGE", value_parser = crate::pwned::span::parse, hide = true)]
     pub tls_lifetime: Option<Duration>,
     /// Make /health answer 503 while an index is older than this (its last
     /// update, or its build): 8d, 36h, 90m, or seconds.
-    #[arg(long, value_name = "AGE", value_parser = crate::pwned::date::parse_span)]
+    #[arg(long, value_name = "AGE", value_parser = crate::pwned::span::parse)]
     pub max_age: Option<Duration>,
     /// Do not offer the whole-hash lookups (`GET /check/sha1/…`,
     /// `GET /check/ntlm/…`, `POST /check`). They receive whole hashes (no

@@ -16,7 +16,7 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer;
 
 use super::files;
-use crate::pwned::date::rfc3339;
+use seekless_pwned::rfc3339;
 
 /// The CA's certificate, the file to distribute.
 pub const CA_CERT: &str = "ca.pem";

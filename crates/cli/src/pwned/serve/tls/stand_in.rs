@@ -18,7 +18,7 @@ use rustls::pki_types::{CertificateDer, DnsName};
 
 use super::authority::{Authority, san_text};
 use super::files;
-use crate::pwned::date::rfc3339;
+use seekless_pwned::rfc3339;
 
 /// The server certificate, in DIR.
 pub const SERVER_CERT: &str = "server.pem";
