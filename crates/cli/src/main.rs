@@ -50,7 +50,7 @@ enum Command {
     /// Torrents (v1, v2, hybrid): show metadata, verify data, create.
     #[cfg(feature = "bencode")]
     #[command(subcommand)]
-    Torrent(bencode::TorrentCommand),
+    Torrent(bencode::torrent::Command),
     /// Bitcoin Core block files: scan, list the best chain, linearize.
     #[cfg(feature = "blocks")]
     #[command(subcommand)]
@@ -113,7 +113,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "bencode")]
         Command::Bencode(command) => bencode::run(command),
         #[cfg(feature = "bencode")]
-        Command::Torrent(command) => bencode::run_torrent(command),
+        Command::Torrent(command) => bencode::torrent::run(command),
         #[cfg(feature = "blocks")]
         Command::Blocks(command) => blocks::run(command),
         #[cfg(feature = "exhash")]
