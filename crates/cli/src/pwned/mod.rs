@@ -9,7 +9,8 @@
 //! - `update.rs`: `update` and `diff`, keeping an index current;
 //! - `serve/`: `serve`, the range API over HTTP and HTTPS;
 //! - `okon.rs`: `okon`, and the okon-cli drop-in;
-//! - `probe.rs`: `probe`, a health check where there is no curl.
+//! - `probe.rs`: `probe`, a health check where there is no curl (with
+//!   `serve`, whose HTTP stack it uses).
 //!
 //! What they share: `index_file.rs` (an index named on the command line),
 //! `span.rs` (spans of time in flags), `stdout_file.rs` and `terminal.rs`.
@@ -20,6 +21,7 @@ mod index_file;
 mod inspect;
 pub mod okon;
 mod prepare;
+#[cfg(feature = "serve")]
 mod probe;
 #[cfg(feature = "serve")]
 mod serve;
@@ -236,6 +238,7 @@ pub enum Command {
     ///
     /// Exit status 0 on a 2xx answer, 1 on any other status, 2 when there is
     /// no answer (bad URL, no connection, timeout, not HTTP).
+    #[cfg(feature = "serve")]
     Probe(probe::Args),
 }
 
@@ -247,6 +250,7 @@ impl Command {
             Command::Serve(_) => true,
             #[cfg(feature = "update")]
             Command::Update { .. } => true,
+            #[cfg(feature = "serve")]
             Command::Probe(_) => true,
             _ => false,
         }
@@ -354,6 +358,7 @@ pub fn run(command: Command) -> ExitCode {
         Command::Okon(args) => return okon::run(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => return serve::run(args),
+        #[cfg(feature = "serve")]
         Command::Probe(args) => return probe::run(&args),
     };
     match result {

@@ -1,21 +1,26 @@
 //! `seekless pwned probe [URL]`: one HTTP GET, for health checks where
 //! there is no curl (the container image holds nothing but this binary).
 //!
-//! A plain HTTP/1.1 request over a std `TcpStream`, synchronous, with a
-//! deadline: no async runtime, no TLS, nothing the `serve` feature does not
-//! already need, so a build without `update` has it too. The body goes to
+//! A plain HTTP/1.1 request by hyper's client on a runtime of one thread,
+//! with a deadline: no TLS, nothing the `serve` feature does not already
+//! build, so a build without `update` has it too. The body goes to
 //! standard output as received; the exit status says how it went: 0 for a
 //! 2xx answer, 1 for any other status (redirects are not followed), 2 when
 //! there is no answer (the URL is not `http://…`, the name does not
 //! resolve, the connection is refused or times out, the answer is not
 //! HTTP).
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// The largest answer read (head and body); a health check's is a few lines.
+use hyper::body::Body as _;
+use hyper::header::{CONTENT_LENGTH, HeaderMap, TRANSFER_ENCODING};
+use hyper_util::rt::TokioIo;
+
+/// The largest body read; a health check's is a few lines.
 const MAX_ANSWER: usize = 16 << 20;
 
 /// Get a URL over HTTP: print the body; exit 0 on a 2xx answer, 1 on any
@@ -142,194 +147,137 @@ fn left(deadline: Instant) -> Result<Duration, String> {
 }
 
 fn get(target: &Target, deadline: Instant) -> Result<Answer, String> {
+    let stream = connect(target, deadline)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let stream = tokio::net::TcpStream::from_std(stream).map_err(|e| e.to_string())?;
+        tokio::time::timeout(left(deadline)?, exchange(stream, target))
+            .await
+            .unwrap_or_else(|_| Err("timed out waiting for the answer".into()))
+    })
+}
+
+/// A connection to the first of the host's addresses that takes one.
+fn connect(target: &Target, deadline: Instant) -> Result<TcpStream, String> {
     let addresses = (target.host.as_str(), target.port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {}: {e}", target.host))?;
-    let mut stream = None;
     let mut last_error = format!("{} resolves to no address", target.host);
     for address in addresses {
         match TcpStream::connect_timeout(&address, left(deadline)?) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
+            Ok(stream) => return Ok(stream),
             Err(e) => last_error = format!("cannot connect to {address}: {e}"),
         }
     }
-    let mut stream = stream.ok_or(last_error)?;
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: seekless-probe/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
-        target.path,
-        target.authority,
-        env!("CARGO_PKG_VERSION")
-    );
-    stream
-        .set_write_timeout(Some(left(deadline)?))
-        .and_then(|()| stream.write_all(request.as_bytes()))
-        .map_err(|e| format!("sending the request: {e}"))?;
-    let mut received = Vec::with_capacity(4096);
-    let mut buffer = [0u8; 16384];
-    let mut head: Option<Head> = None;
-    loop {
-        stream
-            .set_read_timeout(Some(left(deadline)?))
-            .map_err(|e| e.to_string())?;
-        let n = match stream.read(&mut buffer) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err("timed out waiting for the answer".into());
-            }
-            Err(e) => return Err(format!("reading the answer: {e}")),
-        };
-        if n == 0 {
-            let head = head.ok_or("not an HTTP answer (no end of headers)")?;
-            return answer(head, &received, true)?
-                .ok_or_else(|| "the connection closed before the whole answer".into());
-        }
-        if received.len() + n > MAX_ANSWER {
-            return Err(format!("answer larger than {} MiB", MAX_ANSWER >> 20));
-        }
-        // Only the new bytes (and the three before them) can end the head.
-        let from = received.len().saturating_sub(3);
-        received.extend_from_slice(&buffer[..n]);
-        if head.is_none() {
-            if let Some(end) = received[from..].windows(4).position(|w| w == b"\r\n\r\n") {
-                head = Some(Head::parse(&received[..from + end], from + end + 4)?);
-            } else if received.len() > 64 << 10 {
-                return Err("not an HTTP answer (no end of headers)".into());
-            }
-        }
-        // A body with a length is whole once that much has come; any other
-        // ends when the server closes (the request asked it to).
-        if let Some(head) = &head
-            && head.length.is_some()
-            && !head.chunked
-            && let Some(answer) = answer(head.clone(), &received, false)?
-        {
-            return Ok(answer);
-        }
-    }
+    Err(last_error)
 }
 
-/// What the head of an answer says.
-#[derive(Debug, Clone)]
-struct Head {
-    status: u16,
-    status_line: String,
-    /// `Content-Length`.
-    length: Option<usize>,
+/// Asks for the target's path on `stream` (`Connection: close`) and reads
+/// the whole answer.
+async fn exchange(stream: tokio::net::TcpStream, target: &Target) -> Result<Answer, String> {
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake::<_, String>(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("sending the request: {e}"))?;
+    tokio::spawn(connection);
+    let request = hyper::Request::get(target.path.as_str())
+        .header("Host", target.authority.as_str())
+        .header(
+            "User-Agent",
+            concat!("seekless-probe/", env!("CARGO_PKG_VERSION")),
+        )
+        .header("Accept", "*/*")
+        .header("Connection", "close")
+        .body(String::new())
+        .map_err(|e| format!("cannot ask for this URL: {e}"))?;
+    let response = sender.send_request(request).await.map_err(|e| {
+        if e.is_parse() {
+            format!("not an HTTP answer ({e})")
+        } else if e.is_incomplete_message() {
+            "not an HTTP answer (no end of headers)".to_string()
+        } else {
+            format!("reading the answer: {}", cause(&e))
+        }
+    })?;
+    let status = response.status();
+    let reason = match response.extensions().get::<hyper::ext::ReasonPhrase>() {
+        Some(reason) => String::from_utf8_lossy(reason.as_bytes()).into_owned(),
+        None => status.canonical_reason().unwrap_or("").to_string(),
+    };
+    let status_line = format!("{:?} {} {reason}", response.version(), status.as_u16());
+    let framing = Framing::of(response.headers());
+    let mut incoming = response.into_body();
+    let mut body = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut incoming).poll_frame(cx)).await
+    {
+        let frame = frame.map_err(|e| framing.failure(&e, body.len()))?;
+        if let Ok(data) = frame.into_data() {
+            if body.len() + data.len() > MAX_ANSWER {
+                return Err(format!("answer larger than {} MiB", MAX_ANSWER >> 20));
+            }
+            body.extend_from_slice(&data);
+        }
+    }
+    Ok(Answer {
+        status: status.as_u16(),
+        status_line,
+        body,
+    })
+}
+
+/// How an answer's head says its body ends: for saying what went wrong
+/// when it does not end so.
+struct Framing {
     /// `Transfer-Encoding: …, chunked`.
     chunked: bool,
-    /// Where the body starts (past the blank line).
-    body_start: usize,
+    /// `Content-Length`.
+    length: Option<usize>,
 }
 
-impl Head {
-    /// Parses the status line and headers (`head`, without the blank line).
-    fn parse(head: &[u8], body_start: usize) -> Result<Head, String> {
-        let head = std::str::from_utf8(head).map_err(|_| "headers are not text".to_string())?;
-        let mut lines = head.split("\r\n");
-        let status_line = lines.next().unwrap_or("");
-        let status = status_line
-            .strip_prefix("HTTP/1.")
-            .and_then(|s| s.get(1..5))
-            .and_then(|s| s.strip_prefix(' '))
-            .filter(|code| code.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|code| code.parse::<u16>().ok())
-            .ok_or_else(|| format!("not an HTTP status line: {status_line:?}"))?;
-        let mut length = None;
-        let mut chunked = false;
-        for line in lines {
-            let Some((name, value)) = line.split_once(':') else {
-                return Err(format!("malformed header line {line:?}"));
-            };
-            let value = value.trim();
-            if name.eq_ignore_ascii_case("content-length") {
-                let n = value
-                    .parse::<usize>()
-                    .map_err(|_| format!("bad Content-Length {value:?}"))?;
-                length = Some(n);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value
+impl Framing {
+    fn of(headers: &HeaderMap) -> Framing {
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+        Framing {
+            chunked: text(TRANSFER_ENCODING).is_some_and(|value| {
+                value
                     .rsplit(',')
                     .next()
-                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
-            }
+                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+            }),
+            length: text(CONTENT_LENGTH).and_then(|v| v.trim().parse().ok()),
         }
-        Ok(Head {
-            status,
-            status_line: status_line.to_string(),
-            length,
-            chunked,
-            body_start,
-        })
+    }
+
+    /// What an error met reading the body means, `received` bytes into it.
+    fn failure(&self, e: &hyper::Error, received: usize) -> String {
+        let io = std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>());
+        match io.map(std::io::Error::kind) {
+            Some(std::io::ErrorKind::UnexpectedEof) => match self.length {
+                _ if self.chunked => "the connection closed inside a chunked body".into(),
+                Some(length) => format!("body cut short: {received} of {length} bytes"),
+                None => "the connection closed before the whole answer".into(),
+            },
+            Some(std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData) => {
+                format!("bad chunked body: {}", cause(e))
+            }
+            _ => format!("reading the answer: {}", cause(e)),
+        }
     }
 }
 
-/// The answer whose head is `head`, from everything `received`, once its
-/// body is whole (`closed`: the server has closed the connection, which
-/// ends a body without a length); `None` while more is to come.
-fn answer(head: Head, received: &[u8], closed: bool) -> Result<Option<Answer>, String> {
-    let rest = &received[head.body_start..];
-    let body = if head.chunked {
-        match dechunk(rest)? {
-            Some(body) => body,
-            None if closed => return Err("the connection closed inside a chunked body".into()),
-            None => return Ok(None),
-        }
-    } else if let Some(length) = head.length {
-        if rest.len() < length {
-            if closed {
-                return Err(format!("body cut short: {} of {length} bytes", rest.len()));
-            }
-            return Ok(None);
-        }
-        rest[..length].to_vec()
-    } else if closed {
-        rest.to_vec()
-    } else {
-        return Ok(None);
-    };
-    Ok(Some(Answer {
-        status: head.status,
-        status_line: head.status_line,
-        body,
-    }))
-}
-
-/// A chunked body decoded, once its last chunk has arrived (trailers are
-/// not needed: the connection closes after them).
-fn dechunk(mut rest: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let mut body = Vec::new();
-    loop {
-        let Some(line_end) = rest.windows(2).position(|w| w == b"\r\n") else {
-            return Ok(None);
-        };
-        let line = std::str::from_utf8(&rest[..line_end]).unwrap_or("");
-        let size = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size, 16)
-            .ok()
-            .filter(|_| !size.is_empty() && size.len() <= 8)
-            .ok_or_else(|| format!("bad chunk size line {line:?}"))?;
-        rest = &rest[line_end + 2..];
-        if size == 0 {
-            return Ok(Some(body));
-        }
-        if rest.len() < size + 2 {
-            return Ok(None);
-        }
-        if &rest[size..size + 2] != b"\r\n" {
-            return Err("a chunk does not end with CRLF".into());
-        }
-        body.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
+/// The innermost cause of a hyper error, in its own words (the I/O
+/// error's, when there is one).
+fn cause(e: &hyper::Error) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(source) = cause.source() {
+        cause = source;
     }
+    cause.to_string()
 }
 
 #[cfg(test)]
@@ -375,45 +323,6 @@ mod tests {
             "http://h/a b",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    /// The answer in `received`, as `get` reads it.
-    fn whole(received: &[u8], closed: bool) -> Result<Option<Answer>, String> {
-        let end = received
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .ok_or("no end of headers")?;
-        answer(Head::parse(&received[..end], end + 4)?, received, closed)
-    }
-
-    #[test]
-    fn answers() {
-        let with_length = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\nextra";
-        let answer = whole(with_length, false).unwrap().unwrap();
-        assert_eq!((answer.status, &answer.body[..]), (200, &b"ok\n"[..]));
-        assert!(whole(&with_length[..40], false).unwrap().is_none());
-        assert!(whole(&with_length[..40], true).is_err());
-
-        let chunked = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
-        let answer = whole(chunked, false).unwrap().unwrap();
-        assert_eq!((answer.status, &answer.body[..]), (503, &b"abcde"[..]));
-        assert_eq!(answer.status_line, "HTTP/1.1 503 Service Unavailable");
-        assert!(whole(&chunked[..75], false).unwrap().is_none());
-        assert!(whole(&chunked[..75], true).is_err());
-
-        let until_close = b"HTTP/1.0 404 Not Found\r\n\r\nnope";
-        assert!(whole(until_close, false).unwrap().is_none());
-        assert_eq!(whole(until_close, true).unwrap().unwrap().body, b"nope");
-
-        for bad in [
-            &b"SSH-2.0-OpenSSH\r\n\r\n"[..],
-            b"HTTP/1.1 2x0 OK\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-        ] {
-            assert!(whole(bad, true).is_err(), "{bad:?}");
         }
     }
 }
