@@ -11,7 +11,7 @@ use seekless_blocks::{
 };
 use serde_json::{Value, json};
 
-use crate::fail;
+use crate::report::fail;
 
 /// Where the blocks are and how to read them.
 #[derive(Debug, clap::Args)]

@@ -9,7 +9,7 @@ use seekless_exhash::ExHash;
 use seekless_exhash::bench::{self, Pattern};
 use serde_json::json;
 
-use crate::fail;
+use crate::report::fail;
 
 /// Key patterns for `bench`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -7,23 +7,14 @@
 mod bencode;
 #[cfg(feature = "blocks")]
 mod blocks;
-#[cfg(feature = "pwned")]
-mod date;
 #[cfg(feature = "exhash")]
 mod exhash;
 #[cfg(any(feature = "pwned", feature = "bencode"))]
 mod guard;
-#[cfg(feature = "pwned")]
-mod index_file;
-#[cfg(feature = "pwned")]
-mod okon;
-#[cfg(feature = "pwned")]
-mod probe;
 mod progress;
 #[cfg(feature = "pwned")]
 mod pwned;
-#[cfg(feature = "serve")]
-mod serve;
+mod report;
 #[cfg(any(
     feature = "pwned",
     feature = "bencode",
@@ -31,12 +22,6 @@ mod serve;
     feature = "exhash"
 ))]
 mod size;
-#[cfg(feature = "pwned")]
-mod stdout_file;
-#[cfg(feature = "pwned")]
-mod terminal;
-#[cfg(feature = "serve")]
-mod tls;
 #[cfg(any(feature = "pwned", feature = "bencode", feature = "blocks"))]
 mod words;
 
@@ -65,7 +50,7 @@ enum Command {
     /// Torrents (v1, v2, hybrid): show metadata, verify data, create.
     #[cfg(feature = "bencode")]
     #[command(subcommand)]
-    Torrent(bencode::TorrentCommand),
+    Torrent(bencode::torrent::Command),
     /// Bitcoin Core block files: scan, list the best chain, linearize.
     #[cfg(feature = "blocks")]
     #[command(subcommand)]
@@ -106,7 +91,7 @@ fn main() -> ExitCode {
     // Invoked as `okon-cli`, or as `seekless --path … --hash …`: answer as
     // okon's CLI does (for KeePassXC's `--okon`).
     #[cfg(feature = "pwned")]
-    if let Some(code) = okon::intercept() {
+    if let Some(code) = pwned::okon::intercept() {
         return code;
     }
     #[cfg(not(any(
@@ -128,7 +113,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "bencode")]
         Command::Bencode(command) => bencode::run(command),
         #[cfg(feature = "bencode")]
-        Command::Torrent(command) => bencode::run_torrent(command),
+        Command::Torrent(command) => bencode::torrent::run(command),
         #[cfg(feature = "blocks")]
         Command::Blocks(command) => blocks::run(command),
         #[cfg(feature = "exhash")]
@@ -151,15 +136,8 @@ fn no_engine() -> ExitCode {
         .err();
     match error {
         Some(error) => error.exit(),
-        None => fail(
+        None => report::fail(
             "built without engines: rebuild with at least one of the features pwned, bencode, blocks, exhash",
         ),
     }
-}
-
-/// Report an error the one way every command does (`seekless: …` on
-/// standard error) and give its exit status, 2.
-pub(crate) fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("seekless: {message}");
-    ExitCode::from(2)
 }

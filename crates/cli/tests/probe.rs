@@ -1,7 +1,7 @@
 //! `seekless pwned probe`: the container's health check. Against a real
 //! `seekless pwned serve` on an ephemeral port, and against small fake
 //! servers for the answers serve does not give on demand (a 503, a chunked
-//! body, silence, something that is not HTTP).
+//! body, bodies cut short, silence, something that is not HTTP).
 #![cfg(feature = "serve")]
 
 use std::io::{Read, Write};
@@ -164,6 +164,33 @@ fn statuses_and_failures() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
     server.join().unwrap();
+
+    // A body that ends with the connection (HTTP/1.0, no length): whole.
+    let (url, server) = fake(Some(b"HTTP/1.0 404 Not Found\r\n\r\nnope"));
+    let out = probe(&[&url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "nope");
+    assert!(text(&out.stderr).ends_with(": HTTP/1.0 404 Not Found\n"));
+    server.join().unwrap();
+
+    // Bodies cut short by the close: exit 2, nothing printed.
+    for (answer, why) in [
+        (
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"[..],
+            "body cut short: 3 of 10 bytes",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+            "the connection closed inside a chunked body",
+        ),
+    ] {
+        let (url, server) = fake(Some(answer));
+        let out = probe(&[&url]);
+        assert_eq!(out.status.code(), Some(2), "{why}");
+        assert!(out.stdout.is_empty(), "{why}");
+        assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+        server.join().unwrap();
+    }
 
     // Something that is not HTTP: exit 2.
     let (url, server) = fake(Some(b"SSH-2.0-OpenSSH_9.2\r\n"));

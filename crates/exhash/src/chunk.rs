@@ -31,7 +31,7 @@
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 
-use crate::store::{PAGE_SIZE, Page};
+use crate::page::{PAGE_SIZE, Page};
 
 /// Pages per chunk: 2 MiB.
 pub(crate) const CHUNK_PAGES: usize = 256;

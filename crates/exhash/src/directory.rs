@@ -3,7 +3,8 @@
 
 use crate::group::{self, Narrow, Shape, Wide, narrow};
 use crate::layout::{MIN_DEPTH, PageMeta, slot_page};
-use crate::store::{Page, PageId, PageStore};
+use crate::page::{Page, PageId};
+use crate::store::PageStore;
 use crate::table::ExHash;
 
 /// A page with fewer entries than this tries to merge with its sibling.

@@ -12,4 +12,4 @@ pub const HEADER_SIZE: usize = 4096;
 /// Bytes of a header copy covered by its checksum (the rest is zero).
 pub const HEADER_USED: usize = 64;
 /// Size of a slot: the unit in which the file is allocated.
-pub const SLOT_SIZE: u64 = crate::store::PAGE_SIZE as u64;
+pub const SLOT_SIZE: u64 = crate::page::PAGE_SIZE as u64;

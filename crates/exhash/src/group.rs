@@ -22,7 +22,7 @@
 //! displaced entries back into the holes they leave.
 
 use crate::mix::unskew;
-use crate::store::{PAGE_SIZE, Page};
+use crate::page::{PAGE_SIZE, Page};
 
 /// How many groups an entry may live in: its home group and the next
 /// `REACH - 1` (wrapping from the last group to the first).

@@ -1,7 +1,7 @@
 //! The table's geometry besides the page layout (`group.rs`): depths, what
 //! is known of each page, the directory's slot encoding.
 
-use crate::store::{PAGE_SIZE, PageId};
+use crate::page::{PAGE_SIZE, PageId};
 
 /// The deepest a page (and so the directory) may go: 2^26 directory slots.
 /// Entries that cannot be placed at this depth (only possible with keys

@@ -5,8 +5,8 @@
 
 use crate::error::Error;
 use crate::mix::{hash_of_position, unmix_v2};
+use crate::page::Page;
 use crate::piece::{self, Entry, PIECE_SIZE};
-use crate::store::Page;
 
 /// Pieces in a page.
 const PIECES: usize = 64;

@@ -16,6 +16,7 @@
 //!   ahead.
 //! - `piece.rs`, `legacy.rs`: reading the pages of format versions 1 and 2,
 //!   whose files are laid out afresh when opened.
+//! - [`Page`] (`page.rs`): the 8 KiB unit every store holds.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`],
 //!   whose 2 MiB chunks (`chunk.rs`) are made and faulted in ahead of need;
 //!   [`FileStore`] (`file/`) adds atomic, crash-safe commits by shadow
@@ -69,6 +70,7 @@ mod load;
 pub mod mix;
 #[cfg(not(feature = "test-util"))]
 mod mix;
+mod page;
 mod page_table;
 mod piece;
 mod prefetch;
@@ -82,6 +84,7 @@ pub use file::FileStore;
 pub use group::REACH;
 pub use iter::Iter;
 pub use layout::MAX_DEPTH;
+pub use page::{PAGE_SIZE, Page, PageId};
 pub use stats::Stats;
-pub use store::{MemoryStore, PAGE_SIZE, Page, PageId, PageStore};
+pub use store::{MemoryStore, PageStore};
 pub use table::ExHash;

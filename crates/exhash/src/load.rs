@@ -6,7 +6,8 @@
 
 use crate::layout::slot_page;
 use crate::mix::{mix, position_high};
-use crate::store::{PageId, PageStore};
+use crate::page::PageId;
+use crate::store::PageStore;
 use crate::table::ExHash;
 
 /// Below this many pairs a load is plain inserts: ordering them would cost

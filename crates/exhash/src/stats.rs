@@ -2,7 +2,8 @@
 
 use crate::group::{self, Narrow, REACH, Shape, Wide, narrow};
 use crate::layout::{LookSlot, dir_slot, look_slot, pages_at_depth};
-use crate::store::{PAGE_SIZE, Page, PageId, PageStore};
+use crate::page::{PAGE_SIZE, Page, PageId};
+use crate::store::PageStore;
 use crate::table::ExHash;
 
 /// Counters describing the shape of a table.

@@ -3,36 +3,7 @@
 //! keeps the same pages in memory and adds durable, atomic commits.
 
 use crate::chunk::{CHUNK_PAGES, Chunk, Spare};
-
-/// Bytes in one page.
-pub const PAGE_SIZE: usize = 8192;
-
-/// Identifies a page inside a store.
-pub type PageId = u32;
-
-/// One 8 KiB page (layout in `group.rs`), aligned to a cache line. All
-/// zeros is an empty page.
-#[repr(C, align(64))]
-#[derive(Clone)]
-pub struct Page(pub [u8; PAGE_SIZE]);
-
-impl std::fmt::Debug for Page {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Page").finish_non_exhaustive()
-    }
-}
-
-impl Page {
-    /// An empty page.
-    pub fn empty() -> Box<Page> {
-        Box::new(Page([0; PAGE_SIZE]))
-    }
-
-    /// Empty the page.
-    pub fn clear(&mut self) {
-        self.0.fill(0);
-    }
-}
+use crate::page::{Page, PageId};
 
 /// Where the table keeps its pages: [`MemoryStore`] or
 /// [`FileStore`](crate::FileStore). The trait is sealed: the table keeps
@@ -231,10 +202,10 @@ impl MemoryStore {
 /// The promise behind the table's lookup directory (`table.rs`), which
 /// only this crate's stores make, so it seals [`PageStore`].
 pub(crate) mod fixed {
-    use super::{Page, PageId};
+    use crate::page::{Page, PageId};
 
     /// A live page's bytes stay at one address, aligned to
-    /// [`PAGE_SIZE`](super::PAGE_SIZE), until the page is released or the
+    /// [`PAGE_SIZE`](crate::PAGE_SIZE), until the page is released or the
     /// store dropped; they are written only through `page_mut` and
     /// `page_mut_at`.
     pub trait Fixed {

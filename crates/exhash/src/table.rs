@@ -11,8 +11,9 @@ use crate::layout::{
     pages_at_depth, slot_page,
 };
 use crate::mix::{hash_of_position, mix, position_high, unmix};
+use crate::page::{Page, PageId};
 use crate::page_table::PageTable;
-use crate::store::{MemoryStore, Page, PageId, PageStore};
+use crate::store::{MemoryStore, PageStore};
 
 /// How many keys ahead the batch operations prefetch a key's tags (and
 /// half as far, its slot). Past the last-level cache a lookup waits

@@ -45,7 +45,7 @@ pub use export::{
     write_sorted,
 };
 pub use format::hash::{Key, Kind};
-pub use format::source::{MAX_VALIDATOR, RANGES, Source};
+pub use format::source::{MAX_VALIDATOR, RANGES, Source, rfc3339};
 pub use prepare::input::Input;
 pub use prepare::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
 pub use prepare::run::build;

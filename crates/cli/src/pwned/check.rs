@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use seekless_pwned::{Index, sample};
 
-use super::Result;
+use crate::report::Result;
 
 /// `pwned check`. A malformed input (a line of standard input, or an
 /// argument) is reported as `-:LINE: what is wrong` (`arg:N:` for the N-th
@@ -23,7 +23,7 @@ pub(super) fn check(
 ) -> Result<ExitCode> {
     let from_sample = index.is_none();
     let index = match index {
-        Some(path) => crate::index_file::open(path)?,
+        Some(path) => crate::pwned::index_file::open(path)?,
         None => {
             eprintln!(
                 "seekless: no index given (-i INDEX): answering from {}",
@@ -58,7 +58,9 @@ pub(super) fn check(
     // On a terminal, answer each line as it is typed; otherwise answer in
     // batches, which overlaps the lookups' memory and disk reads.
     // Typed passwords are not shown (as a password prompt does not).
-    let _hidden = stdin.is_terminal().then(crate::terminal::NoEcho::new);
+    let _hidden = stdin
+        .is_terminal()
+        .then(crate::pwned::terminal::NoEcho::new);
     let batch = if stdin.is_terminal() {
         let what = if hashes { "hashes" } else { "passwords" };
         eprintln!("seekless: type {what}, one per line (not shown); end with Ctrl-D");

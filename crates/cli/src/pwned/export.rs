@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use indicatif::ProgressBar;
 use seekless_pwned::ErrorKind;
 
-use super::Result;
 use crate::progress;
+use crate::report::Result;
 
 /// `pwned export INDEX -o FILE`.
 pub(super) fn export_file(
@@ -18,7 +18,7 @@ pub(super) fn export_file(
     options: &seekless_pwned::ExportOptions,
 ) -> Result<ExitCode> {
     crate::guard::output_apart(output, &[path])?;
-    let index = crate::index_file::open(path)?;
+    let index = crate::pwned::index_file::open(path)?;
     let s = seekless_pwned::export_sorted(&index, output, options)?;
     println!(
         "wrote {}: {} hashes, {} bytes in {:.1} s",
@@ -37,8 +37,8 @@ pub(super) fn export_stdout(
     path: &Path,
     options: &seekless_pwned::ExportOptions,
 ) -> Result<ExitCode> {
-    let index = crate::index_file::open(path)?;
-    let start = crate::stdout_file::Start::now();
+    let index = crate::pwned::index_file::open(path)?;
+    let start = crate::pwned::stdout_file::Start::now();
     let written = match start.file() {
         Some(file) => seekless_pwned::write_sorted(&index, file, options),
         None => seekless_pwned::write_sorted(&index, io::stdout().lock(), options),
@@ -61,7 +61,7 @@ pub(super) fn export_ranges(
     dir: &Path,
     options: &seekless_pwned::ExportOptions,
 ) -> Result<ExitCode> {
-    let index = crate::index_file::open(path)?;
+    let index = crate::pwned::index_file::open(path)?;
     let progress = RangesBar(progress::counted(
         u64::from(seekless_pwned::RANGES),
         "ranges",

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use seekless_pwned::{ErrorKind, Index, Kind};
 
-use super::Result;
+use crate::report::Result;
 
 /// `pwned stats`: `field\tvalue` lines, or one JSON object with the same
 /// fields.
 pub(super) fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     use serde_json::{Value, json};
-    let index = crate::index_file::open(path)?;
+    let index = crate::pwned::index_file::open(path)?;
     let s = index.stats();
     let kind = match s.kind {
         Kind::Sha1 => "sha1",
@@ -55,7 +55,7 @@ pub(super) fn stats(path: &Path, as_json: bool) -> Result<ExitCode> {
     fields.push(("bytes", s.bytes.to_string(), json!(s.bytes)));
     fields.push(("bytes_per_hash", format!("{per_hash:.3}"), json!(per_hash)));
     if let Some(source) = index.source()? {
-        let updated = crate::date::rfc3339(source.updated_time());
+        let updated = seekless_pwned::rfc3339(source.updated_time());
         fields.push(("source", source.url.clone(), json!(source.url)));
         fields.push(("updated", updated.clone(), json!(updated)));
         let validators = source.validators();

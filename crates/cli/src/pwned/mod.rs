@@ -6,15 +6,29 @@
 //! - `inspect.rs`: `stats` and `verify`, what an index holds and whether it
 //!   is sound;
 //! - `export.rs`: `export`, the sorted text back, in one file or per range;
-//! - `update.rs`: `update` and `diff`, keeping an index current.
+//! - `update.rs`: `update` and `diff`, keeping an index current;
+//! - `serve/`: `serve`, the range API over HTTP and HTTPS;
+//! - `okon.rs`: `okon`, and the okon-cli drop-in;
+//! - `probe.rs`: `probe`, a health check where there is no curl (with
+//!   `serve`, whose HTTP stack it uses).
 //!
-//! `serve`, `okon` and `probe` have their own modules at the crate's top
-//! (`serve.rs`, `okon.rs`, `probe.rs`).
+//! What they share: `index_file.rs` (an index named on the command line),
+//! `span.rs` (spans of time in flags), `stdout_file.rs` and `terminal.rs`.
 
 mod check;
 mod export;
+mod index_file;
 mod inspect;
+pub mod okon;
 mod prepare;
+#[cfg(feature = "serve")]
+mod probe;
+#[cfg(feature = "serve")]
+mod serve;
+#[cfg(any(feature = "update", feature = "serve"))]
+mod span;
+mod stdout_file;
+mod terminal;
 #[cfg(feature = "update")]
 mod update;
 
@@ -148,7 +162,7 @@ pub enum Command {
         /// ends (10m, 6h, 1d, or seconds), as a sidecar or a service does;
         /// a failed run is reported and tried again at the next. Stop it
         /// at any moment: an update killed is resumed by the next run.
-        #[arg(long, value_name = "INTERVAL", value_parser = crate::date::parse_span,
+        #[arg(long, value_name = "INTERVAL", value_parser = span::parse,
               conflicts_with_all = ["from_bundle", "check"])]
         every: Option<std::time::Duration>,
         /// A subset: keep only the hashes seen at least N times (default:
@@ -214,17 +228,18 @@ pub enum Command {
     },
     /// Answer like okon's CLI (for KeePassXC): print 1 and exit 1 when the
     /// hash is present, print 0 and exit 0 when absent, exit 2 on error.
-    Okon(crate::okon::Args),
+    Okon(okon::Args),
     /// Serve the HIBP range API (GET /range/{5 hex}) from indexes, so that
     /// existing Pwned Passwords clients work unchanged.
     #[cfg(feature = "serve")]
-    Serve(crate::serve::Args),
+    Serve(serve::Args),
     /// GET a URL over HTTP and print the body: a health check where there
     /// is no curl (default: a local `serve`'s /health).
     ///
     /// Exit status 0 on a 2xx answer, 1 on any other status, 2 when there is
     /// no answer (bad URL, no connection, timeout, not HTTP).
-    Probe(crate::probe::Args),
+    #[cfg(feature = "serve")]
+    Probe(probe::Args),
 }
 
 impl Command {
@@ -235,6 +250,7 @@ impl Command {
             Command::Serve(_) => true,
             #[cfg(feature = "update")]
             Command::Update { .. } => true,
+            #[cfg(feature = "serve")]
             Command::Probe(_) => true,
             _ => false,
         }
@@ -339,10 +355,11 @@ pub fn run(command: Command) -> ExitCode {
                 (None, None) => export_stdout(&index, &options),
             }
         }
-        Command::Okon(args) => return crate::okon::run(&args),
+        Command::Okon(args) => return okon::run(&args),
         #[cfg(feature = "serve")]
-        Command::Serve(args) => return crate::serve::run(args),
-        Command::Probe(args) => return crate::probe::run(&args),
+        Command::Serve(args) => return serve::run(args),
+        #[cfg(feature = "serve")]
+        Command::Probe(args) => return probe::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -359,10 +376,8 @@ pub fn run(command: Command) -> ExitCode {
                 eprintln!("{e}");
                 ExitCode::from(2)
             } else {
-                crate::fail(e)
+                crate::report::fail(e)
             }
         }
     }
 }
-
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use indicatif::ProgressBar;
 use seekless_pwned::{BuildOptions, Input, Progress, build};
 
-use super::Result;
 use crate::progress;
+use crate::report::Result;
 
 /// Progress of a build, drawn only on a terminal.
 struct BuildProgress {

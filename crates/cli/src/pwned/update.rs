@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use indicatif::ProgressBar;
 use seekless_pwned::ErrorKind;
 
-use super::Result;
 use crate::progress;
+use crate::report::Result;
 
 /// Progress of an update, drawn only on a terminal.
 struct UpdateBar {
@@ -39,8 +39,8 @@ impl seekless_pwned::UpdateProgress for UpdateBar {
 pub(super) fn diff(old: &Path, new: &Path, output: &Path) -> Result<ExitCode> {
     crate::guard::output_apart(output, &[old, new])?;
     let started = std::time::Instant::now();
-    let old_index = crate::index_file::open(old)?;
-    let new_index = crate::index_file::open(new)?;
+    let old_index = crate::pwned::index_file::open(old)?;
+    let new_index = crate::pwned::index_file::open(new)?;
     let s = seekless_pwned::write_bundle(output, Some(&old_index), &new_index)?;
     println!(
         "wrote {}: {} ranges changed, {} validators alone, {} bytes of lines in {} bytes, {:.1} s",
@@ -232,7 +232,7 @@ pub(super) fn update_every(
         if let Err(e) = update(index, options) {
             eprintln!(
                 "seekless: {}: update failed: {e}; next try in {}",
-                crate::date::rfc3339(std::time::SystemTime::now()),
+                seekless_pwned::rfc3339(std::time::SystemTime::now()),
                 humantime::format_duration(every)
             );
         }

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::format::{HEADER_SIZE, HEADER_USED, MAGIC, VERSION};
-use crate::store::PAGE_SIZE;
+use crate::page::PAGE_SIZE;
 
 pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))

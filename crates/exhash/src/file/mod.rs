@@ -8,7 +8,8 @@
 //! - `header.rs`: the two checksummed header copies in slot 0;
 //! - `commit.rs`: writing the changed pages, the metadata and a header;
 //! - `open.rs`: reading the last commit back, checking every part of it;
-//! - `write_behind.rs`: pages written ahead of a commit while a load goes on.
+//! - `write_behind.rs`: pages written ahead of a commit while a load goes on,
+//!   and `write_runs`, how every page reaches its slot.
 
 mod commit;
 mod header;
@@ -20,13 +21,11 @@ use std::fs::File;
 
 use crate::device::Device;
 use crate::error::Error;
-use crate::format::SLOT_SIZE;
+use crate::page::{Page, PageId};
 use crate::store::fixed::Fixed;
-use crate::store::{MemoryStore, Page, PageId, PageStore};
-use write_behind::Writer;
+use crate::store::{MemoryStore, PageStore};
+use write_behind::{Writer, write_runs};
 
-/// Pages a commit writes at most in one call: 4 MiB.
-const WRITE_RUN: usize = 512;
 /// Pages from which a commit checksums them on a second thread.
 const PARALLEL_CHECKSUMS: usize = 256;
 
@@ -137,7 +136,7 @@ impl<D: Device> FileStore<D> {
     /// checksums, computed meanwhile on a second thread when there are
     /// many (reading 8 KiB a page as the writes copy it, they took a sixth
     /// of a bulk load's commit). Pages whose slots follow one another go in
-    /// one vectored write of up to [`WRITE_RUN`] pages, each handed to
+    /// one vectored write ([`write_runs`]), each handed to
     /// writeback as soon as it is written, so that the commit's sync finds
     /// most of them on their way to storage.
     fn write_pages(&mut self, ids: &[usize], slots: &[u64]) -> Result<Vec<u32>, Error> {
@@ -300,29 +299,6 @@ impl<D: Device> PageStore for FileStore<D> {
     fn live_pages(&self) -> usize {
         self.mem.live_pages()
     }
-}
-
-/// Write `pages[i]` to slot `slots[i]`: pages whose slots follow one
-/// another in one vectored write of up to [`WRITE_RUN`] pages, each handed
-/// to writeback as soon as it is written.
-pub(crate) fn write_runs<D: Device + ?Sized>(
-    dev: &mut D,
-    mut pages: &[&[u8]],
-    mut slots: &[u64],
-) -> std::io::Result<()> {
-    while let Some(&first) = slots.first() {
-        let len = slots
-            .iter()
-            .take(WRITE_RUN)
-            .zip(first..)
-            .take_while(|&(&slot, expected)| slot == expected)
-            .count();
-        let (offset, bytes) = (first * SLOT_SIZE, len as u64 * SLOT_SIZE);
-        dev.write_vectored_at(offset, &pages[..len])?;
-        dev.start_writeback(offset, bytes);
-        (pages, slots) = (&pages[len..], &slots[len..]);
-    }
-    Ok(())
 }
 
 fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {

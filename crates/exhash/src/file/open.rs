@@ -15,7 +15,7 @@ use crate::format::{HEADER_SIZE, MAGIC, SLOT_SIZE, VERSION};
 use crate::group::{self, Narrow, Wide, narrow};
 use crate::layout::{MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot};
 use crate::legacy;
-use crate::store::{Page, PageId};
+use crate::page::{Page, PageId};
 use crate::table::ExHash;
 
 impl ExHash<FileStore<File>> {

@@ -5,19 +5,46 @@
 //! commit is left with little more than naming them. Writing and syncing
 //! apart keeps the writes going while a sync waits for storage: at 1M
 //! pairs, a load's commit then waited 3-4 ms for what was behind instead
-//! of 6-12.
+//! of 6-12. Pages reach their slots by [`write_runs`], which the
+//! commit's own writes use too.
 //!
 //! [`ExHash::load`]: crate::ExHash::load
 
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 
-use super::write_runs;
 use crate::device::Device;
-use crate::store::PAGE_SIZE;
+use crate::format::SLOT_SIZE;
+use crate::page::PAGE_SIZE;
 
 /// Batches queued at most (each about 1 MiB of copies): the table waits
 /// when the device falls this far behind.
 const QUEUE: usize = 4;
+
+/// Pages written at most in one call: 4 MiB.
+const WRITE_RUN: usize = 512;
+
+/// Write `pages[i]` to slot `slots[i]`: pages whose slots follow one
+/// another in one vectored write of up to [`WRITE_RUN`] pages, each handed
+/// to writeback as soon as it is written.
+pub(crate) fn write_runs<D: Device + ?Sized>(
+    dev: &mut D,
+    mut pages: &[&[u8]],
+    mut slots: &[u64],
+) -> std::io::Result<()> {
+    while let Some(&first) = slots.first() {
+        let len = slots
+            .iter()
+            .take(WRITE_RUN)
+            .zip(first..)
+            .take_while(|&(&slot, expected)| slot == expected)
+            .count();
+        let (offset, bytes) = (first * SLOT_SIZE, len as u64 * SLOT_SIZE);
+        dev.write_vectored_at(offset, &pages[..len])?;
+        dev.start_writeback(offset, bytes);
+        (pages, slots) = (&pages[len..], &slots[len..]);
+    }
+    Ok(())
+}
 
 /// Copies of pages for their slots.
 struct Batch {

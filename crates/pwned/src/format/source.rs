@@ -1,5 +1,6 @@
 //! Where an index's hashes came from, kept in the index so that a refresh
-//! can ask only for what changed (docs/format-pwned.md, "Source section").
+//! can ask only for what changed (docs/format-pwned.md, "Source section");
+//! its update time as people read it ([`rfc3339`]).
 
 use crate::error::{Error, Result};
 
@@ -152,9 +153,34 @@ impl Source {
     }
 }
 
+/// An RFC 3339 timestamp in UTC with milliseconds,
+/// `2000-02-29T00:00:00.123Z`, as the update time is shown (`/health`,
+/// `/identity`, `pwned stats`). Times outside years 1970 to 9999 (a
+/// damaged section's) are clamped to them instead of failing.
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    use std::time::{Duration, UNIX_EPOCH};
+    let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
+    humantime::format_rfc3339_millis(time.clamp(UNIX_EPOCH, last)).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let leap = UNIX_EPOCH + Duration::from_millis(951_782_400_123);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(rfc3339(t), "1994-11-06T08:49:37.000Z");
+        // The latest time every platform's clock holds (Windows' ends in 30828).
+        let far = UNIX_EPOCH + Duration::from_secs(900_000_000_000);
+        assert_eq!(rfc3339(far), "9999-12-31T23:59:59.999Z");
+        let damaged = Source::new("", u64::MAX);
+        assert_eq!(rfc3339(damaged.updated_time()), "9999-12-31T23:59:59.000Z");
+    }
 
     #[test]
     fn round_trip_with_and_without_validators() {

@@ -22,8 +22,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::format::source::rfc3339;
 use crate::read::identity::identity_hex;
-use crate::serve::date::rfc3339;
 use crate::serve::metrics::Route;
 use crate::serve::state::{DAMAGED, RangeApi, Served, VERIFIED};
 

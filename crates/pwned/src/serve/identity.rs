@@ -17,8 +17,8 @@ use axum::extract::State;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 
+use crate::format::source::rfc3339;
 use crate::read::identity::identity_hex;
-use crate::serve::date::rfc3339;
 use crate::serve::hash_api::{json, push_json_string};
 use crate::serve::metrics::Route;
 use crate::serve::state::RangeApi;

@@ -15,7 +15,6 @@
 #[cfg(feature = "update")]
 mod bundles;
 mod cache;
-pub(crate) mod date;
 pub(crate) mod hash_api;
 pub(crate) mod health;
 pub(crate) mod http;

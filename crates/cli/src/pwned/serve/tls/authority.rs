@@ -15,8 +15,8 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer;
 
-use crate::date::rfc3339;
-use crate::tls::files;
+use super::files;
+use seekless_pwned::rfc3339;
 
 /// The CA's certificate, the file to distribute.
 pub const CA_CERT: &str = "ca.pem";

@@ -4,7 +4,7 @@
 //! server. What the API answers is the library's
 //! ([`seekless_pwned::RangeApi`]: ranges, whole-hash checks, health,
 //! metrics); this is the shell around it: flags, the listening sockets,
-//! TLS ([`crate::tls`]), signals, the access log, and noticing replaced
+//! TLS ([`tls`]), signals, the access log, and noticing replaced
 //! index and certificate files.
 //!
 //! The indexes are opened once (memory-mapped) and shared by all workers,
@@ -15,6 +15,9 @@
 //! is opened, verified and then served in its place, with no request
 //! dropped.
 
+mod file_identity;
+mod tls;
+
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -23,14 +26,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::date::rfc3339;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use seekless_pwned::{Kind, RangeApi, Reload, Served};
+use seekless_pwned::{Kind, RangeApi, Reload, Served, rfc3339};
 use tower::Service;
 
-use crate::tls::Tls;
+use file_identity::Identity;
+use tls::Tls;
 
 /// How long a client may take to send a request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,11 +82,11 @@ pub struct Args {
     pub tls_names: Vec<String>,
     /// How long a certificate of --tls-ca-dir is valid (renewed when a
     /// third of it is left); for tests.
-    #[arg(long, value_name = "AGE", value_parser = crate::date::parse_span, hide = true)]
+    #[arg(long, value_name = "AGE", value_parser = crate::pwned::span::parse, hide = true)]
     pub tls_lifetime: Option<Duration>,
     /// Make /health answer 503 while an index is older than this (its last
     /// update, or its build): 8d, 36h, 90m, or seconds.
-    #[arg(long, value_name = "AGE", value_parser = crate::date::parse_span)]
+    #[arg(long, value_name = "AGE", value_parser = crate::pwned::span::parse)]
     pub max_age: Option<Duration>,
     /// Do not offer the whole-hash lookups (`GET /check/sha1/…`,
     /// `GET /check/ntlm/…`, `POST /check`). They receive whole hashes (no
@@ -121,42 +124,10 @@ pub struct Args {
     pub bundles: Option<PathBuf>,
 }
 
-/// What tells one file from another under the same name: device and inode
-/// where there are such (elsewhere the creation time, which a rename
-/// keeps), with size and modification time.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    file: (u64, u64),
-    #[cfg(not(unix))]
-    created: Option<SystemTime>,
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
-impl Identity {
-    pub fn of(path: &Path) -> std::io::Result<Identity> {
-        let meta = std::fs::metadata(path)?;
-        #[cfg(unix)]
-        let file = {
-            use std::os::unix::fs::MetadataExt;
-            (meta.dev(), meta.ino())
-        };
-        #[cfg(not(unix))]
-        let file = (0, 0);
-        Ok(Identity {
-            file,
-            #[cfg(not(unix))]
-            created: meta.created().ok(),
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        })
-    }
-}
-
 pub fn run(args: Args) -> ExitCode {
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => crate::fail(e),
+        Err(e) => crate::report::fail(e),
     }
 }
 
@@ -166,10 +137,10 @@ pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + S
 /// (taken first, so that a file taking the name after it is noticed).
 fn open(path: &Path) -> Result<(Served, Identity)> {
     let identity = Identity::of(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let index = crate::index_file::open(path)?;
+    let index = crate::pwned::index_file::open(path)?;
     let mut served = Served::new(index, path.display().to_string())
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Some(modified) = identity.modified {
+    if let Some(modified) = identity.modified() {
         served = served.last_modified(modified);
     }
     Ok((served, identity))
@@ -209,7 +180,7 @@ fn serve(args: Args) -> Result<()> {
         _ if args.tls_listen.is_empty() => None,
         (Some(cert), Some(key), _) => Some(Arc::new(Tls::load(cert, key)?)),
         (_, _, Some(dir)) => {
-            let lifetime = args.tls_lifetime.unwrap_or(crate::tls::stand_in::LIFETIME);
+            let lifetime = args.tls_lifetime.unwrap_or(tls::stand_in::LIFETIME);
             Some(Arc::new(Tls::stand_in(dir, &args.tls_names, lifetime)?))
         }
         _ => None,

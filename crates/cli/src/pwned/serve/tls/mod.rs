@@ -21,7 +21,7 @@ use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::serve::{Identity, Result};
+use super::file_identity::Identity;
 use stand_in::StandIn;
 
 /// The certificate and key served, and the files they come from.
@@ -40,7 +40,7 @@ pub struct Tls {
 
 impl Tls {
     /// Loads the pair; an error names the file at fault.
-    pub fn load(cert: &Path, key: &Path) -> Result<Tls> {
+    pub fn load(cert: &Path, key: &Path) -> Result<Tls, String> {
         let read = (Identity::of(cert).ok(), Identity::of(key).ok());
         let config = config(cert, key)?;
         Ok(Tls {
@@ -55,7 +55,7 @@ impl Tls {
     /// The pair a CA in `dir` signs for `names` (made on the first start,
     /// kept for later ones), renewed while served; `lifetime` is the
     /// certificate's.
-    pub fn stand_in(dir: &Path, names: &[String], lifetime: Duration) -> Result<Tls> {
+    pub fn stand_in(dir: &Path, names: &[String], lifetime: Duration) -> Result<Tls, String> {
         let stand_in = StandIn::open(dir, names, lifetime)?;
         let (cert, key) = stand_in.files();
         let mut tls = Tls::load(cert, key)?;
@@ -79,9 +79,9 @@ impl Tls {
     /// when `asked` (SIGHUP): `None` when it did not, else whether the new
     /// pair is served (an error names the file; the old pair stays).
     /// The stand-in renews its pair here, when due.
-    pub fn refresh(&self, asked: bool) -> Option<Result<()>> {
+    pub fn refresh(&self, asked: bool) -> Option<Result<(), String>> {
         if let Some(Err(e)) = self.stand_in.as_ref().and_then(StandIn::renew_if_due) {
-            return Some(Err(e.into()));
+            return Some(Err(e));
         }
         let now = (Identity::of(&self.cert).ok(), Identity::of(&self.key).ok());
         let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
@@ -102,21 +102,20 @@ impl Tls {
 }
 
 /// A server configuration for the chain in `cert` and the key in `key`.
-fn config(cert: &Path, key: &Path) -> Result<ServerConfig> {
+fn config(cert: &Path, key: &Path) -> Result<ServerConfig, String> {
     let named = |path: &Path, what: String| format!("{}: {what}", path.display());
     const CERTIFICATE: &str = "a certificate (-----BEGIN CERTIFICATE-----)";
     const KEY: &str = "a private key (-----BEGIN PRIVATE KEY-----, \
                        -----BEGIN RSA PRIVATE KEY----- or -----BEGIN EC PRIVATE KEY-----)";
     let chain = CertificateDer::pem_file_iter(cert)
         .map_err(|e| named(cert, pem_error(e, CERTIFICATE)))?
-        .collect::<std::result::Result<Vec<_>, _>>()
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| named(cert, pem_error(e, CERTIFICATE)))?;
     if chain.is_empty() {
         return Err(named(
             cert,
             pem_error(rustls::pki_types::pem::Error::NoItemsFound, CERTIFICATE),
-        )
-        .into());
+        ));
     }
     let private = PrivateKeyDer::from_pem_file(key).map_err(|e| named(key, pem_error(e, KEY)))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());

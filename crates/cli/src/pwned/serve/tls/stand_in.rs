@@ -16,9 +16,9 @@ use rcgen::SanType;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, DnsName};
 
-use crate::date::rfc3339;
-use crate::tls::authority::{Authority, san_text};
-use crate::tls::files;
+use super::authority::{Authority, san_text};
+use super::files;
+use seekless_pwned::rfc3339;
 
 /// The server certificate, in DIR.
 pub const SERVER_CERT: &str = "server.pem";
