@@ -53,7 +53,7 @@ pub use range::prefix_hex;
 pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
-pub use serve::metrics::{Connection, Reload};
+pub use serve::server;
 #[cfg(feature = "serve")]
 pub use serve::state::{RangeApi, Served};
 #[cfg(feature = "update")]

@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::http::{Method, StatusCode, header};
+use seekless_pwned::server::{self, Reload};
 use seekless_pwned::test_util::{MAX_BATCH, SortedWriter};
-use seekless_pwned::{Index, Key, Kind, RangeApi, Reload, Served, Source};
+use seekless_pwned::{Index, Key, Kind, RangeApi, Served, Source};
 
 mod common;
 use common::{Reply, corpus, get, index, send};
@@ -394,11 +395,11 @@ async fn metrics_count_requests_bytes_connections_reloads_and_indexes() {
     }
     get(&mut app, &format!("/check/sha1/{}", lines[1].0), &[]).await;
     get(&mut app, "/nowhere", &[]).await;
-    let open = [api.connection(), api.connection()];
-    drop(api.connection());
-    api.reloaded(Reload::Index, true);
-    api.reloaded(Reload::Certificate, false);
-    api.tls_handshake_failed();
+    let open = [server::connection(&api), server::connection(&api)];
+    drop(server::connection(&api));
+    server::reloaded(&api, Reload::Index, true);
+    server::reloaded(&api, Reload::Certificate, false);
+    server::tls_handshake_failed(&api);
 
     let reply = get(&mut app, "/metrics", &[]).await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -497,7 +498,7 @@ async fn direct_answers_are_the_routers() {
                 .header(with[0].0, with[0].1)
                 .body(())
                 .unwrap();
-            let direct = api.answer_directly(&request, true).expect("answered");
+            let direct = server::answer_directly(&api, &request, true).expect("answered");
             let (parts, body) = direct.into_parts();
             // The length is the body's exact size, which the HTTP layer
             // sends as Content-Length (the Router's axum writes it too).
@@ -531,7 +532,7 @@ async fn direct_answers_are_the_routers() {
             .body(())
             .unwrap();
         assert!(
-            api.answer_directly(&request, check_api).is_none(),
+            server::answer_directly(&api, &request, check_api).is_none(),
             "{method} {path}"
         );
     }

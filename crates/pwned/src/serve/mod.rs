@@ -24,6 +24,7 @@ pub(crate) mod metrics;
 mod page;
 mod range_answer;
 mod routes;
+pub mod server;
 pub(crate) mod state;
 #[cfg(test)]
 mod tests;

@@ -132,7 +132,7 @@ impl RangeApi {
     /// at its root and wants the cheapest path for the requests that make
     /// nearly all of its traffic; `None` for any other request, which the
     /// Router answers.
-    pub fn answer_directly<B>(
+    pub(crate) fn answer_directly<B>(
         &self,
         request: &axum::http::Request<B>,
         check_api: bool,

@@ -291,18 +291,18 @@ impl RangeApi {
 
     /// Counts a connection as open in `/metrics` until the guard is
     /// dropped.
-    pub fn connection(&self) -> Connection {
+    pub(crate) fn connection(&self) -> Connection {
         Connection::open(&self.shared.metrics)
     }
 
     /// Counts a TLS handshake that failed, in `/metrics`.
-    pub fn tls_handshake_failed(&self) {
+    pub(crate) fn tls_handshake_failed(&self) {
         self.shared.metrics.tls_failed();
     }
 
     /// Counts a reload of `what` in `/metrics`: done (`ok`), or refused
     /// with the old one kept.
-    pub fn reloaded(&self, what: Reload, ok: bool) {
+    pub(crate) fn reloaded(&self, what: Reload, ok: bool) {
         self.shared.metrics.reloaded(what, ok);
     }
 

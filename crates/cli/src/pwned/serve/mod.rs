@@ -29,7 +29,8 @@ use std::time::{Duration, Instant, SystemTime};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use seekless_pwned::{Kind, RangeApi, Reload, Served, rfc3339};
+use seekless_pwned::server::{self, Reload};
+use seekless_pwned::{Kind, RangeApi, Served, rfc3339};
 use tower::Service;
 
 use file_identity::Identity;
@@ -305,7 +306,7 @@ fn watch(
                     );
                     *served_identity = identity;
                     changed = true;
-                    api.reloaded(Reload::Index, true);
+                    server::reloaded(api, Reload::Index, true);
                 }
                 Err(e) => {
                     eprintln!(
@@ -314,14 +315,14 @@ fn watch(
                         path.display()
                     );
                     refused.push(identity);
-                    api.reloaded(Reload::Index, false);
+                    server::reloaded(api, Reload::Index, false);
                 }
             }
         }
         let certificate = tls.and_then(|tls| Some((tls, tls.refresh(asked)?)));
         if let Some((tls, reloaded)) = certificate {
             let (cert, key) = tls.files();
-            api.reloaded(Reload::Certificate, reloaded.is_ok());
+            server::reloaded(api, Reload::Certificate, reloaded.is_ok());
             match reloaded {
                 Ok(()) => eprintln!(
                     "seekless: new TLS connections get the certificate now in {} (key {})",
@@ -535,7 +536,8 @@ async fn worker(
             // the Router's dispatch (the same answers: 0.76 to 0.8x nginx's
             // requests a second for ranges, 124k to 150k+ a second for
             // lookups on 2 cores); logged requests take the Router.
-            let direct = fast.and_then(|check_api| direct_api.answer_directly(&request, check_api));
+            let direct = fast
+                .and_then(|check_api| server::answer_directly(&direct_api, &request, check_api));
             let mut app = app.clone();
             async move {
                 match direct {
@@ -544,7 +546,7 @@ async fn worker(
                 }
             }
         });
-        let open = (api.connection(), handoff.permit);
+        let open = (server::connection(&api), handoff.permit);
         let Some(tls) = tls.as_ref().filter(|_| handoff.tls) else {
             let connection = graceful
                 .watch(http1.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
@@ -561,7 +563,7 @@ async fn worker(
             let Ok(Ok(stream)) = handshake else {
                 // Not TLS (plain HTTP to this port), a client refusing the
                 // certificate, or too slow: the connection closes.
-                api.tls_handshake_failed();
+                server::tls_handshake_failed(&api);
                 return;
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
