@@ -23,7 +23,8 @@ const ESTIMATE_AFTER: usize = 1 << 18;
 /// Writes an index from (hash, count) pairs given in increasing hash order.
 ///
 /// ```
-/// use seekless_pwned::{Index, Kind, SortedWriter};
+/// use seekless_pwned::test_util::SortedWriter;
+/// use seekless_pwned::{Index, Kind};
 /// let mut writer = SortedWriter::new(std::io::Cursor::new(Vec::new()), Kind::Sha1, None)?;
 /// writer.push(Kind::Sha1.hash_password("hunter2"), 3)?;
 /// let (out, written) = writer.finish(None)?;
