@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let crc = crc32c::crc32c(&header[..60]);
     header[60..64].copy_from_slice(&crc.to_le_bytes());
-    let probe = Key { hi: u64::from_le_bytes([data[0]; 8]), mid: 0, lo: 0 };
+    let probe = Key::from_bytes(&[data[0]; 8]);
     // The one-shot lookup never panics, whatever the file holds.
     let once = Index::count_once_in(&file, probe);
     let Ok(index) = Index::from_bytes(file.clone()) else { return };
@@ -79,7 +79,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             // A range written as it is decoded says what its pairs say.
-            let prefix = (key.hi >> 44) as u32;
+            let prefix = key.prefix();
             let mut body = Vec::new();
             match (index.range(u64::from(prefix), 20), index.write_range(prefix, &mut body)) {
                 (Ok(pairs), Ok(())) => {

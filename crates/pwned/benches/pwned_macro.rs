@@ -35,17 +35,19 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use seekless_pwned::test_util::Words;
 use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, NoProgress, build};
 use seekless_testkit::Rng;
 use seekless_testkit::measure::{drop_cache, median, seconds};
 
 /// The next hash of a corpus, and its count.
 fn member(rng: &mut Rng) -> (Key, u32) {
-    let key = Key {
+    let key = Words {
         hi: rng.next_u64(),
         mid: rng.next_u64(),
         lo: rng.next_u64() as u32,
-    };
+    }
+    .key();
     let u = rng.unit();
     let count = (1.0 / u.max(1e-12)).min(50_000_000.0) as u32;
     (key, count.max(1))
@@ -98,7 +100,9 @@ fn emit(n: u64, sorted: bool) {
     for i in 0..n {
         let (mut key, count) = member(&mut rng);
         if sorted {
-            key.hi = i * slice + key.hi % slice.max(1);
+            let mut words = Words::from(key);
+            words.hi = i * slice + words.hi % slice.max(1);
+            key = words.key();
         }
         let line = &mut buf[len..len + 64];
         let bytes = key.to_bytes();
@@ -456,11 +460,12 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
             if i % 2 == 0 {
                 all[(rng.next_u64() % n as u64) as usize].0
             } else {
-                Key {
+                Words {
                     hi: rng.next_u64(),
                     mid: rng.next_u64(),
                     lo: rng.next_u64() as u32,
                 }
+                .key()
             }
         })
         .collect();
@@ -534,11 +539,12 @@ fn lookups(n: usize, index_path: &Path, cold: usize) {
         let key = if i % 2 == 0 {
             all[(rng.next_u64() % n as u64) as usize].0
         } else {
-            Key {
+            Words {
                 hi: rng.next_u64(),
                 mid: rng.next_u64(),
                 lo: 0,
             }
+            .key()
         };
         index.drop_cached_pages().unwrap();
         let before = read_bytes();

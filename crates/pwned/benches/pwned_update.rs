@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use seekless_pwned::test_util::{SortedWriter, decode_body, parse_range};
+use seekless_pwned::test_util::{SortedWriter, Words, decode_body, parse_range};
 use seekless_pwned::{Index, Key, Kind, RANGES};
 
 use seekless_testkit::Rng;
@@ -74,11 +74,12 @@ fn range(prefix: u32, per_range: usize, variant: u64, out: &mut Vec<(Key, u64)>)
     );
     out.clear();
     for _ in 0..per_range {
-        let key = Key {
+        let key = Words {
             hi: (u64::from(prefix) << 44) | (rng.next_u64() >> 20),
             mid: rng.next_u64(),
             lo: rng.next_u64() as u32,
-        };
+        }
+        .key();
         out.push((key, 1 + rng.next_u64() % 1000));
     }
     out.sort();

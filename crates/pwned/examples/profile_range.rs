@@ -11,6 +11,7 @@
 //! ```
 
 use seekless_pwned::Index;
+use seekless_pwned::test_util::Words;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -55,7 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 check = check.rotate_left(7) ^ body.len() as u64;
             }
             check = pairs.iter().fold(check, |c, (k, n)| {
-                c.rotate_left(5) ^ k.hi ^ k.mid ^ u64::from(k.lo) ^ n
+                let w = Words::from(*k);
+                c.rotate_left(5) ^ w.hi ^ w.mid ^ u64::from(w.lo) ^ n
             });
         }
     }

@@ -77,6 +77,7 @@ pub mod test_util {
         BUNDLE_VERSION, BundleDecoder, BundleEntry, BundleHeader, BundleItem, BundleReader,
     };
     pub use crate::export::range_file_name;
+    pub use crate::format::hash::Words;
     pub use crate::format::layout::{MIN_KEY_BITS, PAGE, VERSION};
     pub use crate::prepare::run::build_to_vec;
     pub use crate::range::PREFIX_DIGITS;

@@ -4,9 +4,17 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use seekless_pwned::test_util::{SortedWriter, build_to_vec};
+use seekless_pwned::test_util::{SortedWriter, Words, build_to_vec};
 use seekless_pwned::{BuildOptions, ErrorKind, Index, Input, Key, Kind, Summary, build};
 use seekless_testkit::{Rng, TempDir};
+
+/// `key` moved into range `prefix`: its first 20 bits replaced, the rest
+/// shifted down.
+fn in_range(key: Key, prefix: u64) -> Key {
+    let mut words = Words::from(key);
+    words.hi = (prefix << 44) | (words.hi >> 20);
+    words.key()
+}
 
 /// Random keys from the tests' generator (xorshift64*: the expected
 /// numbers below depend on its sequence).
@@ -16,7 +24,7 @@ trait RandomKey {
 
 impl RandomKey for Rng {
     fn key(&mut self, kind: Kind) -> Key {
-        Key {
+        Words {
             hi: self.next_u64(),
             mid: self.next_u64(),
             lo: if kind == Kind::Sha1 {
@@ -25,6 +33,7 @@ impl RandomKey for Rng {
                 0
             },
         }
+        .key()
     }
 }
 
@@ -232,8 +241,7 @@ fn per_range_directory_matches_the_single_file() {
     let mut entries = Vec::new();
     for prefix in [0x00000u64, 0x5BAA6, 0xFFFFF] {
         for _ in 0..300 {
-            let mut key = rng.key(kind);
-            key.hi = (prefix << 44) | (key.hi >> 20);
+            let key = in_range(rng.key(kind), prefix);
             entries.push((key, 1 + (rng.next_u64() % 1000) as u32));
         }
     }
@@ -271,13 +279,7 @@ fn many_small_range_files_are_read_several_to_a_chunk() {
     let mut entries = Vec::new();
     for prefix in (0..2600u64).map(|i| i * 400) {
         let mut file = Vec::new();
-        let mut keys: Vec<Key> = (0..45)
-            .map(|_| {
-                let mut key = rng.key(kind);
-                key.hi = (prefix << 44) | (key.hi >> 20);
-                key
-            })
-            .collect();
+        let mut keys: Vec<Key> = (0..45).map(|_| in_range(rng.key(kind), prefix)).collect();
         keys.sort();
         for key in keys {
             let count = 1 + (rng.next_u64() % 50) as u32;
@@ -487,14 +489,15 @@ fn ranges_written_as_decoded_match_their_pairs_bodies() {
             // Hashes crowded into a few ranges: ranges over several pages.
             let mut rng = Rng::xorshift64star(seed);
             for i in 0..n / 4 {
-                let mut key = rng.key(kind);
+                let mut key = Words::from(rng.key(kind));
                 key.hi = (key.hi & !(0xFFFFF << 44)) | ((i as u64 % 3) << 44);
+                let key = key.key();
                 entries.push((key, [1, 999, 1000, 123_456_789][i % 4]));
             }
             let index = Index::from_bytes(index_bytes(kind, &entries, seed)).unwrap();
             let expect = expected(&entries);
             let prefixes: std::collections::BTreeSet<u32> =
-                expect.keys().map(|k| (k.hi >> 44) as u32).collect();
+                expect.keys().map(|k| k.prefix()).collect();
             let mut pairs = Vec::new();
             let some = prefixes.into_iter().step_by(1 + n / 1000);
             for prefix in some.chain([0, 1, 2, 0xFFFFF, 0x5BAA6]) {
@@ -687,7 +690,9 @@ proptest! {
         if clustered {
             // Hashes sharing long prefixes stress buckets and pages.
             for (i, e) in entries.iter_mut().enumerate() {
-                e.0.hi = 0xABCD_0000_0000_0000 | ((e.0.hi >> 48) * (i as u64 % 3));
+                let mut key = Words::from(e.0);
+                key.hi = 0xABCD_0000_0000_0000 | ((key.hi >> 48) * (i as u64 % 3));
+                e.0 = key.key();
             }
         }
         let mut rng = Rng::xorshift64star(seed | 1);
@@ -960,19 +965,20 @@ fn compact_indexes_sum_the_counts_of_hashes_that_share_their_top_bits() {
             let (key, count) = entries[(rng.next_u64() % 6_000) as usize];
             // Twins below bit 64 (the same top 40 and 64 bits), and below
             // bit 40 only (the same top 40 bits, other top 64 bits).
-            let mut low = key;
+            let words = Words::from(key);
+            let mut low = words;
             low.mid ^= 1 + i;
-            entries.push((low, count / 2 + 1));
-            let mut high = key;
+            entries.push((low.key(), count / 2 + 1));
+            let mut high = words;
             high.hi ^= 1 << (i % 24);
-            entries.push((high, 3));
+            entries.push((high.key(), 3));
             // And one that differs in the last bit alone.
-            let mut last = key;
+            let mut last = words;
             match kind {
                 Kind::Sha1 => last.lo ^= 1,
                 Kind::Ntlm => last.mid ^= 1,
             }
-            entries.push((last, 1));
+            entries.push((last.key(), 1));
         }
         let whole = expected(&entries);
         let mut sorted = entries.clone();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 
-use seekless_pwned::test_util::{BundleReader, SortedWriter, build_to_vec, identity};
+use seekless_pwned::test_util::{BundleReader, SortedWriter, Words, build_to_vec, identity};
 use seekless_pwned::{
     BuildOptions, ErrorKind, Index, Input, Key, Kind, NoUpdateProgress, Source, UpdateOptions,
     UpdatePath, diff, update, write_bundle,
@@ -18,26 +18,17 @@ type Corpus = BTreeMap<Key, u64>;
 /// Validators by prefix.
 type Validators = BTreeMap<u32, Vec<u8>>;
 
+/// A corpus of `n` random hashes of `kind` with counts.
 fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
-    let mut rng = Rng::splitmix64(seed);
-    (0..n)
-        .map(|_| {
-            let key = Key {
-                hi: rng.next_u64(),
-                mid: rng.next_u64(),
-                lo: if kind == Kind::Ntlm {
-                    0
-                } else {
-                    rng.next_u64() as u32
-                },
-            };
-            (key, 1 + rng.next_u64() % 10_000)
-        })
+    let hashes = seekless_testkit::hashes(&mut Rng::splitmix64(seed), n, kind.bytes(), 10_000);
+    hashes
+        .into_iter()
+        .map(|(hash, count)| (Key::from_bytes(&hash), count))
         .collect()
 }
 
 fn prefix(key: &Key) -> u32 {
-    (key.hi >> 44) as u32
+    key.prefix()
 }
 
 /// An index file of `corpus` at `path`, with `validators` (by prefix) and
@@ -100,13 +91,9 @@ fn old_and_new(kind: Kind) -> (Corpus, Corpus, Validators, Validators) {
             .unwrap();
         match i % 3 {
             0 => {
-                new.insert(
-                    Key {
-                        mid: key.mid ^ 1,
-                        ..key
-                    },
-                    5,
-                );
+                let mut near = Words::from(key);
+                near.mid ^= 1;
+                new.insert(near.key(), 5);
             }
             1 => {
                 new.remove(&key);
@@ -119,15 +106,15 @@ fn old_and_new(kind: Kind) -> (Corpus, Corpus, Validators, Validators) {
         }
     }
     // A range that had nothing.
-    let mut fresh = Key {
+    let mut fresh = Words {
         hi: 0x0000_1234_5678_9abc,
         mid: 1,
         lo: 0,
     };
-    while old.keys().any(|k| prefix(k) == prefix(&fresh)) {
+    while old.keys().any(|k| prefix(k) == fresh.key().prefix()) {
         fresh.hi += 1 << 44;
     }
-    new.insert(fresh, 42);
+    new.insert(fresh.key(), 42);
     let old_validators: Validators = prefixes
         .iter()
         .map(|&p| (p, format!("\"old-{p:05x}\"").into_bytes()))
@@ -396,11 +383,12 @@ fn bundles_that_do_not_fit_are_refused_and_change_nothing() {
     write_index(&a, ntlm, &ntlm_old, None);
     let mut ntlm_new = ntlm_old.clone();
     ntlm_new.insert(
-        Key {
+        Words {
             hi: 5,
             mid: 5,
             lo: 0,
-        },
+        }
+        .key(),
         5,
     );
     write_index(&b, ntlm, &ntlm_new, None);

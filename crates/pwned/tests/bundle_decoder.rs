@@ -18,16 +18,10 @@ use seekless_testkit::Rng;
 /// An index in memory of `n` random hashes from `seed`, with a validator
 /// on every range it fills when `validators` is given.
 fn index(n: usize, seed: u64, validators: Option<&str>) -> Index {
-    let mut rng = Rng::splitmix64(seed);
-    let mut keys: Vec<(Key, u64)> = (0..n)
-        .map(|_| {
-            let key = Key {
-                hi: rng.next_u64(),
-                mid: rng.next_u64(),
-                lo: rng.next_u64() as u32,
-            };
-            (key, 1 + rng.next_u64() % 1000)
-        })
+    let hashes = seekless_testkit::hashes(&mut Rng::splitmix64(seed), n, 20, 1000);
+    let mut keys: Vec<(Key, u64)> = hashes
+        .into_iter()
+        .map(|(hash, count)| (Key::from_bytes(&hash), count))
         .collect();
     keys.sort();
     keys.dedup_by_key(|(k, _)| *k);
@@ -38,7 +32,7 @@ fn index(n: usize, seed: u64, validators: Option<&str>) -> Index {
     let source = validators.map(|tag| {
         let mut source = Source::new("http://127.0.0.1:1", 7);
         let filled: std::collections::BTreeSet<u32> =
-            keys.iter().map(|(k, _)| (k.hi >> 44) as u32).collect();
+            keys.iter().map(|(k, _)| k.prefix()).collect();
         for p in 0..RANGES {
             let v = format!("\"{tag}-{p:05x}\"");
             source.push_validator(filled.contains(&p).then_some(v.as_bytes()));

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
+use seekless_pwned::test_util::Words;
 use seekless_pwned::{
     ErrorKind, Index, Key, Kind, NoUpdateProgress, Proxies, UpdateOptions, update,
 };
@@ -108,14 +109,14 @@ impl Server {
 }
 
 fn range_body(kind: Kind, corpus: &Corpus, prefix: u32) -> Vec<u8> {
-    let first = Key {
+    let first = Words {
         hi: u64::from(prefix) << 44,
         mid: 0,
         lo: 0,
     };
     let mut body = Vec::new();
-    for (key, count) in corpus.range(first..) {
-        if key.hi >> 44 != u64::from(prefix) {
+    for (key, count) in corpus.range(first.key()..) {
+        if key.prefix() != prefix {
             break;
         }
         if !body.is_empty() {
@@ -278,20 +279,10 @@ fn serve(
 
 /// A corpus of `n` random hashes of `kind` with counts.
 fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
-    let mut rng = Rng::splitmix64(seed);
-    (0..n)
-        .map(|_| {
-            let key = Key {
-                hi: rng.next_u64(),
-                mid: rng.next_u64(),
-                lo: if kind == Kind::Ntlm {
-                    0
-                } else {
-                    rng.next_u64() as u32
-                },
-            };
-            (key, 1 + rng.next_u64() % 5000)
-        })
+    let hashes = seekless_testkit::hashes(&mut Rng::splitmix64(seed), n, kind.bytes(), 5000);
+    hashes
+        .into_iter()
+        .map(|(hash, count)| (Key::from_bytes(&hash), count))
         .collect()
 }
 
@@ -328,7 +319,7 @@ fn assert_holds(path: &Path, corpus: &Corpus) {
 
 /// Prefixes whose ranges hold at least one hash.
 fn prefixes(corpus: &Corpus) -> Vec<u32> {
-    let mut v: Vec<u32> = corpus.keys().map(|k| (k.hi >> 44) as u32).collect();
+    let mut v: Vec<u32> = corpus.keys().map(|k| k.prefix()).collect();
     v.dedup();
     v
 }
@@ -344,7 +335,7 @@ struct Changes {
 }
 
 fn changes(old: &Corpus, new: &Corpus) -> Changes {
-    let prefix = |key: &Key| (key.hi >> 44) as u32;
+    let prefix = |key: &Key| key.prefix();
     let mut c = Changes::default();
     for (key, count) in old {
         match new.get(key) {
@@ -408,18 +399,18 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
     let old = served.clone();
     let in_use = prefixes(&served);
     let emptied = in_use[7];
-    served.retain(|k, _| (k.hi >> 44) as u32 != emptied);
+    served.retain(|k, _| k.prefix() != emptied);
     let mut rng = Rng::splitmix64(99);
     for i in 0..60 {
         let prefix = in_use[(rng.next_u64() % in_use.len() as u64) as usize];
-        let Some(&key) = served.keys().find(|k| (k.hi >> 44) as u32 == prefix) else {
+        let Some(&key) = served.keys().find(|k| k.prefix() == prefix) else {
             continue;
         };
         match i % 3 {
             0 => {
-                let mut new = key;
+                let mut new = Words::from(key);
                 new.lo = new.lo.wrapping_add(1);
-                served.insert(new, 7);
+                served.insert(new.key(), 7);
             }
             1 => {
                 served.remove(&key);
@@ -573,7 +564,7 @@ fn with_faulty_ranges(kind: Kind, mut served: Corpus) -> Corpus {
     let mut rng = Rng::splitmix64(5);
     for (prefix, _) in FAULTS {
         for _ in 0..2 {
-            let mut key = Key {
+            let mut key = Words {
                 hi: (u64::from(prefix) << 44) | (rng.next_u64() >> 20),
                 mid: rng.next_u64(),
                 lo: rng.next_u64() as u32,
@@ -581,7 +572,7 @@ fn with_faulty_ranges(kind: Kind, mut served: Corpus) -> Corpus {
             if kind == Kind::Ntlm {
                 key.lo = 0;
             }
-            served.insert(key, 3);
+            served.insert(key.key(), 3);
         }
     }
     served
@@ -803,13 +794,13 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
         *keys.nth(skip).unwrap().0
     };
     let (rises, falls) = (pick(10, false), pick(20, true));
-    let (mut new_above, mut new_below) = (pick(30, true), pick(40, true));
+    let (mut new_above, mut new_below) = (Words::from(pick(30, true)), Words::from(pick(40, true)));
     served.insert(rises, 4000);
     served.insert(falls, 2499);
     new_above.lo ^= 1;
     new_below.lo ^= 1;
-    served.insert(new_above, 2500);
-    served.insert(new_below, 2499);
+    served.insert(new_above.key(), 2500);
+    served.insert(new_below.key(), 2499);
     *server.corpus.write().unwrap() = served.clone();
     server.bodies.lock().unwrap().clear();
 

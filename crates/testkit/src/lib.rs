@@ -4,7 +4,8 @@
 //! - [`TempDir`]: a fresh directory, removed on drop;
 //! - [`Rng`]: seeded, reproducible random numbers (several named
 //!   generators, since tests depend on the exact sequences);
-//! - [`hex`]: random hash digits, as the corpora of the pwned tests use;
+//! - [`hex`] and [`hashes`]: random hash digits, and random hash bytes
+//!   with counts, as the corpora of the pwned tests use;
 //! - [`write_via_temp`]: write a file under another name, then rename it
 //!   into place;
 //! - [`measure`]: timing, medians and page-cache eviction for the macro
@@ -30,6 +31,26 @@ pub fn hex(rng: &mut Rng, digits: usize) -> String {
     }
     h.truncate(digits);
     h
+}
+
+/// `n` random hashes of `bytes` bytes (16 for NTLM, 20 for SHA-1; the
+/// rest of the array zero), each with a count from 1 to `max_count`: per
+/// hash, bytes 0..8 and 8..16 are one `next_u64` each (big-endian), bytes
+/// 16..20 the low half of a third (SHA-1 only), then the count is
+/// `1 + next_u64 % max_count`.
+pub fn hashes(rng: &mut Rng, n: usize, bytes: usize, max_count: u64) -> Vec<([u8; 20], u64)> {
+    assert!(bytes == 16 || bytes == 20, "a hash of 16 or 20 bytes");
+    (0..n)
+        .map(|_| {
+            let mut hash = [0u8; 20];
+            hash[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
+            hash[8..16].copy_from_slice(&rng.next_u64().to_be_bytes());
+            if bytes == 20 {
+                hash[16..].copy_from_slice(&(rng.next_u64() as u32).to_be_bytes());
+            }
+            (hash, 1 + rng.next_u64() % max_count)
+        })
+        .collect()
 }
 
 /// Creates `path` whole or not at all: `write` writes the file at the
@@ -83,6 +104,27 @@ mod tests {
             b.next_u64()
         );
         assert_eq!(h, words[..40]);
+    }
+
+    #[test]
+    fn hashes_are_the_generators_words_big_endian() {
+        let mut a = Rng::splitmix64(2);
+        let mut b = Rng::splitmix64(2);
+        let sha1 = hashes(&mut a, 3, 20, 10);
+        let ntlm = hashes(&mut a, 3, 16, 10);
+        for (hash, count) in sha1 {
+            assert_eq!(hash[..8], b.next_u64().to_be_bytes());
+            assert_eq!(hash[8..16], b.next_u64().to_be_bytes());
+            assert_eq!(hash[16..], (b.next_u64() as u32).to_be_bytes());
+            assert_eq!(count, 1 + b.next_u64() % 10);
+        }
+        for (hash, count) in ntlm {
+            assert_eq!(hash[..8], b.next_u64().to_be_bytes());
+            assert_eq!(hash[8..16], b.next_u64().to_be_bytes());
+            assert_eq!(hash[16..], [0; 4]);
+            assert!((1..=10).contains(&count));
+            b.next_u64();
+        }
     }
 
     #[test]

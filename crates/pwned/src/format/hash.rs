@@ -81,17 +81,47 @@ impl fmt::Display for Kind {
     }
 }
 
-/// A hash as a big-endian integer of up to 160 bits, in three words so that
-/// the derived order is the order of the hash bytes. An NTLM hash leaves `lo`
-/// zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Key {
-    /// Bytes 0..8.
+/// A [`Key`]'s three words, open for tests that make keys bit by bit
+/// (feature `test-util`).
+#[cfg(feature = "test-util")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Words {
+    /// Bytes 0..8 of the hash, big-endian.
     pub hi: u64,
     /// Bytes 8..16.
     pub mid: u64,
     /// Bytes 16..20 (zero for NTLM).
     pub lo: u32,
+}
+
+#[cfg(feature = "test-util")]
+impl Words {
+    /// The key of these words.
+    pub fn key(self) -> Key {
+        let Words { hi, mid, lo } = self;
+        Key { hi, mid, lo }
+    }
+}
+
+#[cfg(feature = "test-util")]
+impl From<Key> for Words {
+    fn from(key: Key) -> Words {
+        let Key { hi, mid, lo } = key;
+        Words { hi, mid, lo }
+    }
+}
+
+/// A hash as a big-endian integer of up to 160 bits, in three words so that
+/// the derived order is the order of the hash bytes. An NTLM hash leaves the
+/// last word zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Key {
+    /// Bytes 0..8.
+    pub(crate) hi: u64,
+    /// Bytes 8..16.
+    pub(crate) mid: u64,
+    /// Bytes 16..20 (zero for NTLM).
+    pub(crate) lo: u32,
 }
 
 impl Key {
@@ -114,6 +144,12 @@ impl Key {
         out[8..16].copy_from_slice(&self.mid.to_be_bytes());
         out[16..20].copy_from_slice(&self.lo.to_be_bytes());
         out
+    }
+
+    /// The range the hash falls in: its first five hex digits, as a number
+    /// below [`RANGES`](crate::RANGES).
+    pub fn prefix(self) -> u32 {
+        (self.hi >> 44) as u32
     }
 
     /// Parses hex of exactly `kind.hex_len()` digits, either case.

@@ -116,7 +116,8 @@ impl RangeApi {
     /// `GET /metrics` in the Prometheus text format, to merge into
     /// [`RangeApi::router`]'s router: requests by route and status, a
     /// latency histogram, bytes sent, connections (as counted by
-    /// [`RangeApi::connection`]), reloads ([`RangeApi::reloaded`]), and
+    /// [`server::connection`](crate::server::connection)), reloads
+    /// ([`server::reloaded`](crate::server::reloaded)), and
     /// each index's hashes and age.
     pub fn metrics(&self) -> Router {
         Router::new()
