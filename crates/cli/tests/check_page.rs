@@ -9,7 +9,6 @@
 //! `SEEKLESS_REQUIRE_CHROMIUM=1` (CI installs both and sets it).
 #![cfg(feature = "serve")]
 
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -22,7 +21,8 @@ use seekless_testkit::TempDir;
 
 mod common;
 
-use common::{SEEKLESS, announced, prepare_index};
+use common::prepare_index;
+use common::serve::{Probe, Server};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -40,67 +40,13 @@ impl Drop for Running {
     }
 }
 
-/// One HTTP/1.1 request to 127.0.0.1:`port`: (status, body).
+/// One HTTP/1.1 request to 127.0.0.1:`port`, with `body` as JSON:
+/// (status, body).
 fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Vec<u8>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
     let body = body.map(Value::to_string).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    // Read by Content-Length: chromedriver keeps the connection open.
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    let split = loop {
-        if let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break split;
-        }
-        let n = stream.read(&mut buf).unwrap();
-        assert!(n > 0, "the connection closed before the header ended");
-        raw.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse::<usize>().ok());
-    let mut body = raw[split + 4..].to_vec();
-    match length {
-        Some(length) => {
-            while body.len() < length {
-                let n = stream.read(&mut buf).unwrap();
-                assert!(n > 0, "the connection closed before the body ended");
-                body.extend_from_slice(&buf[..n]);
-            }
-        }
-        None => {
-            stream.read_to_end(&mut body).unwrap();
-            if head.contains("transfer-encoding: chunked") {
-                body = unchunk(&body);
-            }
-        }
-    }
-    (status, body)
-}
-
-fn unchunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let end = data.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&data[..end]).unwrap().trim(), 16).unwrap();
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&data[end + 2..end + 2 + size]);
-        data = &data[end + 2 + size + 2..];
-    }
+    let json = [("Content-Type", "application/json")];
+    let answer = Probe { port }.send(method, path, &json, body.as_bytes());
+    (answer.status, answer.body)
 }
 
 /// A WebDriver session in headless chromium.
@@ -237,39 +183,21 @@ impl Drop for Browser {
 
 /// `seekless pwned serve --access-log` on an ephemeral port: (the server,
 /// its port).
-fn serve(index: &Path, extra: &[&str]) -> (Running, u16) {
-    let mut child = Command::new(SEEKLESS)
-        .args([
-            "pwned",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--access-log",
-            "-i",
-        ])
-        .arg(index)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (port, _) = announced(&mut child);
-    (Running(child), port)
+fn serve(index: &Path, extra: &[&str]) -> (Server, u16) {
+    let mut args = vec!["--access-log"];
+    args.extend_from_slice(extra);
+    let server = Server::start(&[index], &args);
+    let port = server.port;
+    (server, port)
 }
 
 /// Stops the server and returns the paths its access log shows.
-fn logged_paths(mut server: Running) -> Vec<String> {
-    let _ = server.0.kill();
-    let _ = server.0.wait();
-    let mut log = String::new();
+fn logged_paths(mut server: Server) -> Vec<String> {
+    let _ = server.child.kill();
+    let _ = server.child.wait();
     server
-        .0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
-    log.lines()
+        .stderr_text()
+        .lines()
         .filter_map(|line| line.split(" path=\"").nth(1))
         .map(|rest| rest.split('"').next().unwrap().to_string())
         .collect()

@@ -249,38 +249,13 @@ fn prepare_writing_its_index_to_a_full_disk_names_it_and_leaves_nothing() {
     assert!(fails_cleanly(&dir, &args, 1 << 20) > 0);
 }
 
-/// `seekless pwned serve -i INDEX` on a free port of 127.0.0.1, killed on
-/// drop.
-struct Upstream(std::process::Child, String);
-
-impl Upstream {
-    fn start(index: &Path) -> Upstream {
-        let mut child = common::spawn(&[
-            "pwned",
-            "serve",
-            "-i",
-            index.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ]);
-        let (port, _) = common::announced(&mut child);
-        Upstream(child, format!("http://127.0.0.1:{port}"))
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[cfg(feature = "update")]
 #[test]
 fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
     let dir = TempDir::new("cli-full-update");
     let served = prepared(&dir, "served", &corpus(200_000));
-    let upstream = Upstream::start(&served);
+    let upstream = common::serve::Server::start(&[&served], &[]);
+    let upstream_url = format!("http://127.0.0.1:{}", upstream.port);
     let export =
         |index: &Path| seekless(&["pwned", "export", index.to_str().unwrap()], None).stdout;
     let want = export(&served);
@@ -303,7 +278,7 @@ fn an_update_on_a_full_disk_keeps_its_journal_and_resumes() {
             "update",
             index.to_str().unwrap(),
             "--base-url",
-            &upstream.1,
+            &upstream_url,
         ];
         let out = seekless(&args, limit);
         let stderr = String::from_utf8_lossy(&out.stderr);

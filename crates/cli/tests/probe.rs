@@ -6,14 +6,15 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use seekless_testkit::TempDir;
 
 mod common;
 
-use common::{SEEKLESS, announced, prepare_index};
+use common::serve::Server;
+use common::{SEEKLESS, prepare_index};
 
 fn probe(args: &[&str]) -> Output {
     Command::new(SEEKLESS)
@@ -27,16 +28,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Kills the server when the test ends, passed or not.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn probes_a_running_server() {
     let dir = TempDir::new("cli-probe");
@@ -45,15 +36,8 @@ fn probes_a_running_server() {
                   5BAA6000000000000000000000000000000000FF:2\n\
                   0000000000000000000000000000000000000001:1\n";
     let index = prepare_index(corpus, &dir.join("in.txt"), &dir.join("pwned.idx"));
-    let mut child = Command::new(SEEKLESS)
-        .args(["pwned", "serve", "--listen", "127.0.0.1:0", "-i"])
-        .arg(&index)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (port, _) = announced(&mut child);
-    let server = Killed(child);
+    let server = Server::start(&[&index], &[]);
+    let port = server.port;
     let base = format!("http://127.0.0.1:{port}");
 
     // /health: 503 while the index is verified, then 200; the body either way.

@@ -437,29 +437,18 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
         .collect();
     lines.sort();
     let sorted = lines.join("\r\n");
-    // Disorder late (the second line moved to the very end), early (a
-    // middle line first), everywhere (reversed), and a repeated hash.
-    let moved = |from: usize, to: usize| {
-        let mut v = lines.clone();
-        let line = v.remove(from);
-        v.insert(to, line);
-        v.join("\n")
-    };
-    let late = moved(1, lines.len() - 1);
-    let early = moved(lines.len() / 2, 0);
-    let reversed: Vec<&str> = lines.iter().rev().map(String::as_str).collect();
-    let reversed = reversed.join("\n");
-    let repeated = format!("{sorted}\r\n{}", lines[lines.len() / 3]);
+    // Disorder late: the second line moved to the very end, after the
+    // whole input streamed through. Other orders, repeated hashes and the
+    // counts merged on the way are the library's tests (tests/build.rs of
+    // seekless-pwned); here, what a pipe and a redirected file change.
+    let mut late = lines.clone();
+    let second = late.remove(1);
+    late.push(second);
+    let late = late.join("\n");
     let index = dir.join("p.idx");
     let idx = index.to_str().unwrap();
     let mut exports = Vec::new();
-    for (input, streamed, read) in [
-        (&sorted, true, 250_000),
-        (&late, false, 250_000),
-        (&early, false, 250_000),
-        (&reversed, false, 250_000),
-        (&repeated, false, 250_001),
-    ] {
+    for (input, streamed, read) in [(&sorted, true, 250_000), (&late, false, 250_000)] {
         let out = seekless(&["pwned", "prepare", "-", "-o", idx], input.as_bytes());
         assert!(out.status.success(), "{}", text(&out.stderr));
         let stdout = text(&out.stdout);
@@ -504,15 +493,6 @@ fn sorted_standard_input_streams_and_a_late_disorder_falls_back() {
         text(&out.stdout).contains("249999 SHA-1 hashes from 249999 lines"),
         "{}",
         text(&out.stdout)
-    );
-    // The repeated hash's count is doubled; everything else is the same.
-    let doubled = &lines[lines.len() / 3];
-    let (hash, count) = doubled.split_once(':').unwrap();
-    let twice = format!("{hash}:{}", 2 * count.parse::<u64>().unwrap());
-    let last = exports.pop().unwrap();
-    assert!(
-        text(&last) == text(&exports[0]).replace(doubled.as_str(), &twice),
-        "a repeated hash is counted twice"
     );
     assert!(
         exports.iter().all(|e| *e == exports[0]),
@@ -945,7 +925,8 @@ fn random_corpus(hex: usize, n: usize, seed: u64) -> String {
 /// NTLM; `--min-count` leaves out the rarer hashes in both forms.
 #[test]
 fn export_ranges_reads_back_as_the_same_index() {
-    let dir = TempDir::new("cli-export-ranges");
+    // A million files a kind: in memory where there is a tmpfs.
+    let dir = TempDir::in_memory("cli-export-ranges");
     let d = |name: &str| dir.join(name).to_str().unwrap().to_string();
     for (kind, hex) in [("sha1", 40), ("ntlm", 32)] {
         let corpus = random_corpus(hex, 20_000, 0x9E37_79B9 + hex as u64);
@@ -995,10 +976,7 @@ fn export_ranges_reads_back_as_the_same_index() {
         let whole = exported(&index, &[]);
         assert_eq!(whole.iter().filter(|&&b| b == b'\n').count(), 20_000);
         assert!(whole == exported(&back, &[]), "{kind}: not the same corpus");
-        // The million files stay until the end: ext4 creates files slowly
-        // (skipping inodes freed in the last 30 s or so) right after a
-        // million were removed, 180 s for the next kind's export instead
-        // of 15 s.
+        std::fs::remove_dir_all(&ranges).unwrap();
 
         // Only counts of 500 and more (per-range files filter the same
         // way: the library's tests check it, without a million files).

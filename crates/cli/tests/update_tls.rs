@@ -8,7 +8,7 @@
 #![cfg(all(feature = "update", feature = "serve"))]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
@@ -17,7 +17,8 @@ use rcgen::{
 use seekless_testkit::TempDir;
 
 mod common;
-use common::{SEEKLESS, announced, prepare_index};
+use common::serve::Server;
+use common::{SEEKLESS, prepare_index};
 
 /// How a certificate is made: its names, its validity in years, and
 /// whether it says CA:TRUE.
@@ -88,34 +89,19 @@ fn authority(dir: &Path, name: &str) -> (Issuer<'static, KeyPair>, PathBuf) {
 }
 
 /// `seekless pwned serve` over HTTPS with `cert` and `key`, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start(index: &Path, cert: &Path, key: &Path) -> Server {
-        let mut child = Command::new(SEEKLESS)
-            .args(["pwned", "serve", "-i"])
-            .arg(index)
-            .args(["--tls-listen", "127.0.0.1:0", "--tls-cert"])
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let (port, _) = announced(&mut child);
-        Server { child, port }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn serve_tls(index: &Path, cert: &Path, key: &Path) -> Server {
+    let utf8 = |path: &Path| path.to_str().expect("a UTF-8 path").to_string();
+    let (index, cert, key) = (utf8(index), utf8(cert), utf8(key));
+    Server::run(&[
+        "-i",
+        &index,
+        "--tls-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ])
 }
 
 /// `update` from `https://HOST:PORT/none` (which answers 404) with
@@ -185,7 +171,7 @@ fn setup(what: &str) -> (TempDir, PathBuf) {
 fn a_self_signed_ca_certificate_given_by_ca_cert_is_trusted_as_curl_trusts_it() {
     let (dir, index) = setup("pinned");
     let (cert, key) = OPENSSL_X509.self_signed(&dir, "server");
-    let server = Server::start(&index, &cert, &key);
+    let server = serve_tls(&index, &cert, &key);
     // Exactly the server's own certificate, by either of its names, alone
     // or among other CAs.
     let (_, other) = authority(&dir, "other CA");
@@ -239,7 +225,7 @@ fn a_given_certificate_is_trusted_only_for_its_names_and_within_its_dates() {
         ),
     ] {
         let (cert, key) = recipe.self_signed(&dir, "server");
-        let server = Server::start(&index, &cert, &key);
+        let server = serve_tls(&index, &cert, &key);
         refused(&update(&dir, host, &server, &[&cert]), says);
     }
 }
@@ -254,7 +240,7 @@ fn certificates_signed_by_a_ca_are_refused_in_plain_words() {
         ..OPENSSL_X509
     };
     let (cert, key) = leaf.signed_by(&ca, &dir, "server");
-    let server = Server::start(&index, &cert, &key);
+    let server = serve_tls(&index, &cert, &key);
     got_through(&update(&dir, "localhost", &server, &[&ca_path]));
     refused(
         &update(&dir, "localhost", &server, &[&other]),
@@ -270,7 +256,7 @@ fn certificates_signed_by_a_ca_are_refused_in_plain_words() {
         ..leaf
     };
     let (cert, key) = expired.signed_by(&ca, &dir, "expired");
-    let server = Server::start(&index, &cert, &key);
+    let server = serve_tls(&index, &cert, &key);
     refused(
         &update(&dir, "localhost", &server, &[&ca_path]),
         &[
@@ -284,7 +270,7 @@ fn certificates_signed_by_a_ca_are_refused_in_plain_words() {
         ..leaf
     };
     let (cert, key) = elsewhere.signed_by(&ca, &dir, "elsewhere");
-    let server = Server::start(&index, &cert, &key);
+    let server = serve_tls(&index, &cert, &key);
     refused(
         &update(&dir, "127.0.0.1", &server, &[&ca_path]),
         &[

@@ -1,6 +1,7 @@
 //! `seekless pwned serve` as a child process on an ephemeral port of
-//! 127.0.0.1, and plain HTTP/1.1 requests to it (one connection each,
-//! `Connection: close`), for the tests that run serve.
+//! 127.0.0.1, and the command-line tests' one HTTP/1.1 client: a request
+//! a connection (`Connection: close`), written byte for byte, so that the
+//! tests can also send what no client library would.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -39,14 +40,23 @@ impl Server {
         text
     }
 
+    /// `seekless pwned serve` of `indexes` on an ephemeral port of
+    /// 127.0.0.1, with `extra` arguments.
     pub fn start(indexes: &[&Path], extra: &[&str]) -> Server {
-        let mut command = Command::new(SEEKLESS);
-        command.args(["pwned", "serve", "--listen", "127.0.0.1:0"]);
+        let mut args = vec!["--listen", "127.0.0.1:0"];
         for index in indexes {
-            command.arg("-i").arg(index);
+            args.extend(["-i", index.to_str().expect("a UTF-8 path")]);
         }
-        let mut child = command
-            .args(extra)
+        args.extend_from_slice(extra);
+        Server::run(&args)
+    }
+
+    /// `seekless pwned serve ARGS` with its standard output and error
+    /// piped; its port is the one it announces first.
+    pub fn run(args: &[&str]) -> Server {
+        let mut child = Command::new(SEEKLESS)
+            .args(["pwned", "serve"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -100,13 +110,69 @@ impl Probe {
     }
 
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+        self.send(method, path, headers, b"")
+    }
+
+    /// `method path` with `headers` and `body` (its `Content-Length` added).
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
         let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
         for (name, value) in headers {
             request.push_str(&format!("{name}: {value}\r\n"));
         }
+        if !body.is_empty() {
+            request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
         request.push_str("Connection: close\r\n\r\n");
-        Response::parse(&self.raw(request.as_bytes()).unwrap())
+        let mut request = request.into_bytes();
+        request.extend_from_slice(body);
+        self.exchange(&request).unwrap()
     }
+
+    /// Sends raw request bytes and reads one answer: as far as its
+    /// `Content-Length` when it has one (a server may keep the connection
+    /// open all the same), else until the server closes.
+    pub fn exchange(&self, request: &[u8]) -> std::io::Result<Response> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        stream.write_all(request)?;
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 16 * 1024];
+        let mut length = None;
+        loop {
+            if length.is_none()
+                && let Some(end) = header_end(&raw)
+            {
+                length = Some(
+                    Response::head(&raw[..end])
+                        .content_length()
+                        .map(|n| end + n),
+                );
+            }
+            if matches!(length, Some(Some(n)) if raw.len() >= n) {
+                break;
+            }
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            raw.extend_from_slice(&buf[..n]);
+        }
+        Ok(Response::parse(&raw))
+    }
+}
+
+/// Where the header of an answer ends (after its blank line).
+fn header_end(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
 }
 
 impl Drop for Server {
@@ -124,45 +190,40 @@ pub struct Response {
 }
 
 impl Response {
+    /// An answer as read from the connection: its header, then its body,
+    /// decoded when it came in chunks.
     pub fn parse(bytes: &[u8]) -> Response {
-        let end = bytes
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
+        let end = header_end(bytes)
             .unwrap_or_else(|| panic!("no header end: {:?}", String::from_utf8_lossy(bytes)));
-        let head = std::str::from_utf8(&bytes[..end]).unwrap();
+        let mut response = Response::head(&bytes[..end]);
+        let body = &bytes[end..];
+        response.body = match response.header("transfer-encoding") {
+            Some(coding) if coding.contains("chunked") => unchunk(body),
+            _ => body.to_vec(),
+        };
+        response
+    }
+
+    /// The status line and header fields (names in lower case) of `head`.
+    fn head(head: &[u8]) -> Response {
+        let head = std::str::from_utf8(head).unwrap().trim_end();
         let mut lines = head.split("\r\n");
         let status = lines.next().unwrap()[9..12].parse().unwrap();
-        let headers: Vec<(String, String)> = lines
+        let headers = lines
             .map(|l| {
                 let (n, v) = l.split_once(':').unwrap();
                 (n.to_ascii_lowercase(), v.trim().to_string())
             })
             .collect();
-        let mut body = bytes[end + 4..].to_vec();
-        let chunked = headers
-            .iter()
-            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-        if chunked {
-            let mut out = Vec::new();
-            let mut rest = &body[..];
-            loop {
-                let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-                let size =
-                    usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap(), 16).unwrap();
-                rest = &rest[eol + 2..];
-                if size == 0 {
-                    break;
-                }
-                out.extend_from_slice(&rest[..size]);
-                rest = &rest[size + 2..];
-            }
-            body = out;
-        }
         Response {
             status,
             headers,
-            body,
+            body: Vec::new(),
         }
+    }
+
+    fn content_length(&self) -> Option<usize> {
+        self.header("content-length").and_then(|n| n.parse().ok())
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -174,6 +235,22 @@ impl Response {
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// The body sent in chunks (`Transfer-Encoding: chunked`), joined.
+fn unchunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size = std::str::from_utf8(&rest[..eol]).unwrap().trim();
+        let size = usize::from_str_radix(size, 16).unwrap();
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
     }
 }
 
