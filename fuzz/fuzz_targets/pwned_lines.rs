@@ -15,14 +15,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let min_count = data.first().map_or(1, |&b| 1 + u64::from(b % 4));
     for skip_invalid in [false, true] {
-        let options = BuildOptions {
-            threads: 2,
-            memory: 1 << 16,
-            tmp_dir: None,
-            skip_invalid,
-            key_bits,
-            min_count,
-        };
+        let mut options = BuildOptions::default();
+        options.threads = 2;
+        options.memory = 1 << 16;
+        options.skip_invalid = skip_invalid;
+        options.key_bits = key_bits;
+        options.min_count = min_count;
         let input = Input::Bytes { name: "fuzz".into(), data: data.to_vec() };
         if let Ok((bytes, summary)) = build_to_vec(vec![input], &options) {
             let index = Index::from_bytes(bytes).expect("a fresh index opens");

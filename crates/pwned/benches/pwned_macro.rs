@@ -371,9 +371,10 @@ fn run(n: usize, data: &Path, peers: bool, cold: usize, lookups_only: bool) {
     }
     // A compact index: the top 64 bits of each hash, counts exact.
     let compact_path = data.join(format!("seekless-{n}-64.idx"));
-    let compact = BuildOptions {
-        key_bits: Some(64),
-        ..options.clone()
+    let compact = {
+        let mut o = options.clone();
+        o.key_bits = Some(64);
+        o
     };
     let (compact_secs, compact_summary) = prepare(&compact_path, &compact);
     let compact_index = Index::open(&compact_path).unwrap();

@@ -26,7 +26,11 @@ use crate::read::index::Index;
 use crate::tmpfile::Nameless;
 
 /// What an export writes.
+///
+/// Start from `default()` and set the fields that differ: new fields may
+/// come, so it is not built field by field outside this crate.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ExportOptions {
     /// Only hashes seen at least this many times are written (1: all).
     pub min_count: u64,

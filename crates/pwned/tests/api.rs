@@ -188,11 +188,9 @@ async fn padding_compression_health_and_swaps() {
         .iter()
         .map(|(h, c)| format!("{h}:{c}\n"))
         .collect::<String>();
-    let options = BuildOptions {
-        key_bits: Some(48),
-        threads: 1,
-        ..BuildOptions::default()
-    };
+    let mut options = BuildOptions::default();
+    options.key_bits = Some(48);
+    options.threads = 1;
     let input = Input::Bytes {
         name: "compact".into(),
         data: text.into_bytes(),

@@ -38,19 +38,17 @@ impl RandomKey for Rng {
 }
 
 fn options(threads: usize) -> BuildOptions {
-    BuildOptions {
-        threads,
-        ..BuildOptions::default()
-    }
+    let mut o = BuildOptions::default();
+    o.threads = threads;
+    o
 }
 
 /// Two threads and a 256 KiB budget, spilling into `tmp`.
 fn spilling(tmp: std::path::PathBuf) -> BuildOptions {
-    BuildOptions {
-        memory: 256 << 10,
-        tmp_dir: Some(tmp),
-        ..options(2)
-    }
+    let mut o = options(2);
+    o.memory = 256 << 10;
+    o.tmp_dir = Some(tmp);
+    o
 }
 
 /// Builds the index file `out` from the file `source`.
@@ -332,9 +330,10 @@ fn malformed_lines_stop_the_build_or_are_counted() {
     let err = build_to_vec(vec![input()], &options(2)).unwrap_err();
     assert_eq!(err.to_string(), "corpus.txt:12345: hash is not hexadecimal");
     assert!(matches!(err.kind(), ErrorKind::BadLine { line: 12345, .. }));
-    let skipping = BuildOptions {
-        skip_invalid: true,
-        ..options(2)
+    let skipping = {
+        let mut o = options(2);
+        o.skip_invalid = true;
+        o
     };
     let (bytes, summary) = build_to_vec(vec![input()], &skipping).unwrap();
     assert_eq!(summary.invalid, 2);
@@ -379,9 +378,10 @@ fn mapped_and_read_input_agree_even_on_overlong_lines() {
         .chain(&overlong[nl + 2 + (5 << 20)..])
         .copied()
         .collect::<Vec<u8>>();
-    let skipping = BuildOptions {
-        skip_invalid: true,
-        ..options(2)
+    let skipping = {
+        let mut o = options(2);
+        o.skip_invalid = true;
+        o
     };
     let path = dir.join("corpus.txt");
     let (read_clean, _) = build_text("corpus.txt", clean.clone(), 2).unwrap();
@@ -642,9 +642,10 @@ fn build_writes_atomically_and_cleans_up() {
         "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:7\r\nnope\r\n",
     )
     .unwrap();
-    let opts = BuildOptions {
-        memory: 1,
-        ..options(2)
+    let opts = {
+        let mut o = options(2);
+        o.memory = 1;
+        o
     };
     let err = build_file(&bad, &out, &opts).unwrap_err();
     assert!(
@@ -890,13 +891,12 @@ fn input_in_hash_order_streams_and_any_disorder_falls_back() {
             let expect = expected(&lines);
             for pieces in [1, 7] {
                 for (threads, memory) in [(1, 1 << 30), (2, 1 << 30), (2, 256 << 10)] {
-                    let options = BuildOptions {
-                        threads,
-                        memory,
-                        tmp_dir: Some(std::env::temp_dir()),
-                        skip_invalid: false,
-                        key_bits: None,
-                        min_count: 1,
+                    let options = {
+                        let mut o = BuildOptions::default();
+                        o.threads = threads;
+                        o.memory = memory;
+                        o.tmp_dir = Some(std::env::temp_dir());
+                        o
                     };
                     let what =
                         format!("{kind:?} {name}, {pieces} pieces, {threads} threads, {memory} B");
@@ -990,13 +990,13 @@ fn compact_indexes_sum_the_counts_of_hashes_that_share_their_top_bits() {
                 let text = corpus(kind, lines, 9);
                 for memory in [1 << 30, 128 << 10] {
                     let what = format!("{kind} {key_bits} bits {order}, {memory} B");
-                    let options = BuildOptions {
-                        threads: 2,
-                        memory,
-                        tmp_dir: Some(std::env::temp_dir()),
-                        skip_invalid: false,
-                        key_bits: Some(key_bits),
-                        min_count: 1,
+                    let options = {
+                        let mut o = BuildOptions::default();
+                        o.threads = 2;
+                        o.memory = memory;
+                        o.tmp_dir = Some(std::env::temp_dir());
+                        o.key_bits = Some(key_bits);
+                        o
                     };
                     let (bytes, summary) = build_pieces(&text, 3, &options).unwrap();
                     assert_eq!(summary.streamed, order == "in hash order", "{what}");
@@ -1031,9 +1031,10 @@ fn compact_indexes_sum_the_counts_of_hashes_that_share_their_top_bits() {
         }
         // Too few bits, or more than the hashes have.
         for key_bits in [31, kind.bits() + 1] {
-            let options = BuildOptions {
-                key_bits: Some(key_bits),
-                ..options(2)
+            let options = {
+                let mut o = options(2);
+                o.key_bits = Some(key_bits);
+                o
             };
             let e = build_to_vec(
                 vec![Input::Bytes {
@@ -1119,9 +1120,10 @@ fn subsets_keep_exactly_the_hashes_seen_at_least_n_times() {
             let text = corpus(kind, lines, 73);
             for (min_count, threads) in [(3, 2), (10, 1), (2, 2), (1000, 2)] {
                 let what = format!("{kind} {order}, at least {min_count}, {threads} threads");
-                let options = BuildOptions {
-                    min_count,
-                    ..options(threads)
+                let options = {
+                    let mut o = options(threads);
+                    o.min_count = min_count;
+                    o
                 };
                 let (bytes, summary) = build_pieces(&text, 3, &options).unwrap();
                 // Both build paths: straight into pages, and partitions.
@@ -1151,10 +1153,11 @@ fn subsets_keep_exactly_the_hashes_seen_at_least_n_times() {
         // Kept to their top 40 bits: the threshold applies to the entries'
         // sums. And a minimum of 1 is no subset: version 3, as before.
         let text = corpus(kind, &entries, 83);
-        let compact = BuildOptions {
-            key_bits: Some(40),
-            min_count: 4,
-            ..options(2)
+        let compact = {
+            let mut o = options(2);
+            o.key_bits = Some(40);
+            o.min_count = 4;
+            o
         };
         let (bytes, summary) = build_pieces(&text, 2, &compact).unwrap();
         let want = at_least(&kept(&whole, 40), 4);
@@ -1165,9 +1168,10 @@ fn subsets_keep_exactly_the_hashes_seen_at_least_n_times() {
             .map(Result::unwrap)
             .collect();
         assert!(listed == want, "{kind} compact");
-        let every = BuildOptions {
-            min_count: 1,
-            ..options(2)
+        let every = {
+            let mut o = options(2);
+            o.min_count = 1;
+            o
         };
         let (bytes, summary) = build_pieces(&text, 2, &every).unwrap();
         assert_eq!((summary.hashes, summary.left_out), (whole.len() as u64, 0));
@@ -1181,9 +1185,10 @@ fn subsets_keep_exactly_the_hashes_seen_at_least_n_times() {
     let out = dir.join("top.idx");
     let spill = dir.join("spill");
     std::fs::create_dir_all(&spill).unwrap();
-    let options = BuildOptions {
-        min_count: 5,
-        ..spilling(spill.clone())
+    let options = {
+        let mut o = spilling(spill.clone());
+        o.min_count = 5;
+        o
     };
     let summary = build_file(&source, &out, &options).unwrap();
     assert!(summary.spilled > 0);

@@ -65,10 +65,11 @@ fn apply(
 ) -> seekless_pwned::Result<seekless_pwned::UpdateSummary> {
     update(
         index,
-        &UpdateOptions {
-            kind,
-            from_bundle: Some(bundle.to_path_buf()),
-            ..UpdateOptions::default()
+        &{
+            let mut o = UpdateOptions::default();
+            o.kind = kind;
+            o.from_bundle = Some(bundle.to_path_buf());
+            o
         },
         &NoUpdateProgress,
     )
@@ -223,9 +224,10 @@ fn identity_depends_on_content_alone() {
             name: "text".into(),
             data: text.into_bytes(),
         }],
-        &BuildOptions {
-            threads: 2,
-            ..BuildOptions::default()
+        &{
+            let mut o = BuildOptions::default();
+            o.threads = 2;
+            o
         },
     )
     .unwrap()

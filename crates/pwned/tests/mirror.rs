@@ -230,14 +230,13 @@ impl Mirror {
     }
 
     fn options(&self) -> UpdateOptions {
-        UpdateOptions {
-            base_url: self.url.clone(),
-            concurrency: 32,
-            timeout: Duration::from_secs(10),
-            tries: 1,
-            proxies: Proxies::none(),
-            ..UpdateOptions::default()
-        }
+        let mut o = UpdateOptions::default();
+        o.base_url = self.url.clone();
+        o.concurrency = 32;
+        o.timeout = Duration::from_secs(10);
+        o.tries = 1;
+        o.proxies = Proxies::none();
+        o
     }
 
     fn update(&self, index: &Path) -> seekless_pwned::Result<UpdateSummary> {
@@ -245,9 +244,10 @@ impl Mirror {
     }
 
     fn update_keeping(&self, index: &Path, out: &Path) -> seekless_pwned::Result<UpdateSummary> {
-        let options = UpdateOptions {
-            bundle_out: Some(out.to_path_buf()),
-            ..self.options()
+        let options = {
+            let mut o = self.options();
+            o.bundle_out = Some(out.to_path_buf());
+            o
         };
         update(index, &options, &NoUpdateProgress)
     }

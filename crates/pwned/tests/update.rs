@@ -287,17 +287,16 @@ fn corpus(kind: Kind, n: usize, seed: u64) -> Corpus {
 }
 
 fn options(server: &Server, kind: Kind) -> UpdateOptions {
-    UpdateOptions {
-        base_url: server.addr.clone(),
-        kind,
-        concurrency: 32,
-        timeout: Duration::from_secs(2),
-        tries: 4,
-        backoff: Duration::from_millis(5),
-        // Whatever proxy the machine's environment names: not for 127.0.0.1.
-        proxies: Proxies::none(),
-        ..UpdateOptions::default()
-    }
+    let mut o = UpdateOptions::default();
+    o.base_url = server.addr.clone();
+    o.kind = kind;
+    o.concurrency = 32;
+    o.timeout = Duration::from_secs(2);
+    o.tries = 4;
+    o.backoff = Duration::from_millis(5);
+    // Whatever proxy the machine's environment names: not for 127.0.0.1.
+    o.proxies = Proxies::none();
+    o
 }
 
 fn assert_holds(path: &Path, corpus: &Corpus) {
@@ -432,9 +431,10 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
     let bundle = dir.join("changes.bundle");
     let refreshed = update(
         &online,
-        &UpdateOptions {
-            bundle_out: Some(bundle.clone()),
-            ..options(&server, kind)
+        &{
+            let mut o = options(&server, kind);
+            o.bundle_out = Some(bundle.clone());
+            o
         },
         &NoUpdateProgress,
     )
@@ -473,10 +473,11 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
     // holds, its validators and its source.
     let applied = update(
         &offline,
-        &UpdateOptions {
-            from_bundle: Some(bundle.clone()),
-            base_url: "http://127.0.0.1:9".into(),
-            ..UpdateOptions::default()
+        &{
+            let mut o = UpdateOptions::default();
+            o.from_bundle = Some(bundle.clone());
+            o.base_url = "http://127.0.0.1:9".into();
+            o
         },
         &NoUpdateProgress,
     )
@@ -678,11 +679,12 @@ fn a_second_update_of_the_same_index_is_refused() {
     // An update under way holds its partial index locked.
     let held = std::fs::File::create(dir.join(".pwned.idx.update-partial")).unwrap();
     held.try_lock().unwrap();
-    let options = UpdateOptions {
-        base_url: "http://127.0.0.1:9".into(),
-        tries: 1,
-        proxies: Proxies::none(),
-        ..UpdateOptions::default()
+    let options = {
+        let mut o = UpdateOptions::default();
+        o.base_url = "http://127.0.0.1:9".into();
+        o.tries = 1;
+        o.proxies = Proxies::none();
+        o
     };
     let e = update(&path, &options, &NoUpdateProgress).unwrap_err();
     assert!(e.to_string().contains("another update"), "{e}");
@@ -730,9 +732,10 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
     );
     let dir = TempDir::new("pwned-update-subset");
     let path = dir.join("top.idx");
-    let subset = |min_count| UpdateOptions {
-        min_count: Some(min_count),
-        ..options(&server, kind)
+    let subset = |min_count| {
+        let mut o = options(&server, kind);
+        o.min_count = Some(min_count);
+        o
     };
     let e = update(&path, &subset(2500), &NoUpdateProgress).unwrap_err();
     let interrupted = "the interrupted update";
@@ -825,13 +828,11 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
     // Lowered: the index lacks what it left out, so only --full will do;
     // refused before any request, the index untouched.
     let before = std::fs::read(&path).unwrap();
-    for lower in [
-        subset(100),
-        UpdateOptions {
-            bundle_out: Some(dir.join("changes.bundle")),
-            ..subset(5000)
-        },
-    ] {
+    for lower in [subset(100), {
+        let mut o = subset(5000);
+        o.bundle_out = Some(dir.join("changes.bundle"));
+        o
+    }] {
         let e = update(&path, &lower, &NoUpdateProgress).unwrap_err();
         assert!(
             matches!(e.kind(), ErrorKind::MinCount { index: 4000, .. }),
@@ -842,9 +843,10 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
     }
     let e = update(&path, &subset(100), &NoUpdateProgress).unwrap_err();
     assert!(e.to_string().contains("--full"), "{e}");
-    let full = UpdateOptions {
-        full: true,
-        ..subset(1)
+    let full = {
+        let mut o = subset(1);
+        o.full = true;
+        o
     };
     let whole = update(&path, &full, &NoUpdateProgress).unwrap();
     assert_eq!(whole.hashes, served.len() as u64);

@@ -270,15 +270,13 @@ fn build_index<'py>(
         return Err(PyValueError::new_err("min_count must be at least 1"));
     }
     let inputs = inputs_of(inputs)?;
-    let defaults = BuildOptions::default();
-    let options = BuildOptions {
-        threads: threads.map_or(defaults.threads, |t| t.max(1)),
-        memory: memory.unwrap_or(defaults.memory),
-        tmp_dir,
-        skip_invalid,
-        key_bits,
-        min_count,
-    };
+    let mut options = BuildOptions::default();
+    options.threads = threads.map_or(options.threads, |t| t.max(1));
+    options.memory = memory.unwrap_or(options.memory);
+    options.tmp_dir = tmp_dir;
+    options.skip_invalid = skip_invalid;
+    options.key_bits = key_bits;
+    options.min_count = min_count;
     let summary = py
         .detach(|| seekless_pwned::build(inputs, &output, &options, &NoProgress))
         .map_err(to_py)?;

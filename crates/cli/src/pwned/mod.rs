@@ -268,18 +268,16 @@ pub fn run(command: Command) -> ExitCode {
             skip_invalid,
             key_bits,
             min_count,
-        } => prepare(
-            inputs,
-            &output,
-            BuildOptions {
-                tmp_dir,
-                skip_invalid,
-                key_bits,
-                min_count,
-                threads: threads.map_or(BuildOptions::default().threads, |t| t.max(1)),
-                memory: memory.unwrap_or_else(seekless_pwned::default_memory),
-            },
-        ),
+        } => {
+            let mut options = BuildOptions::default();
+            options.tmp_dir = tmp_dir;
+            options.skip_invalid = skip_invalid;
+            options.key_bits = key_bits;
+            options.min_count = min_count;
+            options.threads = threads.map_or(options.threads, |t| t.max(1));
+            options.memory = memory.unwrap_or_else(seekless_pwned::default_memory);
+            prepare(inputs, &output, options)
+        }
         Command::Check {
             index,
             hashes,
@@ -309,27 +307,23 @@ pub fn run(command: Command) -> ExitCode {
                 None if check => update_check(index, options),
                 None => update(index, options),
             };
-            run(
-                &index,
-                &seekless_pwned::UpdateOptions {
-                    base_url,
-                    kind: if ntlm {
-                        seekless_pwned::Kind::Ntlm
-                    } else {
-                        seekless_pwned::Kind::Sha1
-                    },
-                    concurrency: usize::from(concurrency),
-                    full,
-                    timeout: std::time::Duration::from_secs(timeout),
-                    tries,
-                    proxies: seekless_pwned::Proxies::from_env(),
-                    ca_certs,
-                    from_bundle,
-                    bundle_out,
-                    min_count,
-                    ..seekless_pwned::UpdateOptions::default()
-                },
-            )
+            let mut options = seekless_pwned::UpdateOptions::default();
+            options.base_url = base_url;
+            options.kind = if ntlm {
+                seekless_pwned::Kind::Ntlm
+            } else {
+                seekless_pwned::Kind::Sha1
+            };
+            options.concurrency = usize::from(concurrency);
+            options.full = full;
+            options.timeout = std::time::Duration::from_secs(timeout);
+            options.tries = tries;
+            options.proxies = seekless_pwned::Proxies::from_env();
+            options.ca_certs = ca_certs;
+            options.from_bundle = from_bundle;
+            options.bundle_out = bundle_out;
+            options.min_count = min_count;
+            run(&index, &options)
         }
         #[cfg(feature = "update")]
         Command::Diff { old, new, output } => diff(&old, &new, &output),
@@ -343,12 +337,10 @@ pub fn run(command: Command) -> ExitCode {
             min_count,
             threads,
         } => {
-            let defaults = seekless_pwned::ExportOptions::default();
-            let options = seekless_pwned::ExportOptions {
-                min_count,
-                crlf,
-                threads: threads.map_or(defaults.threads, |t| t.max(1)),
-            };
+            let mut options = seekless_pwned::ExportOptions::default();
+            options.min_count = min_count;
+            options.crlf = crlf;
+            options.threads = threads.map_or(options.threads, |t| t.max(1));
             match (output, ranges) {
                 (_, Some(dir)) => export_ranges(&index, &dir, &options),
                 (Some(file), None) => export_file(&index, &file, &options),

@@ -9,7 +9,11 @@ use crate::format::hash::Kind;
 use crate::write::sorted::Written;
 
 /// Options of a build.
+///
+/// Start from `default()` and set the fields that differ: new fields may
+/// come, so it is not built field by field outside this crate.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BuildOptions {
     /// Parser and sorter threads.
     pub threads: usize,

@@ -18,7 +18,11 @@ pub const DEFAULT_CONCURRENCY: u16 = 256;
 pub const DEFAULT_BASE_URL: &str = "https://api.pwnedpasswords.com";
 
 /// How [`update`](crate::update::update()) fetches.
+///
+/// Start from `default()` and set the fields that differ: new fields may
+/// come, so it is not built field by field outside this crate.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct UpdateOptions {
     /// The API's base URL; ranges are `{base_url}/range/{PREFIX}`.
     pub base_url: String,

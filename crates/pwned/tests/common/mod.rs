@@ -44,11 +44,9 @@ pub fn index_bytes(lines: &[(String, u64)], min_count: u64) -> Vec<u8> {
         name: "corpus".into(),
         data: text.into_bytes(),
     };
-    let options = BuildOptions {
-        threads: 1,
-        min_count,
-        ..BuildOptions::default()
-    };
+    let mut options = BuildOptions::default();
+    options.threads = 1;
+    options.min_count = min_count;
     build_to_vec(vec![input], &options).unwrap().0
 }
 
