@@ -351,10 +351,12 @@ fn changes(old: &Corpus, new: &Corpus) -> Changes {
     c
 }
 
-/// One full update, then everything that builds on it in turn (each a full
-/// pass over the 2^20 ranges, so they share the first): a refresh that
-/// fetches only what changed and writes the bundle of it, the bundle applied
-/// to an offline copy, and the copy refreshed online with nothing to fetch.
+/// One full update, then what builds on it in turn (each online update a
+/// full pass over the 2^20 ranges, so they share the first): a refresh that
+/// fetches only what changed and writes the bundle of it, and the bundle
+/// applied to an offline copy, which then holds the online index's
+/// validators (so a later online refresh of it downloads nothing, as the
+/// refresh here shows for the ranges that did not change).
 #[test]
 fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date() {
     let kind = Kind::Sha1;
@@ -511,14 +513,6 @@ fn a_full_update_then_a_refresh_whose_bundle_brings_an_offline_copy_up_to_date()
         .filter(|n| n.starts_with('.'))
         .collect();
     assert!(leftovers.is_empty(), "{apply}: left {leftovers:?}");
-
-    // A later online refresh of the copy downloads nothing: its validators
-    // are the online index's.
-    server.bodies.lock().unwrap().clear();
-    let later = update(&offline, &options(&server, kind), &NoUpdateProgress).unwrap();
-    let again = "the copy refreshed online";
-    assert_eq!(later.not_modified, 1 << 20, "{again}: not modified");
-    assert_eq!(server.bodies_served(), 0, "{again}: bodies sent");
 }
 
 /// Prefixes that get each fault once, then the right answer.
@@ -711,7 +705,7 @@ fn at_least(corpus: &Corpus, min: u64) -> Corpus {
 }
 
 /// A subset built from nothing, interrupted and resumed from its last
-/// checkpoint; then refreshed, its minimum raised, refused lower, and
+/// checkpoint; then refreshed with its minimum raised, refused lower, and
 /// rebuilt whole with `full`. (One test: each step builds on the index the
 /// one before left, and each update is a full pass over the 2^20 ranges.)
 #[test]
@@ -790,40 +784,57 @@ fn an_interrupted_subset_build_resumes_then_stays_a_subset_and_its_minimum_moves
         "{resumed}: journal and partial index are gone"
     );
 
-    // Between the runs: a hash rises past the minimum, one falls below it,
-    // one is added above it and one below.
-    let pick = |skip: usize, above: bool| {
-        let mut keys = served.iter().filter(|&(_, &c)| (c >= 2500) == above);
+    // Between the runs: a hash rises past the new minimum, one falls below
+    // the old, one is added above the new and one between the two.
+    let before = served.clone();
+    let old = at_least(&served, 2500);
+    let pick = |skip: usize, above: u64| {
+        let mut keys = served.iter().filter(|&(_, &c)| c >= above);
         *keys.nth(skip).unwrap().0
     };
-    let (rises, falls) = (pick(10, false), pick(20, true));
-    let (mut new_above, mut new_below) = (Words::from(pick(30, true)), Words::from(pick(40, true)));
+    let rises = *served.iter().filter(|&(_, &c)| c < 2500).nth(10).unwrap().0;
+    let falls = pick(20, 4000);
+    let (mut new_above, mut new_between) =
+        (Words::from(pick(30, 4000)), Words::from(pick(40, 4000)));
     served.insert(rises, 4000);
     served.insert(falls, 2499);
     new_above.lo ^= 1;
-    new_below.lo ^= 1;
-    served.insert(new_above.key(), 2500);
-    served.insert(new_below.key(), 2499);
+    new_between.lo ^= 1;
+    served.insert(new_above.key(), 4000);
+    served.insert(new_between.key(), 3999);
     *server.corpus.write().unwrap() = served.clone();
     server.bodies.lock().unwrap().clear();
 
-    // A refresh without --min-count keeps the index's minimum, and fetches
-    // only the ranges that changed.
-    let second = update(&path, &options(&server, kind), &NoUpdateProgress).unwrap();
-    assert_eq!(server.bodies_served(), 4);
-    assert_eq!((second.added, second.removed), (2, 1));
-    assert_eq!(second.min_count, 2500);
-    assert_holds(&path, &at_least(&served, 2500));
-
-    // Raised: the unchanged ranges are copied and filtered, none fetched.
-    server.bodies.lock().unwrap().clear();
+    // Raised in a refresh: the ranges that changed are fetched and the
+    // unchanged ones copied and filtered. (That a refresh without a minimum
+    // keeps the index's is the unit test of `min_count`.)
     let raised = update(&path, &subset(4000), &NoUpdateProgress).unwrap();
-    assert_eq!(server.bodies_served(), 0);
-    assert_eq!(raised.not_modified, 1 << 20);
-    let removed = at_least(&served, 2500).len() - at_least(&served, 4000).len();
-    assert_eq!((raised.added, raised.removed), (0, removed as u64));
-    assert_holds(&path, &at_least(&served, 4000));
+    let kept = at_least(&served, 4000);
+    let changed = changes(&old, &kept);
+    assert_eq!(
+        changes(&before, &served).prefixes.len(),
+        4,
+        "four ranges changed"
+    );
+    assert_eq!(
+        server.bodies_served(),
+        4,
+        "raised: only the changed ranges sent"
+    );
+    assert_eq!(raised.not_modified, (1 << 20) - 4, "raised: not modified");
+    assert_eq!(
+        (raised.added, raised.removed, raised.counts_changed),
+        (changed.added, changed.removed, changed.recounted),
+        "raised: added, removed, counts changed"
+    );
+    assert!(
+        changed.removed > 100,
+        "raised: hashes below 4,000 filtered out"
+    );
+    assert_eq!(raised.min_count, 4000, "raised: the new minimum");
+    assert_holds(&path, &kept);
     assert_eq!(Index::open(&path).unwrap().stats().min_count, 4000);
+    server.bodies.lock().unwrap().clear();
 
     // Lowered: the index lacks what it left out, so only --full will do;
     // refused before any request, the index untouched.

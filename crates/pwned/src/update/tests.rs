@@ -62,3 +62,44 @@ fn bodies_decode_within_the_limit() {
     assert!(bomb.len() < 100_000);
     assert!(decode_body(Some(b"gzip"), &bomb).is_err());
 }
+
+#[test]
+fn the_minimum_count_is_kept_raised_or_lowered_only_with_full() {
+    use crate::error::ErrorKind;
+    use crate::update::run::min_count;
+    let asking = |min_count: Option<u64>, full: bool| UpdateOptions {
+        min_count,
+        full,
+        ..UpdateOptions::default()
+    };
+    // Not given: the index's (1 for a new one); 0 counts as 1.
+    assert_eq!(min_count(2500, &asking(None, false)).unwrap(), 2500);
+    assert_eq!(min_count(1, &asking(None, false)).unwrap(), 1);
+    assert_eq!(min_count(1, &asking(Some(0), false)).unwrap(), 1);
+    // Raised: the copied ranges are filtered.
+    assert_eq!(min_count(2500, &asking(Some(4000), false)).unwrap(), 4000);
+    // Lowered: only a full download has what the index left out.
+    let e = min_count(4000, &asking(Some(100), false)).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::MinCount {
+                index: 4000,
+                asked: 100,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("--full"), "{e}");
+    assert_eq!(min_count(4000, &asking(Some(100), true)).unwrap(), 100);
+    // A bundle, made or applied, joins indexes of one minimum.
+    let mut o = asking(Some(5000), false);
+    o.bundle_out = Some("changes.bundle".into());
+    assert!(min_count(4000, &o).is_err());
+    o.min_count = Some(4000);
+    assert_eq!(min_count(4000, &o).unwrap(), 4000);
+    let mut o = asking(Some(5000), false);
+    o.from_bundle = Some("changes.bundle".into());
+    assert!(min_count(4000, &o).is_err());
+}
