@@ -56,7 +56,7 @@ struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect(&self.addr);
+        let _ = TcpStream::connect(self.addr.trim_start_matches("http://"));
     }
 }
 
