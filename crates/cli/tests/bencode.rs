@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::snapshot;
 
 fn data(name: &str) -> PathBuf {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::snapshot;
 
 fn seekless(args: &[&str]) -> Output {

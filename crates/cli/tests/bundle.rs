@@ -4,7 +4,7 @@
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::{prepare_index, run, snapshot};
 
 const OLD: &str = "5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8:9545824\n\

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 use common::prepare_index;
 use common::serve::{Probe, Server};

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 use common::{SEEKLESS, prepare_index};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_seekless"))

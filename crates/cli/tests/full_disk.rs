@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::SEEKLESS;
 
 /// How a command's writes are made to fail.

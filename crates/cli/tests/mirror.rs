@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 use seekless_testkit::{Rng, TempDir};
 
-mod common;
+use crate::common;
 
 use common::serve::{Server, wait_healthy};
 use common::{SEEKLESS, prepare_index, snapshot};

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 use common::{SEEKLESS, prepare_index};
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 use common::serve::Server;
 use common::{SEEKLESS, prepare_index};

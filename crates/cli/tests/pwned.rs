@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use seekless_testkit::{Rng, TempDir};
 
-mod common;
+use crate::common;
 use common::snapshot;
 
 fn seekless(args: &[&str], stdin: &[u8]) -> Output {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use seekless_testkit::{Rng, TempDir};
 
-mod common;
+use crate::common;
 
 use common::serve::{Response, Server, wait_healthy};
 use common::{SEEKLESS, announced, prepare_index};

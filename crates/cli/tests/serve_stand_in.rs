@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::{SEEKLESS, prepare_index, snapshot};
 
 const HOST: &str = "api.pwnedpasswords.com";

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use seekless_testkit::{TempDir, write_atomic};
 
-mod common;
+use crate::common;
 use common::{SEEKLESS, prepare_index};
 
 /// A certificate authority made for one test, and certificates it signs

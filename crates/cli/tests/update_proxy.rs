@@ -20,7 +20,7 @@ use seekless_pwned::{Index, Kind};
 
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 
 use common::SEEKLESS;
 

@@ -16,7 +16,7 @@ use rcgen::{
 };
 use seekless_testkit::TempDir;
 
-mod common;
+use crate::common;
 use common::serve::Server;
 use common::{SEEKLESS, prepare_index};
 
