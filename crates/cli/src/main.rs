@@ -61,6 +61,12 @@ enum Command {
     Exhash(exhash::Command),
 }
 
+#[cfg(any(
+    feature = "pwned",
+    feature = "bencode",
+    feature = "blocks",
+    feature = "exhash"
+))]
 impl Command {
     /// Whether the command talks over sockets (`pwned serve`, `pwned
     /// update`, `pwned probe`), where a peer that goes away must be an
@@ -94,15 +100,17 @@ fn main() -> ExitCode {
     if let Some(code) = pwned::okon::intercept() {
         return code;
     }
-    #[cfg(not(any(
-        feature = "pwned",
-        feature = "bencode",
-        feature = "blocks",
-        feature = "exhash"
-    )))]
-    // Built with no engine: `--help` and `--version` are all there is.
-    return no_engine();
-    #[allow(unreachable_code)] // with no engine, `Command` has no variant
+    run()
+}
+
+/// The command the arguments name, run.
+#[cfg(any(
+    feature = "pwned",
+    feature = "bencode",
+    feature = "blocks",
+    feature = "exhash"
+))]
+fn run() -> ExitCode {
     let cli = Cli::parse();
     if !cli.command.uses_sockets() {
         quiet_closed_pipes();
@@ -129,7 +137,8 @@ fn main() -> ExitCode {
     feature = "blocks",
     feature = "exhash"
 )))]
-fn no_engine() -> ExitCode {
+fn run() -> ExitCode {
+    quiet_closed_pipes();
     let error = <Cli as clap::CommandFactory>::command()
         .subcommand_required(false)
         .try_get_matches()
