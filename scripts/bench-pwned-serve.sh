@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
 # Load benchmark of `seekless pwned serve` against nginx serving the same
 # ranges as static per-range files (00000.txt …, the way HIBP's downloader
-# writes them), side by side in one run, with wrk on 127.0.0.1.
+# writes them), side by side in one run, with wrk and h2load on 127.0.0.1.
+# nginx is configured twice, as operators do: compressing gzip answers on
+# the fly (`gzip on`), and sending files pre-compressed with `gzip -6`
+# (`gzip_static on`, `http2` on its TLS port); serve answers gzip from the
+# index's gzip ranges file (`pwned gzip-ranges`), the cached server from a
+# link to the index without one (compressing on the fly, into its cache).
 #
 # Data: RANGES ranges (every 2^20/RANGES-th prefix) of PER_RANGE random
 # hashes each (KIND=sha1, or ntlm), like the real corpus (~1,000 hashes a
 # range); the index is built from the per-range files nginx serves, so
 # both answer the same bytes (checked before measuring).
 #
-# Needs: wrk, nginx (Debian: apt-get install wrk nginx-light), python3,
-# openssl, curl.
+# Needs: wrk, h2load, nginx (Debian: apt-get install wrk nghttp2-client
+# nginx-light), python3, openssl, curl, gzip.
 # Usage: scripts/bench-pwned-serve.sh [RANGES] [PER_RANGE] [SECONDS]
 #
 # Sections (SECTIONS, default all, in this order):
 #   load        identity, gzip and br, uncached and cached, against nginx
+#               (on the fly and gzip_static)
 #   pairs       identity uncached against nginx, PAIRS pairs in turn,
 #               median ratio (plain HTTP, /metrics on as by default)
+#   gzip        gzip (from the gzip ranges file) against nginx
+#               `gzip_static`, PAIRS pairs in turn, HTTP/1.1
+#   h2          HTTPS with HTTP/2 (h2load, H2_CLIENTS connections x
+#               H2_STREAMS streams), gzip then identity, against nginx
+#               `http2` + `gzip_static`, PAIRS pairs in turn
 #   https       the same over HTTPS against nginx with the same
 #               certificate (TLS 1.3, keep-alive), PAIRS pairs in turn
 #   handshakes  new HTTPS connections a second (a connection a request)
@@ -25,6 +36,7 @@
 #   batch       POST /check with 10,000 hashes a request: hashes a second
 # Environment: CONNECTIONS (default 64), WRK_THREADS (default 2),
 # SERVER_THREADS (default 2), PAIRS (default 5), KIND (sha1 or ntlm),
+# H2_CLIENTS (default 16), H2_STREAMS (default 10),
 # PORTABLE=1 (serve without AVX-512: SEEKLESS_NO_AVX512=1), KEEP=1 keeps
 # the work directory.
 set -euo pipefail
@@ -39,14 +51,18 @@ SERVER_THREADS=${SERVER_THREADS:-2}
 SEEKLESS_PORT=${SEEKLESS_PORT:-18080}
 NGINX_PORT=${NGINX_PORT:-18081}
 CACHED_PORT=${CACHED_PORT:-18082}
+NGINX_STATIC_PORT=${NGINX_STATIC_PORT:-18083}
+NGINX_STATIC_TLS_PORT=${NGINX_STATIC_TLS_PORT:-18445}
+H2_CLIENTS=${H2_CLIENTS:-16}
+H2_STREAMS=${H2_STREAMS:-10}
 SEEKLESS_TLS_PORT=${SEEKLESS_TLS_PORT:-18443}
 NGINX_TLS_PORT=${NGINX_TLS_PORT:-18444}
 CACHE_MIB=${CACHE_MIB:-256}
 PAIRS=${PAIRS:-5}
 KIND=${KIND:-sha1}
-SECTIONS=${SECTIONS:-load pairs https handshakes check batch}
+SECTIONS=${SECTIONS:-load pairs gzip h2 https handshakes check batch}
 
-for tool in wrk nginx python3 openssl curl; do
+for tool in wrk h2load nginx python3 openssl curl gzip; do
     command -v "$tool" >/dev/null || { echo "bench: $tool is not installed" >&2; exit 2; }
 done
 case $KIND in
@@ -108,6 +124,16 @@ index_bytes=$(stat -c %s "$work/pwned.idx")
 files_bytes=$(du -sb "$work/ranges" | cut -f1)
 files_disk=$(du -sB1 "$work/ranges" | cut -f1)
 echo "   index $index_bytes bytes; range files $files_bytes bytes of text ($files_disk on disk)"
+# What each side keeps for gzip answers: serve's gzip ranges file (every
+# range of the index, compressed once), nginx's FILE.txt.gz beside each
+# file (gzip -6, as `gzip_static` wants them).
+"$seekless" pwned gzip-ranges "$work/pwned.idx" --threads "$SERVER_THREADS" | sed 's/^/   /'
+ln "$work/pwned.idx" "$work/cached.idx"
+started=$(date +%s.%N)
+find "$work/ranges" -name '*.txt' -print0 | xargs -0 -P "$SERVER_THREADS" -n 256 gzip -6 -k
+gz_seconds=$(echo "$(date +%s.%N) - $started" | bc -l)
+gz_bytes=$(find "$work/ranges" -name '*.gz' -print0 | du -cb --files0-from=- | tail -n1 | cut -f1)
+printf "   gzip -6 -k of the range files: %s bytes in %.1f s\n" "$gz_bytes" "$gz_seconds"
 
 # One certificate for both servers (ECDSA P-256, as a modern CA issues).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
@@ -146,6 +172,18 @@ http {
             return 200 '$check_body';
         }
     }
+    # As a mirror of per-range files is deployed: pre-compressed files
+    # sent as they are, HTTP/2 on TLS.
+    server {
+        listen 127.0.0.1:$NGINX_STATIC_PORT;
+        listen 127.0.0.1:$NGINX_STATIC_TLS_PORT ssl http2;
+        gzip off;
+        gzip_static on;
+        location ~ "^/range/([0-9A-F]{5})\$" {
+            default_type text/plain;
+            alias $work/ranges/\$1.txt;
+        }
+    }
 }
 EOF
 nginx -c "$work/nginx.conf" -p "$work"
@@ -154,7 +192,7 @@ nginx -c "$work/nginx.conf" -p "$work"
     --threads "$SERVER_THREADS" >"$work/serve.out" 2>"$work/serve.err" &
 seekless_pid=$!
 pids+=("$seekless_pid")
-"${serve_env[@]}" "$seekless" pwned serve -i "$work/pwned.idx" --listen "127.0.0.1:$CACHED_PORT" \
+"${serve_env[@]}" "$seekless" pwned serve -i "$work/cached.idx" --listen "127.0.0.1:$CACHED_PORT" \
     --threads "$SERVER_THREADS" --cache-mib "$CACHE_MIB" >"$work/cached.out" 2>"$work/cached.err" &
 cached_pid=$!
 pids+=("$cached_pid")
@@ -177,6 +215,20 @@ for prefix in $(shuf -n 20 --random-source=<(yes) "$work/prefixes.txt"); do
         "https://localhost:$NGINX_TLS_PORT/range/$prefix"; do
         cmp -s <(curl -sf "${tls[@]}" "$url") "$want" \
             || { echo "bench: $url differs from nginx's" >&2; exit 1; }
+    done
+    # gzip, inflated, over HTTP/1.1 and HTTP/2: the same bytes again.
+    for url in "http://127.0.0.1:$SEEKLESS_PORT/range/$prefix$mode" \
+        "http://127.0.0.1:$CACHED_PORT/range/$prefix$mode" \
+        "http://127.0.0.1:$NGINX_STATIC_PORT/range/$prefix" \
+        "https://localhost:$SEEKLESS_TLS_PORT/range/$prefix$mode" \
+        "https://localhost:$NGINX_STATIC_TLS_PORT/range/$prefix"; do
+        headers=$work/headers.txt
+        cmp -s <(curl -sf "${tls[@]}" --resolve "localhost:$NGINX_STATIC_TLS_PORT:127.0.0.1" \
+            -H 'Accept-Encoding: gzip' -D "$headers" "$url" | gzip -dc) "$want" \
+            && grep -qi '^content-encoding: gzip' "$headers" \
+            || { echo "bench: gzip from $url differs from nginx's identity" >&2; exit 1; }
+        case $url in https*) grep -q '^HTTP/2 ' "$headers" \
+            || { echo "bench: $url did not answer over HTTP/2" >&2; exit 1; } ;; esac
     done
 done
 
@@ -287,12 +339,57 @@ pairs() {
         "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%.2f ' "${ratios[@]}" | sed 's/ $//')"
 }
 
+# h2load over HTTPS with HTTP/2 against BASE (https://127.0.0.1:PORT),
+# asking for ENCODING (gzip or identity), random ranges of the RANGES
+# (QUERY after each path): "req/s failed".
+h2run() {
+    local base=$1 encoding=$2 query=$3 uris=$work/h2-uris.txt line rate failed
+    python3 -c 'import random, sys
+p = open(sys.argv[1]).read().split()
+r = random.Random(3)
+print("\n".join(sys.argv[2] + "/range/" + r.choice(p) + sys.argv[3] for _ in range(20000)))' \
+        "$work/prefixes.txt" "$base" "$query" >"$uris"
+    local header=()
+    [ "$encoding" = gzip ] && header=(-H 'accept-encoding: gzip')
+    line=$(h2load -c "$H2_CLIENTS" -m "$H2_STREAMS" -t "$WRK_THREADS" -D "$SECONDS_EACH" \
+        --warm-up-time=1 "${header[@]}" -i "$uris" 2>&1)
+    rate=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' <<<"$line")
+    failed=$(sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/\1 \2/p' <<<"$line")
+    [ -n "$rate" ] || { echo "bench: h2load gave no rate: $line" >&2; exit 1; }
+    echo "$rate $(( ${failed% *} + ${failed#* } ))"
+}
+
+# PAIRS pairs in turn of h2load asking for ENCODING from serve's TLS
+# address and nginx's `http2` + `gzip_static` one; the median ratio.
+h2pairs() {
+    local encoding=$1 ratios=() pair ours theirs
+    local ours_base=https://127.0.0.1:$SEEKLESS_TLS_PORT theirs_base=https://127.0.0.1:$NGINX_STATIC_TLS_PORT
+    echo "== HTTPS HTTP/2 $encoding, h2load -c$H2_CLIENTS -m$H2_STREAMS, $PAIRS pairs in turn (${SECONDS_EACH}s each)"
+    for pair in $(seq 1 "$PAIRS"); do
+        if [ $((pair % 2)) = 1 ]; then
+            ours=$(h2run "$ours_base" "$encoding" "$mode"); theirs=$(h2run "$theirs_base" "$encoding" "")
+        else
+            theirs=$(h2run "$theirs_base" "$encoding" ""); ours=$(h2run "$ours_base" "$encoding" "$mode")
+        fi
+        ratios+=("$(echo "${ours% *} / ${theirs% *}" | bc -l)")
+        printf "   pair %d: seekless %s req/s (%s failed), nginx %s (%s failed): %.2f\n" \
+            "$pair" "${ours% *}" "${ours#* }" "${theirs% *}" "${theirs#* }" "${ratios[-1]}"
+    done
+    printf "HTTPS HTTP/2 %s over nginx http2 + gzip_static, median of %d pairs: %.2f (pairs %s)\n" \
+        "$encoding" "$PAIRS" "$(printf '%s\n' "${ratios[@]}" | median)" \
+        "$(printf '%.2f ' "${ratios[@]}" | sed 's/ $//')"
+}
+
 # Warm-up: each range's validator (a SHA-1 of its content) is computed on
 # its first request and kept; every range is asked once before measuring,
 # so no measured run pays for them.
+# The gzip members are checked against their checksums the first time
+# too: asked once as well, as nginx's files are read once by the checks.
 for port in "$SEEKLESS_PORT" "$CACHED_PORT"; do
-    sed "s|^|http://127.0.0.1:$port/range/|; s|\$|$mode|" "$work/prefixes.txt" \
-        | xargs -P 4 -n 64 curl -sf >/dev/null
+    for encoding in identity gzip; do
+        sed "s|^|http://127.0.0.1:$port/range/|; s|\$|$mode|" "$work/prefixes.txt" \
+            | xargs -P 4 -n 64 curl -sf -H "Accept-Encoding: $encoding" >/dev/null
+    done
 done
 
 echo "== wrk -t$WRK_THREADS -c$CONNECTIONS -d${SECONDS_EACH}s, keep-alive unless said, random ranges of the $RANGES"
@@ -301,17 +398,21 @@ if wants load; then
     printf "%-15s %-9s %10s %9s %9s %7s %12s %10s\n" server encoding "req/s" "p50 ms" "p99 ms" errors "MB/s" "anon MiB"
     declare -A rps
     for encoding in identity gzip br; do
-        for server in seekless seekless+cache nginx; do
-            if [ "$server" = nginx ] && [ "$encoding" = br ]; then
+        for server in seekless seekless+cache nginx nginx-static; do
+            if [[ $server == nginx* && $encoding == br ]]; then
                 continue # Debian's nginx has no brotli module
+            fi
+            if [[ $server == nginx-static && $encoding == identity ]]; then
+                continue # the same files by sendfile as the other
             fi
             case $server in
                 seekless) port=$SEEKLESS_PORT pid=$seekless_pid ;;
                 seekless+cache) port=$CACHED_PORT pid=$cached_pid ;;
-                nginx) port=$NGINX_PORT ;;
+                nginx*) port=$NGINX_PORT ;;
             esac
+            [ "$server" = nginx-static ] && port=$NGINX_STATIC_PORT
             read -r req p50 p99 errors bytes <<<"$(BENCH_ENCODING=$encoding load ranges "http://127.0.0.1:$port/")"
-            if [ "$server" = nginx ]; then rss=$(nginx_rss_kib); else rss=$(rss_kib "$pid"); fi
+            if [[ $server == nginx* ]]; then rss=$(nginx_rss_kib); else rss=$(rss_kib "$pid"); fi
             rps[$server-$encoding]=$req
             printf "%-15s %-9s %10s %9s %9s %7s %12.1f %10.1f\n" "$server" "$encoding" "$req" "$p50" "$p99" \
                 "$errors" "$(echo "$bytes / $SECONDS_EACH / 1048576" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
@@ -325,12 +426,23 @@ if wants load; then
             "$(echo "${rps[seekless-$encoding]} / ${rps[nginx-$theirs]}" | bc -l)" \
             "$(echo "${rps[seekless+cache-$encoding]} / ${rps[nginx-$theirs]}" | bc -l)"
     done
+    printf "%-9s seekless %.2f, seekless+cache %.2f over nginx gzip_static\n" gzip \
+        "$(echo "${rps[seekless-gzip]} / ${rps[nginx-static-gzip]}" | bc -l)" \
+        "$(echo "${rps[seekless+cache-gzip]} / ${rps[nginx-static-gzip]}" | bc -l)"
 fi
 # One run each is at the mercy of the host's noise (on a shared 2-core VM
 # the same pair of runs moves by 10%): the figures that decide against
 # nginx are measured in PAIRS pairs in turn and the median ratio reported.
 if wants pairs && [ "$PAIRS" -gt 0 ]; then
     pairs "identity uncached" ranges "http://127.0.0.1:$SEEKLESS_PORT/" "http://127.0.0.1:$NGINX_PORT/"
+fi
+if wants gzip && [ "$PAIRS" -gt 0 ]; then
+    BENCH_ENCODING=gzip pairs "gzip uncached against gzip_static" ranges \
+        "http://127.0.0.1:$SEEKLESS_PORT/" "http://127.0.0.1:$NGINX_STATIC_PORT/"
+fi
+if wants h2 && [ "$PAIRS" -gt 0 ]; then
+    h2pairs gzip
+    h2pairs identity
 fi
 if wants https && [ "$PAIRS" -gt 0 ]; then
     pairs "HTTPS identity uncached" ranges "https://127.0.0.1:$SEEKLESS_TLS_PORT/" \
@@ -370,4 +482,5 @@ echo "== versions"
 "$seekless" --version
 nginx -v 2>&1
 wrk --version 2>&1 | head -1 || true
+h2load --version 2>&1 | head -1
 openssl version

@@ -494,9 +494,15 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
         assert!(after.get(path) == Some(bytes), "{path:?} unchanged");
     }
     // The rerun goes on from the checkpoint, with every range from serve
-    // (--full: none "not modified", none changed); then nothing is left
+    // (--full: none "not modified", none changed), and writes the index's
+    // gzip ranges file once it is in place; then nothing else is left
     // beside.
-    let stdout = update(&index, &server, &["--ntlm", "--full"]);
+    let stdout = update(&index, &server, &["--ntlm", "--full", "--gzip-ranges"]);
+    let sidecar = dir.join("kept.idx.gz-ranges");
+    assert!(
+        stdout.contains(&format!("wrote {}: ", sidecar.display())),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("resumed an interrupted update at range"),
         "{stdout}"
@@ -509,9 +515,19 @@ fn a_killed_update_leaves_the_old_index_and_resumes() {
     assert_sourced_from(&index, &server);
     let mut names: Vec<PathBuf> = common::snapshot(&dir).into_keys().collect();
     names.sort();
-    let mut expected: Vec<PathBuf> = before.into_keys().collect();
+    let mut expected: Vec<PathBuf> = before.into_keys().chain([sidecar]).collect();
     expected.sort();
     assert_eq!(names, expected);
+    let verify = Command::new(SEEKLESS)
+        .args(["pwned", "verify"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        verify.status.success() && said.contains("kept.idx.gz-ranges: ok ("),
+        "{said}"
+    );
     // A server that is not there: an error naming a range, the index kept.
     drop(server);
     let kept = std::fs::read(&index).unwrap();
@@ -572,4 +588,150 @@ fn listen_takes_names_and_bare_ports_and_names_what_failed() {
         assert!(stderr.contains(&wanted), "{listen}: {stderr}");
     }
     drop(taken);
+}
+
+/// Range `prefix`'s member in the gzip ranges file at `path`, by the
+/// format (docs/format-pwned.md).
+fn gzip_member(path: &Path, prefix: &str) -> (usize, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    let i = usize::from_str_radix(prefix, 16).unwrap();
+    let offset = |i: usize| {
+        let at = 4096 + 8 * i;
+        u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+    };
+    (offset(i), bytes[offset(i)..offset(i + 1)].to_vec())
+}
+
+/// `pwned gzip-ranges` beside a served index: picked up by the running
+/// server, its members sent as written; run again, it keeps the file;
+/// `verify` checks it and names a damaged range; `prepare` writes one
+/// when asked and rewrites one that is there.
+#[test]
+fn gzip_ranges_written_served_verified_and_kept_current() {
+    let (dir, index, expected) = sha1_index("gzip-ranges", 9);
+    let (prefix, body) = expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let path = format!("/range/{prefix}");
+    let sidecar = dir.join("sha1.idx.gz-ranges");
+    let index_arg = index.to_str().unwrap();
+    let mut server = Server::start(&[&index], &[]);
+    let inflate = |r: &Response| {
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_end(&mut plain)
+            .unwrap();
+        plain
+    };
+    let before = server.get(&path, &[("Accept-Encoding", "gzip")]);
+    assert_eq!(inflate(&before), *body);
+
+    let out = common::run(&["pwned", "gzip-ranges", index_arg], b"");
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        said.starts_with(&format!("wrote {}: ", sidecar.display())),
+        "{said}"
+    );
+    let (start, member) = gzip_member(&sidecar, prefix);
+    assert_ne!(before.body, member, "compressed as it went, not as level 6");
+    let written = std::fs::read(&sidecar).unwrap();
+    let again = common::run(&["pwned", "gzip-ranges", index_arg], b"");
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("up to date"),
+        "{again:?}"
+    );
+    assert_eq!(std::fs::read(&sidecar).unwrap(), written, "rewritten");
+
+    // The running server attaches it when it appears (looked for every
+    // second).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = server.get(&path, &[("Accept-Encoding", "gzip")]);
+        assert_eq!(inflate(&r), *body);
+        if r.body == member {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gzip ranges file was not picked up"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server.signal("TERM");
+    let _ = server.child.wait();
+    let log = server.stderr_text();
+    assert!(
+        log.contains(&format!("gzip answers from {}", sidecar.display())),
+        "{log}"
+    );
+
+    let verify = common::run(&["pwned", "verify", index_arg], b"");
+    let said = String::from_utf8_lossy(&verify.stdout).to_string();
+    assert!(verify.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("{}: ok (", sidecar.display())),
+        "{said}"
+    );
+    // A byte changed in a member: verify fails, naming the file and range.
+    let mut damaged = written.clone();
+    damaged[start + member.len() / 2] ^= 0x08;
+    std::fs::write(&sidecar, &damaged).unwrap();
+    let verify = common::run(&["pwned", "verify", index_arg], b"");
+    let said = String::from_utf8_lossy(&verify.stdout).to_string();
+    assert_eq!(verify.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&sidecar.display().to_string()) && said.contains(&format!("range {prefix}")),
+        "{said}"
+    );
+    // A server given the damaged file answers gzip right all the same.
+    let server = Server::start(&[&index], &[]);
+    assert_eq!(
+        inflate(&server.get(&path, &[("Accept-Encoding", "gzip")])),
+        *body
+    );
+    drop(server);
+
+    // prepare over the index with another corpus rewrites the file that
+    // is there for the new index; --gzip-ranges writes one for a new one.
+    let text = corpus(40, 10);
+    let input = dir.join("other.txt");
+    std::fs::write(&input, &text).unwrap();
+    let out = common::run(
+        &["pwned", "prepare", input.to_str().unwrap(), "-o", index_arg],
+        b"",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("wrote {}", sidecar.display())),
+        "{out:?}"
+    );
+    let fresh = dir.join("fresh.idx");
+    let out = common::run(
+        &[
+            "pwned",
+            "prepare",
+            input.to_str().unwrap(),
+            "-o",
+            fresh.to_str().unwrap(),
+            "--gzip-ranges",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{out:?}");
+    for idx in [&index, &fresh] {
+        let verify = common::run(&["pwned", "verify", idx.to_str().unwrap()], b"");
+        let said = String::from_utf8_lossy(&verify.stdout).to_string();
+        assert!(
+            verify.status.success() && said.contains(".gz-ranges: ok ("),
+            "{said}"
+        );
+    }
+    let new_expected = expected_ranges(&index);
+    let (prefix, body) = new_expected.iter().max_by_key(|(_, b)| b.len()).unwrap();
+    let (_, member) = gzip_member(&sidecar, prefix);
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&member[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    assert_eq!(plain, *body);
 }

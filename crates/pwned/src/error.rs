@@ -114,6 +114,12 @@ pub enum ErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// A gzip ranges file (`INDEX.gz-ranges`) cannot be used: damaged,
+    /// of a newer format, or made from another index.
+    GzipRanges {
+        /// The file and what is wrong with it.
+        what: String,
+    },
     /// An answer of the range API is malformed.
     BadRange {
         /// The range's 5-hex-digit prefix.
@@ -233,6 +239,7 @@ impl fmt::Display for Error {
                 write!(f, "hashes out of order: {next} after {previous}")
             }
             ErrorKind::BadBundle { what } => write!(f, "bundle refused: {what}"),
+            ErrorKind::GzipRanges { what } => write!(f, "gzip ranges file: {what}"),
             ErrorKind::BadRange {
                 prefix,
                 line: 0,

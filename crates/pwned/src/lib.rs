@@ -50,6 +50,8 @@ pub use prepare::input::Input;
 pub use prepare::options::{BuildOptions, NoProgress, Progress, Summary, default_memory};
 pub use prepare::run::build;
 pub use range::prefix_hex;
+#[cfg(feature = "gzip")]
+pub use read::gzip_ranges::GzipRanges;
 pub use read::identity::identity_hex;
 pub use read::index::{Index, Iter, Stats};
 #[cfg(feature = "serve")]
@@ -67,6 +69,8 @@ pub use update::{
     CheckSummary, DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions,
     UpdateProgress, check_upstream, update,
 };
+#[cfg(feature = "gzip")]
+pub use write::gzip_ranges::{GZIP_RANGES_LEVEL, write_gzip_ranges};
 
 /// Building blocks the tests, benchmarks and fuzz targets reach into
 /// (feature `test-util`): not part of the product, free to change from one

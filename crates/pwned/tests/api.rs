@@ -9,7 +9,9 @@ use std::time::SystemTime;
 use axum::Router;
 use axum::http::{Method, StatusCode, header};
 use seekless_pwned::test_util::{PAD_MIN, build_to_vec, parse_range, range_etag};
-use seekless_pwned::{BuildOptions, Index, Input, Key, Kind, RangeApi, Served};
+use seekless_pwned::{
+    BuildOptions, GzipRanges, Index, Input, Key, Kind, RangeApi, Served, write_gzip_ranges,
+};
 use seekless_testkit::Rng;
 
 mod common;
@@ -634,4 +636,150 @@ async fn compression_and_revalidation() {
     put(&rebuilt, Kind::Sha1, &wide(Kind::Sha1, 7), "rebuilt");
     let r = get(&mut served(&rebuilt), &path, &[]).await;
     assert_ne!(header(&r, header::ETAG), Some(etag.as_str()));
+}
+
+/// Range `prefix`'s gzip member in the gzip ranges file `bytes`, read by
+/// the format (docs/format-pwned.md), not by the library.
+fn member_in_file(bytes: &[u8], prefix: u32) -> (usize, Vec<u8>) {
+    let offset = |i: u32| {
+        let at = 4096 + 8 * i as usize;
+        u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+    };
+    let (start, end) = (offset(prefix), offset(prefix + 1));
+    (start, bytes[start..end].to_vec())
+}
+
+#[tokio::test]
+async fn gzip_answers_come_from_the_gzip_ranges_file_as_written() {
+    let dir = seekless_testkit::TempDir::new("pwned-api-gzip-ranges");
+    let lines = wide(Kind::Ntlm, 5);
+    let path = dir.path().join("ntlm.idx");
+    std::fs::write(&path, common::index_bytes(&lines, 1)).unwrap();
+    let index = Index::open(&path).unwrap();
+    let want = expected(&index);
+    let file = GzipRanges::path_for(&path);
+    assert!(file.ends_with("ntlm.idx.gz-ranges"));
+    let bytes = write_gzip_ranges(&index, &file, 2, &|_| {}).unwrap();
+    assert_eq!(bytes, std::fs::metadata(&file).unwrap().len());
+    // Every range, its member the one the file holds; nothing else left
+    // in the directory.
+    let ranges = GzipRanges::open(&file, &index).unwrap();
+    assert_eq!(
+        seekless_testkit::file_names(dir.path()),
+        ["ntlm.idx", "ntlm.idx.gz-ranges"]
+    );
+    let api = RangeApi::new();
+    let ntlm = Served::new(index, "ntlm").unwrap();
+    assert!(ntlm.attach_gzip_ranges(ranges));
+    api.put(ntlm);
+    let mut app = served(&api);
+    let written = std::fs::read(&file).unwrap();
+    let empty = ["00001".to_string(), "FFFFE".to_string()];
+    for prefix in want.keys().chain(&empty) {
+        let path_q = format!("/range/{prefix}?mode=ntlm");
+        let r = get(&mut app, &path_q, &[("accept-encoding", "gzip")]).await;
+        assert_eq!(
+            header(&r, header::CONTENT_ENCODING),
+            Some("gzip"),
+            "{prefix}"
+        );
+        assert!(varies_by_coding(&r));
+        let (_, member) = member_in_file(&written, u32::from_str_radix(prefix, 16).unwrap());
+        assert_eq!(r.body, member, "{prefix}: not the file's member");
+        let plain = want.get(prefix).cloned().unwrap_or_default();
+        assert_eq!(decoded(&r), plain, "{prefix}");
+        // Identity is rendered as before; padding is made fresh.
+        let r = get(&mut app, &path_q, &[]).await;
+        assert_eq!(r.body, plain, "{prefix}");
+        let r = get(
+            &mut app,
+            &path_q,
+            &[("accept-encoding", "gzip"), ("add-padding", "true")],
+        )
+        .await;
+        assert_ne!(r.body, member, "{prefix}: padded from the file");
+        let padded = String::from_utf8(decoded(&r)).unwrap();
+        let real = String::from_utf8(plain).unwrap();
+        assert!(
+            real.split("\r\n")
+                .all(|l| l.is_empty() || padded.contains(l))
+        );
+    }
+    assert!(api.get(Kind::Ntlm).unwrap().gzip_ranges_damage().is_none());
+
+    // A damaged member: that answer (and every later one) compressed from
+    // the index, the right bytes still; the damage recorded, naming the
+    // file and the range.
+    let (prefix, plain) = want.iter().nth(7).unwrap();
+    let (start, _) = member_in_file(&written, u32::from_str_radix(prefix, 16).unwrap());
+    let mut damaged = written.clone();
+    damaged[start + 12] ^= 0x40;
+    let damaged_file = dir.path().join("damaged.gz-ranges");
+    std::fs::write(&damaged_file, &damaged).unwrap();
+    let index = Index::open(&path).unwrap();
+    let ranges = GzipRanges::open(&damaged_file, &index).unwrap();
+    let e = ranges.verify(&index).unwrap_err();
+    assert!(e.to_string().contains(&format!("range {prefix}")), "{e}");
+    let ntlm = Served::new(index, "ntlm").unwrap();
+    assert!(ntlm.attach_gzip_ranges(ranges));
+    api.put(ntlm);
+    let r = get(
+        &mut app,
+        &format!("/range/{prefix}?mode=ntlm"),
+        &[("accept-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(decoded(&r), *plain);
+    let ntlm = api.get(Kind::Ntlm).unwrap();
+    let damage = ntlm.gzip_ranges_damage().unwrap();
+    assert!(
+        damage.contains("damaged.gz-ranges") && damage.contains(prefix.as_str()),
+        "{damage}"
+    );
+    assert!(ntlm.gzip_ranges().is_none());
+}
+
+#[test]
+fn a_gzip_ranges_file_of_another_index_cut_short_or_damaged_is_refused() {
+    let dir = seekless_testkit::TempDir::new("pwned-gzip-ranges-refused");
+    let lines = wide(Kind::Sha1, 6);
+    let path = dir.path().join("a.idx");
+    std::fs::write(&path, common::index_bytes(&lines, 1)).unwrap();
+    let index = Index::open(&path).unwrap();
+    let file = GzipRanges::path_for(&path);
+    write_gzip_ranges(&index, &file, 1, &|_| {}).unwrap();
+    let good = std::fs::read(&file).unwrap();
+    let refused = |bytes: &[u8], index: &Index, why: &str| {
+        let bad = dir.path().join("bad.gz-ranges");
+        std::fs::write(&bad, bytes).unwrap();
+        let e = GzipRanges::open(&bad, index).unwrap_err();
+        assert!(
+            matches!(e.kind(), seekless_pwned::ErrorKind::GzipRanges { .. }),
+            "{why}: {e}"
+        );
+        assert!(e.to_string().contains("bad.gz-ranges"), "{why}: {e}");
+        e.to_string()
+    };
+    // Another index: one hash more.
+    let mut more = lines.clone();
+    more.push(("1".repeat(40), 3));
+    let other = Index::from_bytes(common::index_bytes(&more, 1)).unwrap();
+    assert!(refused(&good, &other, "other index").contains("another index"));
+    // Cut short anywhere, or a byte changed in the header or the tables.
+    for cut in [0, 100, 4096, 4096 + 8 * (1 << 20), good.len() - 1] {
+        refused(&good[..cut], &index, &format!("cut at {cut}"));
+    }
+    for at in [0, 9, 20, 4096 + 8 * 77, 4096 + 8 * (1 << 20) + 4 * 5] {
+        let mut bad = good.clone();
+        bad[at] ^= 1;
+        refused(&bad, &index, &format!("byte {at}"));
+    }
+    // Longer than its tables say.
+    let mut long = good.clone();
+    long.push(0);
+    assert!(refused(&long, &index, "long").contains("tables say"));
+    // The same index's hashes with other validators keep it: bound to the
+    // hashes, not to the source section.
+    GzipRanges::open(&file, &index).unwrap();
 }

@@ -89,9 +89,10 @@ pub(super) fn verify(path: &Path) -> Result<ExitCode> {
     if path.is_dir() {
         return Err(format!("{}: is a directory, not an index", path.display()).into());
     }
-    let result = Index::open(path).and_then(|index| index.verify().map(|()| index.stats()));
+    let result = Index::open(path).and_then(|index| index.verify().map(|()| index));
     match result {
-        Ok(s) => {
+        Ok(index) => {
+            let s = index.stats();
             println!(
                 "{}: ok ({} hashes, {} pages, format version {})",
                 path.display(),
@@ -99,6 +100,10 @@ pub(super) fn verify(path: &Path) -> Result<ExitCode> {
                 s.pages,
                 s.version
             );
+            #[cfg(any(feature = "serve", feature = "update"))]
+            if !crate::pwned::gzip_ranges::verify(path, &index)? {
+                return Ok(ExitCode::from(1));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if matches!(e.kind(), ErrorKind::Io { .. }) => Err(e.into()),

@@ -6,6 +6,8 @@
 //! - `inspect.rs`: `stats` and `verify`, what an index holds and whether it
 //!   is sound;
 //! - `export.rs`: `export`, the sorted text back, in one file or per range;
+//! - `gzip_ranges.rs`: `gzip-ranges`, every range's gzip answer kept beside
+//!   the index (and kept current by `prepare` and `update`);
 //! - `update.rs`: `update` and `diff`, keeping an index current;
 //! - `serve/`: `serve`, the range API over HTTP and HTTPS;
 //! - `okon.rs`: `okon`, and the okon-cli drop-in;
@@ -17,6 +19,8 @@
 
 mod check;
 mod export;
+#[cfg(any(feature = "serve", feature = "update"))]
+mod gzip_ranges;
 mod index_file;
 mod inspect;
 pub mod okon;
@@ -81,6 +85,11 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 1,
               value_parser = clap::value_parser!(u64).range(1..))]
         min_count: u64,
+        /// Also write INDEX.gz-ranges (see `gzip-ranges`); an existing one
+        /// is rewritten for the new index without being asked.
+        #[cfg(any(feature = "serve", feature = "update"))]
+        #[arg(long)]
+        gzip_ranges: bool,
     },
     /// Check passwords (or hashes) against an index: one line per input,
     /// its count first (0 = not found).
@@ -172,6 +181,23 @@ pub enum Command {
         #[arg(long, value_name = "N", conflicts_with = "from_bundle",
               value_parser = clap::value_parser!(u64).range(1..))]
         min_count: Option<u64>,
+        /// Also write INDEX.gz-ranges (see `gzip-ranges`); an existing one
+        /// is brought up to date after every update without being asked.
+        #[arg(long, conflicts_with = "check")]
+        gzip_ranges: bool,
+    },
+    /// Compress every range's answer once into INDEX.gz-ranges (gzip
+    /// level 6, ~21 bytes a hash), from which `serve` sends gzip answers
+    /// without compressing them, as nginx's `gzip_static` sends `.gz`
+    /// files. Does nothing when the file there was made from this index;
+    /// `prepare` and `update` keep an existing one current.
+    #[cfg(any(feature = "serve", feature = "update"))]
+    GzipRanges {
+        /// The index.
+        index: PathBuf,
+        /// Compressing threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// Write the delta bundle that makes NEW of OLD: the ranges whose hashes,
     /// counts or validator differ, gzip-compressed (docs/format-bundle.md),
@@ -194,7 +220,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check every checksum and the order of every hash (exit 1 if damaged).
+    /// Check every checksum and the order of every hash, and INDEX.gz-ranges
+    /// when there is one (exit 1 if damaged).
     Verify {
         /// The index.
         index: PathBuf,
@@ -268,6 +295,8 @@ pub fn run(command: Command) -> ExitCode {
             skip_invalid,
             key_bits,
             min_count,
+            #[cfg(any(feature = "serve", feature = "update"))]
+            gzip_ranges,
         } => {
             let mut options = BuildOptions::default();
             options.tmp_dir = tmp_dir;
@@ -276,7 +305,13 @@ pub fn run(command: Command) -> ExitCode {
             options.min_count = min_count;
             options.threads = threads.map_or(options.threads, |t| t.max(1));
             options.memory = memory.unwrap_or_else(seekless_pwned::default_memory);
-            prepare(inputs, &output, options)
+            let built = prepare(inputs, &output, options);
+            #[cfg(any(feature = "serve", feature = "update"))]
+            let built = built.and_then(|code| {
+                gzip_ranges::keep_current(&output, gzip_ranges)?;
+                Ok(code)
+            });
+            built
         }
         Command::Check {
             index,
@@ -300,12 +335,13 @@ pub fn run(command: Command) -> ExitCode {
             check,
             every,
             min_count,
+            gzip_ranges,
         } => {
             let run = |index: &std::path::Path, options: &seekless_pwned::UpdateOptions| match every
             {
-                Some(every) => update_every(index, options, every),
+                Some(every) => update_every(index, options, every, gzip_ranges),
                 None if check => update_check(index, options),
-                None => update(index, options),
+                None => update(index, options, gzip_ranges),
             };
             let mut options = seekless_pwned::UpdateOptions::default();
             options.base_url = base_url;
@@ -329,6 +365,8 @@ pub fn run(command: Command) -> ExitCode {
         Command::Diff { old, new, output } => diff(&old, &new, &output),
         Command::Stats { index, json } => stats(&index, json),
         Command::Verify { index } => verify(&index),
+        #[cfg(any(feature = "serve", feature = "update"))]
+        Command::GzipRanges { index, threads } => gzip_ranges::gzip_ranges(&index, threads),
         Command::Export {
             index,
             output,

@@ -54,8 +54,20 @@ pub(super) fn diff(old: &Path, new: &Path, output: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `pwned update INDEX`.
-pub(super) fn update(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitCode> {
+/// `pwned update INDEX`, then its gzip ranges file written when `gzip`
+/// asks for it, or brought up to date when there is one.
+pub(super) fn update(
+    index: &Path,
+    options: &seekless_pwned::UpdateOptions,
+    gzip: bool,
+) -> Result<ExitCode> {
+    let code = update_index(index, options)?;
+    crate::pwned::gzip_ranges::keep_current(index, gzip)?;
+    Ok(code)
+}
+
+/// `pwned update INDEX`: the index alone.
+fn update_index(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result<ExitCode> {
     let progress = UpdateBar {
         bar: progress::counted(u64::from(seekless_pwned::RANGES), "ranges"),
         received: Default::default(),
@@ -227,9 +239,10 @@ pub(super) fn update_every(
     index: &Path,
     options: &seekless_pwned::UpdateOptions,
     every: std::time::Duration,
+    gzip: bool,
 ) -> Result<ExitCode> {
     loop {
-        if let Err(e) = update(index, options) {
+        if let Err(e) = update(index, options, gzip) {
             eprintln!(
                 "seekless: {}: update failed: {e}; next try in {}",
                 seekless_pwned::rfc3339(std::time::SystemTime::now()),

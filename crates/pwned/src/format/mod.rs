@@ -8,6 +8,8 @@
 //! every integer field is little-endian.
 
 pub(crate) mod bits;
+#[cfg(feature = "gzip")]
+pub(crate) mod gzip_ranges;
 pub(crate) mod hash;
 pub(crate) mod layout;
 pub(crate) mod page;

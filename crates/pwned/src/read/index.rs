@@ -277,6 +277,11 @@ impl Index {
         })
     }
 
+    /// The index's header as it is in the file (64 or 72 bytes).
+    pub(crate) fn header_bytes(&self) -> &[u8] {
+        &self.data.bytes()[..self.header.len()]
+    }
+
     /// The hash kind of the index.
     pub fn kind(&self) -> Kind {
         self.header.layout.kind

@@ -15,6 +15,7 @@ use crate::format::hash::{Key, Kind};
 use crate::range::pad::pad_range;
 use crate::range::render::write_range_body;
 use crate::range::validator::range_digest;
+use crate::read::gzip_ranges::GzipRanges;
 use crate::serve::http::*;
 use crate::serve::metrics::Route;
 use crate::serve::state::*;
@@ -320,6 +321,11 @@ impl Answer<'_> {
                 Bytes::from(body)
             })
         };
+        if encoding == Encoding::Gzip && !padding {
+            if let Some(member) = self.kept_gzip() {
+                return Ok(member);
+            }
+        }
         let Some(cache) = self.current.cache.as_ref().filter(|_| !padding) else {
             let plain = render(true)?;
             return Ok(match encoding {
@@ -344,6 +350,40 @@ impl Answer<'_> {
         let packed = Bytes::from(compress(&plain, encoding, Effort::Kept));
         cache.insert(self.cache_key(encoding), packed.clone());
         Ok(packed)
+    }
+}
+
+impl Answer<'_> {
+    /// The range's gzip member from the index's gzip ranges file, a slice
+    /// of its mapping (no copy), when one is attached; a damaged member
+    /// stops the file's use for good (recorded in the [`Served`]).
+    fn kept_gzip(&self) -> Option<Bytes> {
+        let ranges = self.served.gzip_ranges.get()?;
+        if self.served.gzip_damage.get().is_some() {
+            return None;
+        }
+        match ranges.member_span(self.prefix) {
+            Ok(span) => Some(Bytes::from_owner(Member {
+                ranges: ranges.clone(),
+                span,
+            })),
+            Err(e) => {
+                let _ = self.served.gzip_damage.set(e.to_string());
+                None
+            }
+        }
+    }
+}
+
+/// A gzip member, held in the mapping of its file.
+struct Member {
+    ranges: std::sync::Arc<GzipRanges>,
+    span: std::ops::Range<usize>,
+}
+
+impl AsRef<[u8]> for Member {
+    fn as_ref(&self) -> &[u8] {
+        &self.ranges.bytes()[self.span.clone()]
     }
 }
 

@@ -16,6 +16,7 @@ use axum::response::Response;
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::Kind;
 use crate::format::source::RANGES;
+use crate::read::gzip_ranges::GzipRanges;
 use crate::read::index::Index;
 use crate::serve::cache::Cache;
 use crate::serve::metrics::{Connection, IndexGauges, Metrics, Reload, Route};
@@ -42,6 +43,10 @@ pub struct Served {
     /// The index's identity: recorded in it, or computed by
     /// [`Served::verify`].
     pub(super) identity: OnceLock<[u8; 32]>,
+    /// The gzip answers kept beside the index, once attached.
+    pub(super) gzip_ranges: OnceLock<Arc<GzipRanges>>,
+    /// Why the gzip ranges file stopped being used (a damaged member).
+    pub(super) gzip_damage: OnceLock<String>,
 }
 
 /// The validators of an index's ranges, kept once computed: 16 bytes a
@@ -111,6 +116,8 @@ impl Served {
             damage: OnceLock::new(),
             validators: OnceLock::new(),
             identity,
+            gzip_ranges: OnceLock::new(),
+            gzip_damage: OnceLock::new(),
         })
     }
 
@@ -162,6 +169,31 @@ impl Served {
     /// else the one [`Served::verify`] computed; `None` until then.
     pub fn identity(&self) -> Option<[u8; 32]> {
         self.identity.get().copied()
+    }
+
+    /// Answers gzip requests from `ranges` (opened with this index:
+    /// [`GzipRanges::open`] checked it was made from it) instead of
+    /// compressing each answer. Without padding only: padded answers are
+    /// made fresh. Once attached it stays for the index's life; `false`
+    /// when one was attached already.
+    pub fn attach_gzip_ranges(&self, ranges: GzipRanges) -> bool {
+        self.gzip_ranges.set(Arc::new(ranges)).is_ok()
+    }
+
+    /// The gzip ranges file answers come from, unless a damaged member
+    /// stopped its use.
+    pub fn gzip_ranges(&self) -> Option<&GzipRanges> {
+        self.gzip_ranges
+            .get()
+            .filter(|_| self.gzip_damage.get().is_none())
+            .map(|r| &**r)
+    }
+
+    /// Why the attached gzip ranges file is no longer used: the first
+    /// damaged member found (gzip answers are then compressed as they
+    /// go, from the index).
+    pub fn gzip_ranges_damage(&self) -> Option<&str> {
+        self.gzip_damage.get().map(String::as_str)
     }
 
     /// The name given to [`Served::new`].

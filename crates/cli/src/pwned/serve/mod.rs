@@ -30,7 +30,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
 use seekless_pwned::server::{self, Reload};
-use seekless_pwned::{Kind, RangeApi, Served, rfc3339};
+use seekless_pwned::{GzipRanges, Kind, RangeApi, Served, rfc3339};
 use tower::Service;
 
 use file_identity::Identity;
@@ -144,7 +144,25 @@ fn open(path: &Path) -> Result<(Served, Identity)> {
     if let Some(modified) = identity.modified() {
         served = served.last_modified(modified);
     }
+    attach_gzip_ranges(&served, path);
     Ok((served, identity))
+}
+
+/// Answers gzip requests for the index at `path` from its gzip ranges
+/// file (`pwned gzip-ranges`) when there is one made from it, saying so;
+/// one that cannot be used is reported, and answers are then compressed as
+/// they go. The file now there, to be looked at again when it changes.
+fn attach_gzip_ranges(served: &Served, path: &Path) -> Option<Identity> {
+    let file = GzipRanges::path_for(path);
+    let identity = Identity::of(&file).ok()?;
+    match GzipRanges::open(&file, served.index()) {
+        Ok(ranges) => {
+            served.attach_gzip_ranges(ranges);
+            eprintln!("seekless: gzip answers from {}", file.display());
+        }
+        Err(e) => eprintln!("seekless: {e}; gzip answers are compressed as they go"),
+    }
+    Some(identity)
 }
 
 /// Verifies a served index, saying so when it is damaged.
@@ -284,6 +302,12 @@ fn watch(
 ) {
     // Files already tried and refused, so each is reported once.
     let mut refused: Vec<Identity> = Vec::new();
+    // Each index's gzip ranges file as last looked at, and whether its
+    // damage was reported.
+    let mut gzip: Vec<(Option<Identity>, bool)> = files
+        .iter()
+        .map(|(path, _)| (Identity::of(&GzipRanges::path_for(path)).ok(), false))
+        .collect();
     loop {
         let asked = match reload.recv_timeout(WATCH_EVERY) {
             Ok(()) => true,
@@ -319,6 +343,9 @@ fn watch(
                 }
             }
         }
+        for ((path, _), seen) in files.iter().zip(&mut gzip) {
+            watch_gzip_ranges(api, path, seen);
+        }
         let certificate = tls.and_then(|tls| Some((tls, tls.refresh(asked)?)));
         if let Some((tls, reloaded)) = certificate {
             let (cert, key) = tls.files();
@@ -337,6 +364,33 @@ fn watch(
         } else if asked && !changed {
             eprintln!("seekless: SIGHUP: no index file was replaced");
         }
+    }
+}
+
+/// A gzip ranges file written after its index was served (by
+/// `gzip-ranges`, or by `update` after renaming the new index into
+/// place) is attached when it appears; a damaged member found while
+/// serving is reported once.
+fn watch_gzip_ranges(api: &RangeApi, path: &Path, (seen, reported): &mut (Option<Identity>, bool)) {
+    let name = path.display().to_string();
+    let Some(served) = [Kind::Sha1, Kind::Ntlm]
+        .into_iter()
+        .filter_map(|kind| api.get(kind))
+        .find(|served| served.name() == name)
+    else {
+        return;
+    };
+    if let Some(damage) = served.gzip_ranges_damage() {
+        if !*reported {
+            eprintln!("seekless: {damage}; gzip answers are compressed as they go");
+            *reported = true;
+        }
+        return;
+    }
+    *reported = false;
+    let now = Identity::of(&GzipRanges::path_for(path)).ok();
+    if served.gzip_ranges().is_none() && now.is_some() && now != *seen {
+        *seen = attach_gzip_ranges(&served, path);
     }
 }
 
