@@ -278,6 +278,7 @@ impl Index {
     }
 
     /// The index's header as it is in the file (64 or 72 bytes).
+    #[cfg(feature = "gzip")]
     pub(crate) fn header_bytes(&self) -> &[u8] {
         &self.data.bytes()[..self.header.len()]
     }

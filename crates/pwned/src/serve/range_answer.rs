@@ -321,10 +321,11 @@ impl Answer<'_> {
                 Bytes::from(body)
             })
         };
-        if encoding == Encoding::Gzip && !padding {
-            if let Some(member) = self.kept_gzip() {
-                return Ok(member);
-            }
+        if encoding == Encoding::Gzip
+            && !padding
+            && let Some(member) = self.kept_gzip()
+        {
+            return Ok(member);
         }
         let Some(cache) = self.current.cache.as_ref().filter(|_| !padding) else {
             let plain = render(true)?;
