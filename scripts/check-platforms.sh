@@ -32,7 +32,8 @@
 #     stats and verify, on generated SHA-1 and NTLM corpora of a few thousand
 #     lines; for Windows also the SHA-1 corpus with CRLF line ends and as
 #     UTF-16 with a byte-order mark (PowerShell 5.1's `>`): every index must
-#     be the native one's bytes;
+#     be the native one's bytes; `gzip-ranges` of the SHA-1 index (the
+#     native file's bytes), then `verify` of both;
 #  3. indexes and bundles written by one binary read and applied by the
 #     other, both ways;
 #  4. a bundle made by `pwned diff` natively, applied with `update
@@ -44,8 +45,9 @@
 #     finished (header bytes 52..56 and 60..64 are the checksums covering
 #     it, and the 8 bytes in the source section);
 #  6. the emulated `pwned serve` over HTTP and HTTPS (a self-signed
-#     certificate made with openssl): /range/ answers (plain, gzip, brotli,
-#     304 on revalidation), /check, errors and /health's first four fields,
+#     certificate made with openssl): /range/ answers (plain, gzip from the
+#     gzip ranges file, brotli, 304 on revalidation), /check, errors and
+#     /health's first four fields,
 #     each with its status and headers but the date, equal to the native
 #     serve's;
 #  7. the served index replaced by the emulated binary (`update
@@ -563,6 +565,10 @@ check_platform() {
         both "stats-$kind" pwned stats "$kind.idx"
         both "verify-$kind" pwned verify "$kind.idx"
     done
+    # gzip-ranges prints how long it took.
+    both gzip-ranges pwned gzip-ranges sha1.idx
+    same_file sha1.idx.gz-ranges "gzip-ranges sha1.idx: the file"
+    both verify-gzip-ranges pwned verify sha1.idx
     if [ "$plat" != windows ] || [ -n "$slow" ]; then
         both export-ranges pwned export sha1.idx --ranges ranges
         same_file ranges "export sha1.idx --ranges ranges"
