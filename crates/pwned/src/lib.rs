@@ -84,7 +84,7 @@ pub mod test_util {
     #[cfg(feature = "gzip")]
     pub use crate::range::gzip::gzip;
     pub use crate::range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
-    pub use crate::range::parse::{MAX_RANGE_BODY, parse_range};
+    pub use crate::range::parse::{MAX_RANGE_BODY, parse_range, parse_range_scalar};
     pub use crate::range::render::{range_body, write_range_body};
     pub use crate::range::validator::range_etag;
     pub use crate::read::identity::identity;
