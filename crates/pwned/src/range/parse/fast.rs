@@ -105,7 +105,9 @@ unsafe fn take_neon(
     at: &mut Cursor,
     out: &mut Vec<(Key, u64)>,
 ) {
-    take_with(kind, prefix, body, at, out, hex32_neon);
+    take_with(kind, prefix, body, at, out, |digits, care| {
+        hex32_neon(digits, care)
+    });
 }
 
 /// Decodes 32 hex digits (either case) in two NEON registers: the first
