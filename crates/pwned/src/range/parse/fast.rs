@@ -274,6 +274,8 @@ mod tests {
     #[test]
     fn the_fast_path_takes_the_usual_lines() {
         let lines = Lines::detect();
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(lines, Lines::Neon, "every aarch64 processor has NEON");
         if lines == Lines::Scalar {
             eprintln!("no SIMD here: nothing to take");
             return;
