@@ -11,7 +11,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&choice, body)) = data.split_first() else {
         return;
     };
-    let kind = if choice & 1 == 0 { Kind::Sha1 } else { Kind::Ntlm };
+    let kind = if choice & 1 == 0 {
+        Kind::Sha1
+    } else {
+        Kind::Ntlm
+    };
     let prefix = 0x5BAA6;
     let (mut fast, mut scalar) = (Vec::new(), Vec::new());
     let fast_result = parse_range(kind, prefix, body, &mut fast).map_err(|e| e.to_string());
