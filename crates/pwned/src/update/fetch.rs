@@ -96,8 +96,9 @@ pub(super) struct Fetcher {
     pub(super) client: reqwest::Client,
     /// The range URL of prefix 00000, parsed once: each request's sets
     /// the path alone (parsing the whole URL again took 8% of the client's
-    /// CPU, most of it checking the host name). `None`: the base URL does
-    /// not parse, and each request says so.
+    /// CPU, most of it checking the host name). `None` when the base does
+    /// not parse or holds a query or fragment: each request's URL is then
+    /// text, parsed (or refused) by reqwest as before.
     template: Option<reqwest::Url>,
     pub(super) base: String,
     pub(super) kind: Kind,
