@@ -88,13 +88,13 @@ pub mod test_util {
     #[cfg(feature = "gzip")]
     pub use crate::range::gzip::gzip;
     pub use crate::range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
-    pub use crate::range::parse::{MAX_RANGE_BODY, parse_range};
+    pub use crate::range::parse::{MAX_RANGE_BODY, parse_range, parse_range_scalar};
     pub use crate::range::render::{range_body, write_range_body};
     pub use crate::range::validator::range_etag;
     pub use crate::read::identity::identity;
     #[cfg(feature = "serve")]
     pub use crate::serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
     #[cfg(feature = "update")]
-    pub use crate::update::decode_body;
+    pub use crate::update::{decode_body, read_answer};
     pub use crate::write::sorted::{Checkpoint, SortedWriter, Written};
 }

@@ -400,6 +400,16 @@ fn hex16_sse2(digits: [u8; 16]) -> (u64, bool) {
 #[target_feature(enable = "avx2")]
 #[inline]
 fn hex32_avx2(digits: &[u8; 32]) -> (u64, u64, bool) {
+    let (hi, mid, digit) = hex32_avx2_lanes(digits);
+    (hi, mid, digit == u32::MAX)
+}
+
+/// [`hex32_avx2`] with a bit for each byte that is a hex digit (byte `i`:
+/// bit `i`), for callers that need only some of the 32 to be digits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) fn hex32_avx2_lanes(digits: &[u8; 32]) -> (u64, u64, u32) {
     use std::arch::x86_64::{
         _mm256_add_epi8, _mm256_blendv_epi8, _mm256_cmpeq_epi8, _mm256_extract_epi64,
         _mm256_loadu_si256, _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8,
@@ -414,7 +424,7 @@ fn hex32_avx2(digits: &[u8; 32]) -> (u64, u64, bool) {
         _mm256_set1_epi8(b'a' as i8),
     );
     let is_digit = at_most(digit, 9);
-    let valid = _mm256_movemask_epi8(_mm256_or_si256(is_digit, at_most(letter, 5))) == -1;
+    let valid = _mm256_movemask_epi8(_mm256_or_si256(is_digit, at_most(letter, 5))) as u32;
     let nibbles = _mm256_blendv_epi8(
         _mm256_add_epi8(letter, _mm256_set1_epi8(10)),
         digit,
@@ -433,7 +443,7 @@ fn hex32_avx2(digits: &[u8; 32]) -> (u64, u64, bool) {
 /// (SWAR): the value, meaningless unless valid, and whether all 8 bytes are
 /// hex digits.
 #[inline(always)]
-fn hex8_parts(digits: [u8; 8]) -> (u32, bool) {
+pub(crate) fn hex8_parts(digits: [u8; 8]) -> (u32, bool) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let x = u64::from_le_bytes(digits);

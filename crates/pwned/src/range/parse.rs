@@ -1,10 +1,16 @@
 //! The strict parser of range answers (`update` reads every answer through
-//! it before anything of it is indexed).
+//! it before anything of it is indexed). The usual lines go through
+//! [`fast`] (SIMD where the processor has it), the others one at a time
+//! here, which also names what is wrong with a line.
+
+mod fast;
 
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::{Key, Kind, prefix_ascii};
 use crate::format::source::RANGES;
 use crate::range::{PREFIX_DIGITS, count_then_next, prefix_hex};
+
+pub(crate) use fast::Lines;
 
 /// The largest decoded answer accepted: a real range is 30–80 KB.
 pub const MAX_RANGE_BODY: usize = 8 << 20;
@@ -16,15 +22,43 @@ pub const MAX_RANGE_BODY: usize = 8 << 20;
 /// dropped. Anything else is an error naming the prefix and line, and `out`
 /// is left as it was.
 pub fn parse_range(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -> Result<()> {
+    parse_range_with(Lines::detect(), kind, prefix, body, out)
+}
+
+/// [`parse_range`] scalar only: what the fast paths are held to.
+#[cfg(any(test, feature = "test-util"))]
+pub fn parse_range_scalar(
+    kind: Kind,
+    prefix: u32,
+    body: &[u8],
+    out: &mut Vec<(Key, u64)>,
+) -> Result<()> {
+    parse_range_with(Lines::Scalar, kind, prefix, body, out)
+}
+
+/// [`parse_range`] with the usual lines taken by `lines`.
+pub(crate) fn parse_range_with(
+    lines: Lines,
+    kind: Kind,
+    prefix: u32,
+    body: &[u8],
+    out: &mut Vec<(Key, u64)>,
+) -> Result<()> {
     let start = out.len();
-    let result = parse_into(kind, prefix, body, out);
+    let result = parse_into(lines, kind, prefix, body, out);
     if result.is_err() {
         out.truncate(start);
     }
     result
 }
 
-fn parse_into(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -> Result<()> {
+fn parse_into(
+    lines: Lines,
+    kind: Kind,
+    prefix: u32,
+    body: &[u8],
+    out: &mut Vec<(Key, u64)>,
+) -> Result<()> {
     if prefix >= RANGES {
         return Err(bad(prefix, 0, "prefix out of range".into()));
     }
@@ -39,31 +73,38 @@ fn parse_into(kind: Kind, prefix: u32, body: &[u8], out: &mut Vec<(Key, u64)>) -
     let digits: [u8; PREFIX_DIGITS] = prefix_hex(prefix).as_bytes().try_into().expect("5 digits");
     let ascii = prefix_ascii(&digits);
     out.reserve(body.len() / (suffix_len + 4));
-    let mut previous: Option<Key> = None;
-    let mut pos = 0;
-    let mut number = 0u64;
-    while pos < body.len() {
-        number += 1;
-        let (key, count, next) = match quick_line(kind, ascii, body, pos) {
+    let mut at = fast::Cursor {
+        pos: 0,
+        number: 0,
+        previous: None,
+    };
+    loop {
+        fast::take(lines, kind, ascii, body, &mut at, out);
+        if at.pos >= body.len() {
+            return Ok(());
+        }
+        // A line the fast path left: another shape, near the end, or wrong.
+        at.number += 1;
+        let number = at.number;
+        let (key, count, next) = match quick_line(kind, ascii, body, at.pos) {
             Some(line) => line,
             None => {
-                strict_line(kind, ascii, body, pos).map_err(|what| bad(prefix, number, what))?
+                strict_line(kind, ascii, body, at.pos).map_err(|what| bad(prefix, number, what))?
             }
         };
-        pos = next;
-        if previous.is_some_and(|p| p >= key) {
+        at.pos = next;
+        if at.previous.is_some_and(|p| p >= key) {
             return Err(bad(
                 prefix,
                 number,
                 "suffixes are not strictly ascending".into(),
             ));
         }
-        previous = Some(key);
+        at.previous = Some(key);
         if count > 0 {
             out.push((key, count));
         }
     }
-    Ok(())
 }
 
 fn bad(prefix: u32, line: u64, what: String) -> crate::error::Error {

@@ -96,14 +96,14 @@ fn compare_ranges(
     progress: &dyn UpdateProgress,
 ) -> Result<(u32, u64)> {
     let min_count = index.stats().min_count;
-    let fetcher = Fetcher {
+    let fetcher = Fetcher::new(
         client,
         base,
-        kind: options.kind,
-        tries: options.tries.max(1),
-        backoff: options.backoff,
-        validators: index.source()?,
-    };
+        options.kind,
+        options.tries.max(1),
+        options.backoff,
+        index.source()?,
+    );
     let mut answers = Answers::network(fetcher, options, 0)?;
     let (mut changed, mut received) = (0u32, 0u64);
     let mut held = Vec::new();

@@ -52,7 +52,7 @@ mod trust;
 
 pub use check::{CheckSummary, check_upstream};
 #[cfg(feature = "test-util")]
-pub use fetch::decode_body;
+pub use fetch::{decode_body, read_answer};
 pub use options::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
 };

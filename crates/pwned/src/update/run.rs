@@ -101,14 +101,14 @@ pub(super) fn run(
             Answers::bundle(bundle_path, header, old.as_ref(), validators, start)?
         }
         (None, Some(client)) => Answers::network(
-            Fetcher {
+            Fetcher::new(
                 client,
                 base,
-                kind: options.kind,
-                tries: options.tries.max(1),
-                backoff: options.backoff,
+                options.kind,
+                options.tries.max(1),
+                options.backoff,
                 validators,
-            },
+            ),
             options,
             start,
         )?,
