@@ -1,7 +1,9 @@
 //! Range answers rendered from an index's pairs, one line at a time
 //! (SSE2 digits where there is SSE2), written as a page decodes; the
 //! AVX-512 renderer ([`super::render_avx512`]) writes eight at a time
-//! through the same [`put_count`].
+//! through the same [`put_count`], the AVX2 and NEON ones
+//! ([`super::render_avx2`], [`super::render_neon`]) a line at a time
+//! with [`Digits`] of their own. [`Renderer`] picks one, once.
 
 use crate::format::hash::{Key, Kind};
 use crate::format::page::Visit;
@@ -57,6 +59,101 @@ pub(super) fn decimal_len(n: u64) -> usize {
     guess - usize::from((n | 1) < POWERS[guess - 1])
 }
 
+/// How a line's hex digits are written: [`put_digits`] ([`Portable`]), or
+/// by a wider instruction set. Each writes the same bytes.
+pub(crate) trait Digits: Copy {
+    /// Writes the first 40 bytes of `out` (48 or more) as [`put_digits`]
+    /// does: the hash's hex digits from digit `SKIP` on (CRLF before them
+    /// when `SKIP` is 3), and whatever after them, up to 48 bytes touched.
+    fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]);
+}
+
+/// [`put_digits`]: SSE2 on x86-64, words elsewhere.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Portable;
+
+impl Digits for Portable {
+    #[inline(always)]
+    fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
+        put_digits::<SKIP>(key, out)
+    }
+}
+
+/// The ways a range's lines can be written. Each writes the same bytes;
+/// [`Renderer::picked`] chooses the fastest the processor has, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Renderer {
+    /// One line at a time, with SSE2 on x86-64 and words elsewhere.
+    Portable,
+    /// One line at a time, the page decoded with x86-64-v3's instructions
+    /// (BMI, LZCNT) and each line's digits made by AVX2.
+    Avx2,
+    /// Eight lines at a time with AVX-512 VBMI and VBMI2 (whole SHA-1
+    /// hashes of 20 bucket bits or more; other indexes take the best of
+    /// the others).
+    Avx512,
+    /// One line at a time, each line's digits made by NEON (every
+    /// aarch64 processor).
+    Neon,
+}
+
+impl Renderer {
+    /// Every renderer, slowest first.
+    pub const ALL: [Renderer; 4] = [
+        Renderer::Portable,
+        Renderer::Neon,
+        Renderer::Avx2,
+        Renderer::Avx512,
+    ];
+
+    /// Whether this processor has what the renderer needs and it was not
+    /// turned off in the environment (`SEEKLESS_NO_AVX512=1`,
+    /// `SEEKLESS_NO_AVX2=1`, `SEEKLESS_NO_NEON=1`: for measuring the
+    /// slower paths on a processor that has the faster ones).
+    pub fn here(self) -> bool {
+        match self {
+            Renderer::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Renderer::Avx2 => super::render_avx2::has_avx2(),
+            #[cfg(target_arch = "x86_64")]
+            Renderer::Avx512 => super::render_avx512::has_avx512(),
+            #[cfg(target_arch = "aarch64")]
+            Renderer::Neon => super::render_neon::has_neon(),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// Whether the renderer is here and writes the ranges of an index of
+    /// `layout` (AVX-512: whole SHA-1 hashes, 20 to 40 bucket bits).
+    pub(crate) fn writes(self, layout: crate::format::layout::Layout) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Renderer::Avx512 => super::render_avx512::usable(layout),
+            _ => {
+                let _ = layout;
+                self.here()
+            }
+        }
+    }
+
+    /// The fastest renderer here for an index of `layout`.
+    pub(crate) fn picked(layout: crate::format::layout::Layout) -> Renderer {
+        *Renderer::ALL
+            .iter()
+            .rev()
+            .find(|r| r.writes(layout))
+            .unwrap_or(&Renderer::Portable)
+    }
+}
+
+/// Whether `name` is set in the environment to anything but empty or `0`
+/// (a fast path turned off).
+pub(super) fn turned_off(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Writes one line at the start of `out` and returns its length: CRLF
 /// unless it is the first (`SKIP` 3 for a line after another, 5 for the
 /// first), the hex after the 5-digit prefix, the colon and the count.
@@ -68,7 +165,8 @@ pub(super) fn decimal_len(n: u64) -> usize {
 /// made it, which the processor cannot forward (perf put half of the
 /// rendering's samples on that read).
 #[inline(always)]
-fn put_line<const SKIP: usize>(
+fn put_line<const SKIP: usize, D: Digits>(
+    digits: D,
     kind: Kind,
     key: Key,
     count: u64,
@@ -78,7 +176,7 @@ fn put_line<const SKIP: usize>(
     // Forty bytes from the hash's digit SKIP on (CRLF first when SKIP is
     // 3); past the hash's end (NTLM's 32 digits) they are overwritten by
     // the colon and the count below, or lie past the line.
-    put_digits::<SKIP>(key, out);
+    digits.put::<SKIP>(key, out);
     let colon = kind.hex_len() - SKIP;
     out[colon].write(b':');
     let digits = colon + 1;
@@ -254,29 +352,84 @@ pub(super) fn decimal8(n: u32) -> (u64, usize) {
 /// pair (the hex after the 5-digit prefix, uppercase, decimal count),
 /// joined by CRLF, no trailing newline; nothing for no pairs.
 pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    out.reserve(items.len() * LONGEST_LINE + Lines::ROOM);
-    let mut lines = Lines::new(kind, out);
+    write_range_body_by(Renderer::picked_for_lines(), kind, items, out)
+}
+
+/// [`write_range_body`] by `renderer` (one that writes a line at a time;
+/// [`Renderer::Avx512`], which writes from pages, and a renderer this
+/// processor lacks write as [`Renderer::Portable`]).
+pub fn write_range_body_by(
+    renderer: Renderer,
+    kind: Kind,
+    items: &[(Key, u64)],
+    out: &mut Vec<u8>,
+) {
+    out.reserve(items.len() * LONGEST_LINE + ROOM);
+    match renderer {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `here` found AVX2 and the rest of x86-64-v3 used.
+        Renderer::Avx2 if renderer.here() => unsafe {
+            super::render_avx2::write_pairs(kind, items, out)
+        },
+        #[cfg(target_arch = "aarch64")]
+        Renderer::Neon if renderer.here() => {
+            push_all(Lines::with(super::render_neon::Neon, kind, out), items)
+        }
+        _ => push_all(Lines::new(kind, out), items),
+    }
+}
+
+/// Appends the line of each of `items` to `lines`.
+#[inline(always)]
+pub(super) fn push_all<D: Digits>(mut lines: Lines<'_, D>, items: &[(Key, u64)]) {
     for &(key, count) in items {
         lines.push(key, count);
     }
 }
 
+impl Renderer {
+    /// The fastest renderer here that writes a line at a time.
+    fn picked_for_lines() -> Renderer {
+        static PICKED: std::sync::OnceLock<Renderer> = std::sync::OnceLock::new();
+        *PICKED.get_or_init(|| {
+            *[Renderer::Avx2, Renderer::Neon]
+                .iter()
+                .find(|r| r.here())
+                .unwrap_or(&Renderer::Portable)
+        })
+    }
+}
+
+/// Room a line may touch: its longest, and the whole words the last one
+/// writes past its end (more than [`Digits::put`]'s 48 bytes).
+const ROOM: usize = LONGEST_LINE + 8;
+const _: () = assert!(ROOM >= 48);
+
 /// A range answer's body being written line by line into a buffer (see
 /// [`write_range_body`]), straight from wherever the pairs come from: an
-/// index decodes into it without holding the pairs anywhere.
-pub(crate) struct Lines<'a> {
+/// index decodes into it without holding the pairs anywhere. `D` makes
+/// each line's digits.
+pub(crate) struct Lines<'a, D: Digits = Portable> {
+    digits: D,
     kind: Kind,
     out: &'a mut Vec<u8>,
     first: bool,
 }
 
-impl<'a> Lines<'a> {
-    /// Room a line may touch: its longest, and the whole words the last
-    /// one writes past its end.
-    const ROOM: usize = LONGEST_LINE + 8;
+impl<'a> Lines<'a, Portable> {
+    pub(crate) fn new(kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a, Portable> {
+        Lines::with(Portable, kind, out)
+    }
+}
 
-    pub(crate) fn new(kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a> {
+impl<'a, D: Digits> Lines<'a, D> {
+    /// Room a line may touch.
+    const ROOM: usize = ROOM;
+
+    /// Lines whose digits `digits` makes.
+    pub(crate) fn with(digits: D, kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a, D> {
         Lines {
+            digits,
             kind,
             out,
             first: true,
@@ -297,7 +450,7 @@ impl<'a> Lines<'a> {
     }
 }
 
-impl Visit for Lines<'_> {
+impl<D: Digits> Visit for Lines<'_, D> {
     /// Appends the line of `key` and `count`. Lines are written in place
     /// into the spare capacity (not zeroed first: that took as long as a
     /// tenth of the rendering), the length set to what was written.
@@ -310,9 +463,9 @@ impl Visit for Lines<'_> {
         let spare = &mut self.out.spare_capacity_mut()[..Self::ROOM];
         let written = if self.first {
             self.first = false;
-            put_line::<PREFIX_DIGITS>(self.kind, key, count, spare)
+            put_line::<PREFIX_DIGITS, D>(self.digits, self.kind, key, count, spare)
         } else {
-            put_line::<{ PREFIX_DIGITS - 2 }>(self.kind, key, count, spare)
+            put_line::<{ PREFIX_DIGITS - 2 }, D>(self.digits, self.kind, key, count, spare)
         };
         // SAFETY: `put_line` wrote the first `written` bytes of the spare
         // capacity (the line's bytes up to its end, in order).
