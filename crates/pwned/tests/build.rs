@@ -604,6 +604,8 @@ fn every_renderer_writes_every_range_as_the_portable_one() {
             }
             let index = Index::from_bytes(build_text("corpus", text, 2).unwrap().0).unwrap();
             assert_eq!(index.len(), n as u64);
+            // Buckets wider than a range, and ranges of whole buckets.
+            assert_eq!(index.stats().bucket_bits >= 20, n > 1 << 19);
             let (mut want, mut got) = (Vec::new(), Vec::new());
             let mut lines = 0;
             for prefix in 0..1 << 20 {

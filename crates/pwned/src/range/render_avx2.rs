@@ -22,7 +22,7 @@ use crate::format::hash::{Key, Kind};
 use crate::format::layout::Layout;
 use crate::format::page::{Page, Visit};
 use crate::range::PREFIX_DIGITS;
-use crate::range::render::{Digits, Lines, push_all, turned_off};
+use crate::range::render::{Digits, Lines, push_all, put_count, turned_off};
 
 /// Whether the processor has x86-64-v3's instructions used here, and they
 /// were not turned off (`SEEKLESS_NO_AVX2=1` in the environment: for
@@ -119,4 +119,254 @@ pub(crate) fn visit_page(
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 pub(super) fn write_pairs(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
     push_all(Lines::with(Avx2(()), kind, out), items)
+}
+
+/// Hashes a batch of [`write_lines`]: one a 64-bit lane of a 256-bit
+/// register.
+const BATCH: usize = 4;
+
+/// Whether [`write_lines`] writes the ranges of an index of `layout`:
+/// whole hashes with 20 to 40 bucket bits (every index of 2^19 hashes or
+/// more: a range is then whole buckets), a SHA-1 remainder in chunks of
+/// 56, 56 and 8 to 28 bits, an NTLM one in chunks of 56 and 32 to 52.
+pub(crate) fn batches(layout: Layout) -> bool {
+    !layout.is_compact() && (20..=40).contains(&layout.h)
+}
+
+/// The shifts that make a hash's words of its bucket and chunks, for a
+/// layout [`batches`] takes: the hash is bucket | c0 | c1 | c2 from the
+/// top (h, 56, 56 and 48 − h bits for SHA-1; h, 56 and 72 − h for NTLM,
+/// no c2), its bits 0..64 `w0`, 64..128 `w1`, 128..160 the top of `w2`.
+/// A shift of 64 or more makes 0 (`vpsllvq`, `vpsrlvq`).
+struct Shifts {
+    bucket_up: __m256i,
+    c0_down: __m256i,
+    c0_up: __m256i,
+    c1_down: __m256i,
+    c1_up: __m256i,
+}
+
+/// Appends to `lines` the line of each hash of `page` (whose first bucket
+/// is `first`) with its bucket in `window`, four at a time; `None` when
+/// the page is inconsistent (a caller drops what was written then), at the
+/// same hash as [`Page::visit_within`]. Callable only where [`has_avx2`]
+/// says so, for a layout [`batches`] takes (any other is refused by a
+/// panic).
+///
+/// Each hash is decoded as [`Page::visit_within`] decodes it (its bucket,
+/// count and remainder chunks), but not made into a [`Key`]: the four
+/// hashes' chunks go into registers, one lane a hash, and become the
+/// words of the lines' digits there; each register of digits then holds
+/// 16 digits of two hashes, stored as they are.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+pub(crate) fn write_lines(
+    page: &Page,
+    layout: Layout,
+    first: u64,
+    window: std::ops::RangeInclusive<u64>,
+    lines: &mut Lines,
+) -> Option<()> {
+    assert!(batches(layout), "batches for this layout");
+    let h = u64::from(layout.h);
+    let sha1 = layout.kind == Kind::Sha1;
+    let l = layout.l() as usize;
+    // The last chunk's bits: SHA-1's third, NTLM's second.
+    let (len1, len2) = if sha1 {
+        (56, layout.l() - 112)
+    } else {
+        (layout.l() - 56, 0)
+    };
+    let shifts = Shifts {
+        bucket_up: _mm256_set1_epi64x((64 - h) as i64),
+        c0_down: _mm256_set1_epi64x((h - 8) as i64),
+        c0_up: _mm256_set1_epi64x((72 - h) as i64),
+        c1_down: _mm256_set1_epi64x(if sha1 { h - 16 } else { 0 } as i64),
+        c1_up: _mm256_set1_epi64x(if sha1 { 80 - h } else { 64 } as i64),
+    };
+    let Some(at) = page.cursor(layout, first, &window)? else {
+        return Some(());
+    };
+    let end = *window.end();
+    page.with_words(|words| {
+        // As `Page::visit_chunks`: three cursors side by side.
+        let mut buckets = words.ones(at.bucket_at, at.buckets_end);
+        let mut lengths = words.ones(at.length_at, at.upper);
+        let (mut after, mut mantissa, mut low, mut j) = (at.length_at, at.mantissa, at.low, at.j);
+        loop {
+            let mut batch = Batch::default();
+            let mut done = false;
+            // Unrolled, each hash's values in registers (a loop kept them
+            // in memory, read back as vectors: the stores not forwarded).
+            'batch: {
+                macro_rules! one {
+                    ($k:literal) => {
+                        if j == at.keys {
+                            done = true;
+                            break 'batch;
+                        }
+                        let bucket = first + (buckets.next()? - at.upper - j) as u64;
+                        let length = lengths.next()?;
+                        let e = length - after;
+                        after = length + 1;
+                        if e >= 64 {
+                            return None;
+                        }
+                        if bucket > end {
+                            done = true;
+                            break 'batch;
+                        }
+                        let bits = if e <= 57 {
+                            words.read57(mantissa, e as u32)
+                        } else {
+                            words.word(mantissa) & ((1u64 << e) - 1)
+                        };
+                        batch.counts[$k] = (1u64 << e) | bits;
+                        batch.buckets[$k] = bucket;
+                        batch.c0[$k] = words.read57(low, 56);
+                        batch.c1[$k] = words.read57(low + 56, len1);
+                        batch.c2[$k] = if sha1 {
+                            words.read57(low + 112, len2)
+                        } else {
+                            0
+                        };
+                        batch.n = $k + 1;
+                        mantissa += e;
+                        low += l;
+                        j += 1;
+                    };
+                }
+                one!(0);
+                one!(1);
+                one!(2);
+                one!(3);
+            }
+            if batch.n > 0 {
+                write_batch(&shifts, sha1, &batch, lines);
+            }
+            if done {
+                return Some(());
+            }
+        }
+    })
+}
+
+/// Up to [`BATCH`] hashes decoded: their buckets, remainder chunks and
+/// counts, the first `n` of each.
+#[derive(Default)]
+struct Batch {
+    n: usize,
+    buckets: [u64; BATCH],
+    c0: [u64; BATCH],
+    c1: [u64; BATCH],
+    c2: [u64; BATCH],
+    counts: [u64; BATCH],
+}
+
+/// Bytes of a line before its count: CRLF, 35 digits (SHA-1) or 27
+/// (NTLM), the colon.
+const fn head(sha1: bool) -> usize {
+    if sha1 { 2 + 35 + 1 } else { 2 + 27 + 1 }
+}
+
+/// The lines of `batch`'s hashes.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+#[inline]
+fn write_batch(shifts: &Shifts, sha1: bool, batch: &Batch, lines: &mut Lines) {
+    let v =
+        |a: &[u64; BATCH]| _mm256_set_epi64x(a[3] as i64, a[2] as i64, a[1] as i64, a[0] as i64);
+    let (bucket, c0, c1, c2) = (v(&batch.buckets), v(&batch.c0), v(&batch.c1), v(&batch.c2));
+    // The hash's bits 0..64, 64..128 and 128..160 (at the top of w2).
+    let w0 = _mm256_or_si256(
+        _mm256_sllv_epi64(bucket, shifts.bucket_up),
+        _mm256_srlv_epi64(c0, shifts.c0_down),
+    );
+    let w1 = _mm256_or_si256(
+        _mm256_sllv_epi64(c0, shifts.c0_up),
+        _mm256_srlv_epi64(c1, shifts.c1_down),
+    );
+    let w2 = _mm256_or_si256(
+        _mm256_sllv_epi64(c1, shifts.c1_up),
+        _mm256_slli_epi64::<32>(c2),
+    );
+    // The hash after its 5-digit prefix: bits 20..84, 84..148, and
+    // 148..160 at the top of s2.
+    let s0 = _mm256_or_si256(_mm256_slli_epi64::<20>(w0), _mm256_srli_epi64::<44>(w1));
+    let s1 = _mm256_or_si256(_mm256_slli_epi64::<20>(w1), _mm256_srli_epi64::<44>(w2));
+    let s2 = _mm256_slli_epi64::<20>(w2);
+    // Each lane's bytes most significant first, split into nibbles, high
+    // one first: digits of lanes 0 and 2 (`unpacklo`, in the two halves)
+    // and of lanes 1 and 3 (`unpackhi`).
+    let swap = _mm256_broadcastsi128_si256(_mm_set_epi8(
+        8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7,
+    ));
+    // SAFETY: 16 bytes read from `HEX`, 16 bytes long.
+    let table = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(HEX.as_ptr().cast()) });
+    let low = _mm256_set1_epi8(0x0F);
+    let digits = |s: __m256i| {
+        let bytes = _mm256_shuffle_epi8(s, swap);
+        let high = _mm256_and_si256(_mm256_srli_epi16::<4>(bytes), low);
+        let low = _mm256_and_si256(bytes, low);
+        (
+            _mm256_shuffle_epi8(table, _mm256_unpacklo_epi8(high, low)),
+            _mm256_shuffle_epi8(table, _mm256_unpackhi_epi8(high, low)),
+        )
+    };
+    let (a0, a1) = digits(s0);
+    let (b0, b1) = digits(s1);
+    let (c0, c1) = if sha1 { digits(s2) } else { (a0, a1) };
+    // Hash k's 16 digits of `a`, `b` or `c`: lane k / 2 of the first of
+    // the pair for even k, of the second for odd k.
+    let half = |pair: (__m256i, __m256i), k: usize| {
+        let v = if k % 2 == 0 { pair.0 } else { pair.1 };
+        if k < 2 {
+            _mm256_castsi256_si128(v)
+        } else {
+            _mm256_extracti128_si256::<1>(v)
+        }
+    };
+    let head = head(sha1);
+    let (out, first) = lines.parts();
+    let room = BATCH * (head + 20) + 64;
+    if out.capacity() - out.len() < room {
+        out.reserve(out.len().max(64 * (head + 20)));
+    }
+    let spare = &mut out.spare_capacity_mut()[..room];
+    let mut pos = 0;
+    // Unrolled, each line's halves known when compiled.
+    macro_rules! line {
+        ($k:literal) => {
+            if batch.n > $k {
+                // The body's first line has no CRLF.
+                let d = if *first {
+                    *first = false;
+                    0
+                } else {
+                    spare[pos].write(b'\r');
+                    spare[pos + 1].write(b'\n');
+                    2
+                };
+                let at = &mut spare[pos + d..pos + d + 48];
+                let ptr = at.as_mut_ptr().cast::<__m128i>();
+                // SAFETY: 16 bytes at each of 0, 16 and 32 of `at`, 48
+                // bytes.
+                unsafe {
+                    _mm_storeu_si128(ptr, half((a0, a1), $k));
+                    _mm_storeu_si128(ptr.byte_add(16), half((b0, b1), $k));
+                    if sha1 {
+                        _mm_storeu_si128(ptr.byte_add(32), half((c0, c1), $k));
+                    }
+                }
+                let colon = pos + d + head - 3;
+                spare[colon].write(b':');
+                pos = colon + 1 + put_count(batch.counts[$k], &mut spare[colon + 1..colon + 25]);
+            }
+        };
+    }
+    line!(0);
+    line!(1);
+    line!(2);
+    line!(3);
+    // SAFETY: the lines written fill the first `pos` bytes of the spare
+    // capacity, in order.
+    unsafe { out.set_len(out.len() + pos) };
 }

@@ -533,6 +533,19 @@ impl Index {
                 })
             }
             #[cfg(target_arch = "x86_64")]
+            Renderer::Avx2 if crate::range::render_avx2::batches(layout) => {
+                // Four lines at a time, whole buckets as for AVX-512.
+                let mut lines = Lines::new(kind, out);
+                self.range_pages(u64::from(prefix), 20, |page, first, window| {
+                    // SAFETY: `writes` found the processor's features.
+                    unsafe {
+                        crate::range::render_avx2::write_lines(
+                            &page, layout, first, window, &mut lines,
+                        )
+                    }
+                })
+            }
+            #[cfg(target_arch = "x86_64")]
             Renderer::Avx2 => {
                 use crate::range::render_avx2::{Avx2, visit_page};
                 let avx2 = Avx2::here().expect("`writes` found AVX2");
