@@ -3,7 +3,7 @@
 //! AVX-512 renderer ([`super::render_avx512`]) writes eight at a time
 //! through the same [`put_count`], the AVX2 and NEON ones
 //! ([`super::render_avx2`], [`super::render_neon`]) a line at a time
-//! with [`Digits`] of their own. [`Renderer`] picks one, once.
+//! with [`Digits`] of their own; [`super::renderer`] picks one, once.
 
 use crate::format::hash::{Key, Kind};
 use crate::format::page::Visit;
@@ -38,7 +38,7 @@ pub(super) fn hex8(x: u32) -> u64 {
 }
 
 /// The longest line: CRLF, suffix, colon, 20 digits (NTLM's is shorter).
-const LONGEST_LINE: usize = 2 + 35 + 1 + 20;
+pub(super) const LONGEST_LINE: usize = 2 + 35 + 1 + 20;
 
 /// Digits of `n` in decimal.
 #[inline]
@@ -76,75 +76,6 @@ impl Digits for Portable {
     #[inline(always)]
     fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
         put_digits::<SKIP>(key, out)
-    }
-}
-
-/// The ways a range's lines can be written. Each writes the same bytes;
-/// [`Renderer::picked`] chooses the fastest the processor has, once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Renderer {
-    /// One line at a time, with SSE2 on x86-64 and words elsewhere.
-    Portable,
-    /// One line at a time, the page decoded with x86-64-v3's instructions
-    /// (BMI, LZCNT) and each line's digits made by AVX2.
-    Avx2,
-    /// Eight lines at a time with AVX-512 VBMI and VBMI2 (whole SHA-1
-    /// hashes of 20 bucket bits or more; other indexes take the best of
-    /// the others).
-    Avx512,
-    /// One line at a time, each line's digits made by NEON (every
-    /// aarch64 processor).
-    Neon,
-}
-
-impl Renderer {
-    /// Every renderer, slowest first.
-    pub const ALL: [Renderer; 4] = [
-        Renderer::Portable,
-        Renderer::Neon,
-        Renderer::Avx2,
-        Renderer::Avx512,
-    ];
-
-    /// Whether this processor has what the renderer needs and it was not
-    /// turned off in the environment (`SEEKLESS_NO_AVX512=1`,
-    /// `SEEKLESS_NO_AVX2=1`, `SEEKLESS_NO_NEON=1`: for measuring the
-    /// slower paths on a processor that has the faster ones).
-    pub fn here(self) -> bool {
-        match self {
-            Renderer::Portable => true,
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx2 => super::render_avx2::has_avx2(),
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx512 => super::render_avx512::has_avx512(),
-            #[cfg(target_arch = "aarch64")]
-            Renderer::Neon => super::render_neon::has_neon(),
-            #[allow(unreachable_patterns)]
-            _ => false,
-        }
-    }
-
-    /// Whether the renderer is here and writes the ranges of an index of
-    /// `layout` (AVX-512: whole SHA-1 hashes, 20 to 40 bucket bits).
-    pub(crate) fn writes(self, layout: crate::format::layout::Layout) -> bool {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx512 => super::render_avx512::usable(layout),
-            _ => {
-                let _ = layout;
-                self.here()
-            }
-        }
-    }
-
-    /// The fastest renderer here for an index of `layout`.
-    pub(crate) fn picked(layout: crate::format::layout::Layout) -> Renderer {
-        *Renderer::ALL
-            .iter()
-            .rev()
-            .find(|r| r.writes(layout))
-            .unwrap_or(&Renderer::Portable)
     }
 }
 
@@ -352,31 +283,8 @@ pub(super) fn decimal8(n: u32) -> (u64, usize) {
 /// pair (the hex after the 5-digit prefix, uppercase, decimal count),
 /// joined by CRLF, no trailing newline; nothing for no pairs.
 pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    write_range_body_by(Renderer::picked_for_lines(), kind, items, out)
-}
-
-/// [`write_range_body`] by `renderer` (one that writes a line at a time;
-/// [`Renderer::Avx512`], which writes from pages, and a renderer this
-/// processor lacks write as [`Renderer::Portable`]).
-pub fn write_range_body_by(
-    renderer: Renderer,
-    kind: Kind,
-    items: &[(Key, u64)],
-    out: &mut Vec<u8>,
-) {
     out.reserve(items.len() * LONGEST_LINE + ROOM);
-    match renderer {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `here` found AVX2 and the rest of x86-64-v3 used.
-        Renderer::Avx2 if renderer.here() => unsafe {
-            super::render_avx2::write_pairs(kind, items, out)
-        },
-        #[cfg(target_arch = "aarch64")]
-        Renderer::Neon if renderer.here() => {
-            push_all(Lines::with(super::render_neon::Neon, kind, out), items)
-        }
-        _ => push_all(Lines::new(kind, out), items),
-    }
+    push_all(Lines::new(kind, out), items)
 }
 
 /// Appends the line of each of `items` to `lines`.
@@ -387,22 +295,9 @@ pub(super) fn push_all<D: Digits>(mut lines: Lines<'_, D>, items: &[(Key, u64)])
     }
 }
 
-impl Renderer {
-    /// The fastest renderer here that writes a line at a time.
-    fn picked_for_lines() -> Renderer {
-        static PICKED: std::sync::OnceLock<Renderer> = std::sync::OnceLock::new();
-        *PICKED.get_or_init(|| {
-            *[Renderer::Avx2, Renderer::Neon]
-                .iter()
-                .find(|r| r.here())
-                .unwrap_or(&Renderer::Portable)
-        })
-    }
-}
-
 /// Room a line may touch: its longest, and the whole words the last one
 /// writes past its end (more than [`Digits::put`]'s 48 bytes).
-const ROOM: usize = LONGEST_LINE + 8;
+pub(super) const ROOM: usize = LONGEST_LINE + 8;
 const _: () = assert!(ROOM >= 48);
 
 /// A range answer's body being written line by line into a buffer (see

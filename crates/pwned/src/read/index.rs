@@ -12,7 +12,6 @@ use crate::format::layout::{
 use crate::format::page::{Page, Visit};
 use crate::format::source::Source;
 use crate::prefetch::prefetch;
-use crate::range::render::{Lines, Renderer};
 
 /// The bytes of an index: a memory map of its file, or a buffer.
 #[derive(Debug)]
@@ -338,7 +337,7 @@ impl Index {
         Ok(())
     }
 
-    fn layout(&self) -> Layout {
+    pub(super) fn layout(&self) -> Layout {
         self.header.layout
     }
 
@@ -487,90 +486,9 @@ impl Index {
         done
     }
 
-    /// The range API's answer for the range `prefix` (below 2^20, the 5 hex
-    /// digits of `GET /range/{prefix}`), appended to `out`: the same bytes
-    /// as `write_range_body` of its pairs, each
-    /// pair written as a line as it is decoded, none held in between, by
-    /// the fastest renderer the processor has. On error `out` is left as
-    /// it was.
-    pub fn write_range(&self, prefix: u32, out: &mut Vec<u8>) -> Result<()> {
-        self.write_range_by(Renderer::picked(self.layout()), prefix, out)
-    }
-
-    /// [`Index::write_range`] by `renderer`; one that does not write this
-    /// index's ranges here (not on this processor, turned off, or AVX-512
-    /// for another layout) writes as [`Renderer::Portable`].
-    pub(crate) fn write_range_by(
-        &self,
-        renderer: Renderer,
-        prefix: u32,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let start = out.len();
-        // A range of the whole corpus holds ~1,000 hashes (~40 KB of
-        // lines); more grow the buffer as they come.
-        out.reserve(1100 * (self.kind().hex_len() + 8));
-        let (layout, kind) = (self.layout(), self.kind());
-        let renderer = if renderer.writes(layout) {
-            renderer
-        } else {
-            Renderer::Portable
-        };
-        let done = match renderer {
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx512 => {
-                // Eight lines at a time; with 20 bucket bits or more a
-                // range is whole buckets, so no hash needs its top bits
-                // checked.
-                let mut lines = Lines::new(kind, out);
-                self.range_pages(u64::from(prefix), 20, |page, first, window| {
-                    // SAFETY: `writes` found the processor's features.
-                    unsafe {
-                        crate::range::render_avx512::write_lines(
-                            &page, layout, first, window, &mut lines,
-                        )
-                    }
-                })
-            }
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx2 if crate::range::render_avx2::batches(layout) => {
-                // Four lines at a time, whole buckets as for AVX-512.
-                let mut lines = Lines::new(kind, out);
-                self.range_pages(u64::from(prefix), 20, |page, first, window| {
-                    // SAFETY: `writes` found the processor's features.
-                    unsafe {
-                        crate::range::render_avx2::write_lines(
-                            &page, layout, first, window, &mut lines,
-                        )
-                    }
-                })
-            }
-            #[cfg(target_arch = "x86_64")]
-            Renderer::Avx2 => {
-                use crate::range::render_avx2::{Avx2, visit_page};
-                let avx2 = Avx2::here().expect("`writes` found AVX2");
-                let lines = Lines::with(avx2, kind, out);
-                self.visit_range_by(u64::from(prefix), 20, lines, |page, first, window, f| {
-                    // SAFETY: `writes` found the processor's features.
-                    unsafe { visit_page(&page, layout, first, window, f) }
-                })
-            }
-            #[cfg(target_arch = "aarch64")]
-            Renderer::Neon => {
-                let lines = Lines::with(crate::range::render_neon::Neon, kind, out);
-                self.visit_range(u64::from(prefix), 20, lines)
-            }
-            _ => self.visit_range(u64::from(prefix), 20, Lines::new(kind, out)),
-        };
-        if done.is_err() {
-            out.truncate(start);
-        }
-        done
-    }
-
     /// Calls `f` with every (hash, count) whose top `bits` bits are
     /// `prefix`, in hash order, decoding only the pages that hold them.
-    fn visit_range(&self, prefix: u64, bits: u32, f: impl Visit) -> Result<()> {
+    pub(super) fn visit_range(&self, prefix: u64, bits: u32, f: impl Visit) -> Result<()> {
         let layout = self.layout();
         self.visit_range_by(prefix, bits, f, |page, first, window, within| {
             page.visit_within(layout, first, window, within)
@@ -579,7 +497,7 @@ impl Index {
 
     /// [`Index::visit_range`], each page decoded by `visit` (as
     /// [`Page::visit_within`] does) into the `f` it is given.
-    fn visit_range_by<F: Visit>(
+    pub(super) fn visit_range_by<F: Visit>(
         &self,
         prefix: u64,
         bits: u32,
@@ -615,7 +533,7 @@ impl Index {
     /// bits (at most 64) are `prefix`, in order, with the page's first
     /// bucket and the buckets that hold them; an error when `each` finds a
     /// page inconsistent (`None`).
-    fn range_pages(
+    pub(super) fn range_pages(
         &self,
         prefix: u64,
         bits: u32,
@@ -776,19 +694,7 @@ fn build_guide(firsts: &[u64], h: u32) -> (Vec<u32>, u32) {
 
 /// The hashes of a range (`prefix`, its top bits) passed on to `f`; the
 /// others of a bucket wider than the range are dropped.
-/// [`Index::write_range`] by `renderer` (for tests and benchmarks that
-/// compare the renderers; see [`Index::write_range_by`]).
-#[cfg(feature = "test-util")]
-pub fn write_range_by(
-    index: &Index,
-    renderer: Renderer,
-    prefix: u32,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    index.write_range_by(renderer, prefix, out)
-}
-
-struct InRange<'f, F> {
+pub(super) struct InRange<'f, F> {
     prefix: u64,
     shift: u32,
     bits_mask: u64,

@@ -1,5 +1,6 @@
 //! Reading an index: open it once and answer lookups, iterate or verify it
-//! ([`index`]), or answer one lookup without opening it ([`cold_lookup`]);
+//! ([`index`]), write its ranges as answers ([`ranges`]), or answer one
+//! lookup without opening it ([`cold_lookup`]);
 //! what identifies its content ([`identity`]).
 //!
 //! Invariants: reading never writes; a lookup reads one page; every page is
@@ -8,3 +9,4 @@
 pub(crate) mod cold_lookup;
 pub(crate) mod identity;
 pub(crate) mod index;
+pub(crate) mod ranges;
