@@ -22,7 +22,7 @@ use crate::format::hash::{Key, Kind};
 use crate::format::layout::Layout;
 use crate::format::page::{Page, Visit};
 use crate::range::PREFIX_DIGITS;
-use crate::range::render::{Digits, Lines, push_all, put_count, turned_off};
+use crate::range::render::{Digits, Lines, put_count, turned_off};
 
 /// Whether the processor has x86-64-v3's instructions used here, and they
 /// were not turned off (`SEEKLESS_NO_AVX2=1` in the environment: for
@@ -116,9 +116,10 @@ pub(crate) fn visit_page(
 
 /// [`super::render::write_range_body`] of `items` with [`Avx2`] digits.
 /// Callable only where [`has_avx2`] says so.
+#[cfg(any(test, feature = "test-util"))]
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 pub(super) fn write_pairs(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    push_all(Lines::with(Avx2(()), kind, out), items)
+    crate::range::render::push_all(Lines::with(Avx2(()), kind, out), items)
 }
 
 /// Hashes a batch of [`write_lines`]: one a 64-bit lane of a 256-bit

@@ -3,12 +3,14 @@
 //! others stay callable for tests, benchmarks and fuzzing, which compare
 //! them with the portable one.
 
+#[cfg(any(test, feature = "test-util"))]
 use crate::format::hash::{Key, Kind};
 use crate::format::layout::Layout;
+#[cfg(any(test, feature = "test-util"))]
 use crate::range::render::{LONGEST_LINE, Lines, ROOM, push_all};
 
 /// The ways a range's lines can be written. Each writes the same bytes;
-/// [`Renderer::picked`] chooses the fastest the processor has (its
+/// `Renderer::picked` chooses the fastest the processor has (its
 /// features looked up once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -78,9 +80,11 @@ impl Renderer {
     }
 }
 
-/// [`write_range_body`] by `renderer` (one that writes a line at a time;
-/// [`Renderer::Avx512`], which writes from pages, and a renderer this
-/// processor lacks write as [`Renderer::Portable`]).
+/// [`write_range_body`](crate::range::render::write_range_body) by
+/// `renderer` (one that writes a line at a time; [`Renderer::Avx512`],
+/// which writes from pages, and a renderer this processor lacks write as
+/// [`Renderer::Portable`]).
+#[cfg(any(test, feature = "test-util"))]
 pub fn write_range_body_by(
     renderer: Renderer,
     kind: Kind,
@@ -95,10 +99,10 @@ pub fn write_range_body_by(
             crate::range::render_avx2::write_pairs(kind, items, out)
         },
         #[cfg(target_arch = "aarch64")]
-        Renderer::Neon if renderer.here() => {
-            push_all(Lines::with(crate::range::render_neon::Neon, kind, out), items)
-        }
+        Renderer::Neon if renderer.here() => push_all(
+            Lines::with(crate::range::render_neon::Neon, kind, out),
+            items,
+        ),
         _ => push_all(Lines::new(kind, out), items),
     }
 }
-

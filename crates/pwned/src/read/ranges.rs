@@ -91,8 +91,10 @@ impl Index {
     }
 }
 
-/// [`Index::write_range`] by `renderer` (for tests and benchmarks that
-/// compare the renderers; see [`Index::write_range_by`]).
+/// [`Index::write_range`] by `renderer`, for tests, benchmarks and fuzz
+/// targets that compare the renderers: one that does not write this
+/// index's ranges here (not on this processor, turned off, or AVX-512 for
+/// another layout) writes as [`Renderer::Portable`].
 #[cfg(feature = "test-util")]
 pub fn write_range_by(
     index: &Index,
