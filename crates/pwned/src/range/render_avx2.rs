@@ -335,7 +335,7 @@ fn write_batch(shifts: &Shifts, sha1: bool, batch: &Batch, lines: &mut Lines) {
     // Hash k's 16 digits of `a`, `b` or `c`: lane k / 2 of the first of
     // the pair for even k, of the second for odd k.
     let half = |pair: (__m256i, __m256i), k: usize| {
-        let v = if k % 2 == 0 { pair.0 } else { pair.1 };
+        let v = if k.is_multiple_of(2) { pair.0 } else { pair.1 };
         if k < 2 {
             _mm256_castsi256_si128(v)
         } else {
