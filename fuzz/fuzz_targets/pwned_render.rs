@@ -12,7 +12,9 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use seekless_pwned::test_util::{Renderer, SortedWriter, Words, write_range_body_by, write_range_by};
+use seekless_pwned::test_util::{
+    Renderer, SortedWriter, Words, write_range_body_by, write_range_by,
+};
 use seekless_pwned::{Index, Key, Kind};
 
 const PAGE: usize = 4096;
@@ -33,7 +35,11 @@ fn same_range(index: &Index, prefix: u32) {
     for renderer in fast() {
         let mut got = b"before".to_vec();
         let done = write_range_by(index, renderer, prefix, &mut got);
-        assert_eq!(done.is_ok(), portable.is_ok(), "{renderer:?} range {prefix:05X}");
+        assert_eq!(
+            done.is_ok(),
+            portable.is_ok(),
+            "{renderer:?} range {prefix:05X}"
+        );
         assert!(got == want, "{renderer:?} range {prefix:05X}");
     }
     if portable.is_err() {
@@ -44,7 +50,11 @@ fn same_range(index: &Index, prefix: u32) {
 fn pages(data: &[u8]) {
     let kind = 1 + (data[0] >> 1 & 1);
     // Any layout, and mostly those batches are for.
-    let h = if data[1] <= 40 { data[1] } else { 20 + data[1] % 21 };
+    let h = if data[1] <= 40 {
+        data[1]
+    } else {
+        20 + data[1] % 21
+    };
     let body = &data[2..];
     let pages = body.len() / (PAGE + 12);
     if pages == 0 {
@@ -75,12 +85,18 @@ fn pages(data: &[u8]) {
     header[40..44].copy_from_slice(&dir_crc.to_le_bytes());
     let crc = crc32c::crc32c(&header[..60]);
     header[60..64].copy_from_slice(&crc.to_le_bytes());
-    let Ok(index) = Index::from_bytes(file) else { return };
+    let Ok(index) = Index::from_bytes(file) else {
+        return;
+    };
     // The ranges of each page's first bucket (as its directory says), and
     // of the hashes listed.
     for i in 0..pages {
         let first = u64::from_le_bytes(dir[12 * i..12 * i + 8].try_into().unwrap()) & !(1 << 63);
-        let prefix = if h >= 20 { first >> (h - 20) } else { first << (20 - h) };
+        let prefix = if h >= 20 {
+            first >> (h - 20)
+        } else {
+            first << (20 - h)
+        };
         same_range(&index, (prefix & 0xFFFFF) as u32);
     }
     for item in index.iter().take(2_000).step_by(97).flatten() {
@@ -89,9 +105,17 @@ fn pages(data: &[u8]) {
 }
 
 fn pairs(data: &[u8]) {
-    let kind = if data[0] & 2 == 0 { Kind::Sha1 } else { Kind::Ntlm };
+    let kind = if data[0] & 2 == 0 {
+        Kind::Sha1
+    } else {
+        Kind::Ntlm
+    };
     let expected = 1u64 << (data[1] % 41);
-    let prefixes: Vec<u64> = data[2..].iter().take(4).map(|&b| u64::from(b) * 4099 % (1 << 20)).collect();
+    let prefixes: Vec<u64> = data[2..]
+        .iter()
+        .take(4)
+        .map(|&b| u64::from(b) * 4099 % (1 << 20))
+        .collect();
     if prefixes.len() < 4 {
         return;
     }
@@ -121,8 +145,11 @@ fn pairs(data: &[u8]) {
     items.dedup_by_key(|&mut (key, _)| key);
     // As a body, range by range.
     for &prefix in &prefixes {
-        let range: Vec<(Key, u64)> =
-            items.iter().copied().filter(|(k, _)| u64::from(k.prefix()) == prefix).collect();
+        let range: Vec<(Key, u64)> = items
+            .iter()
+            .copied()
+            .filter(|(k, _)| u64::from(k.prefix()) == prefix)
+            .collect();
         let mut want = Vec::new();
         write_range_body_by(Renderer::Portable, kind, &range, &mut want);
         for renderer in fast() {
