@@ -1,18 +1,24 @@
-//! A range's answer written a line at a time with x86-64-v3 (AVX2, BMI1
-//! and BMI2, LZCNT), where the processor has it (checked once, at run
-//! time) and AVX-512 does not write the index's ranges: the page decoded
-//! by the same loop as everywhere ([`Page::visit_within_inlined`]), compiled
-//! here with those instructions, and each line's 35 (SHA-1) or 27 (NTLM)
-//! hex digits made by one AVX2 register and one SSE register:
+//! A range's answer written with x86-64-v3 (AVX2, BMI1 and BMI2, LZCNT),
+//! where the processor has it (checked once, at run time) and AVX-512 does
+//! not write the index's ranges. Two ways, both writing the same bytes as
+//! the portable path:
 //!
-//! 1. the hash after its 5-digit prefix as two 64-bit words and 12 bits;
-//! 2. the words' 16 bytes each widened to 16 bits (`vpmovzxbw`), the high
-//!    nibble to the low byte and the low nibble to the high one: 32
-//!    nibbles in the line's order;
-//! 3. each nibble to its digit by a table (`vpshufb`), one 32-byte store;
-//!    the last 12 bits the same way in an SSE register, one 4-byte store.
-//!
-//! Both write the same bytes as [`super::render::Portable`]'s digits.
+//! - [`write_lines`], four hashes at a time, for whole SHA-1 and NTLM
+//!   hashes of 20 to 40 bucket bits (indexes of 2^19 hashes or more): each
+//!   hash decoded as the portable loop decodes it, but not made into a
+//!   [`Key`]; the four hashes' chunks go into one register each, one lane a
+//!   hash, and become the words of their lines' digits there (`vpsllvq`,
+//!   `vpsrlvq`); each word's bytes split into nibbles (`vpshufb`,
+//!   `vpunpck*bw`) give a register holding 16 digits of two hashes, made
+//!   ASCII by a table and stored as they are, 16 bytes a store.
+//! - Otherwise a line at a time: the page decoded by the same loop as
+//!   everywhere ([`Page::visit_within_inlined`]), compiled here with those
+//!   instructions, each line's 35 (SHA-1) or 27 (NTLM) hex digits made by
+//!   [`Avx2`]: the hash after its 5-digit prefix as two 64-bit words and
+//!   12 bits; the words' 16 bytes widened to 16 bits (`vpmovzxbw`), the
+//!   high nibble to the low byte and the low one to the high byte, then
+//!   each nibble to its digit by a table (`vpshufb`), one 32-byte store;
+//!   the last 12 bits the same way in an SSE register, one 4-byte store.
 
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
