@@ -1,9 +1,10 @@
 //! Range answers rendered from an index's pairs, one line at a time
 //! (SSE2 digits where there is SSE2), written as a page decodes; the
 //! AVX-512 renderer ([`super::render_avx512`]) writes eight at a time
-//! through the same [`put_count`], the AVX2 and NEON ones
-//! ([`super::render_avx2`], [`super::render_neon`]) a line at a time
-//! with [`Digits`] of their own; [`super::renderer`] picks one, once.
+//! through the same [`put_count`], as does the AVX2 one (`render_avx2`,
+//! four at a time, or a line at a time with [`Digits`] of its own); the
+//! NEON one (`render_neon`) writes a line at a time with its own
+//! [`Digits`]. [`super::renderer`] picks one.
 
 use crate::format::hash::{Key, Kind};
 use crate::format::page::Visit;
