@@ -571,7 +571,8 @@ fn ranges_of_large_indexes_written_as_decoded_match_their_pairs_bodies() {
 }
 
 /// Every renderer this processor has (AVX-512, AVX2, NEON) writes every
-/// one of the 2^20 ranges with the same bytes as the portable one: SHA-1
+/// range that has hashes (and every 16th other one) with the same bytes
+/// as the portable one, every hash written once: SHA-1
 /// and NTLM, indexes under 2^19 hashes (buckets wider than a range) and
 /// over (20 bucket bits or more, where AVX-512 writes SHA-1 ranges),
 /// counts of every length from 1 to 19 digits.
@@ -595,13 +596,15 @@ fn every_renderer_writes_every_range_as_the_portable_one() {
     for kind in [Kind::Sha1, Kind::Ntlm] {
         for n in [30_000, 600_000] {
             let mut text = Vec::new();
+            // Every range that has hashes, and every 16th of the others.
+            let mut ranges = vec![false; 1 << 20];
             for i in 0..n {
                 let digits = 1 + i % 19;
                 let floor = 10u64.pow(digits as u32 - 1);
                 let count = floor + rng.next_u64() % (9 * floor);
-                text.extend_from_slice(
-                    format!("{}:{count}\n", rng.key(kind).to_hex(kind)).as_bytes(),
-                );
+                let key = rng.key(kind);
+                ranges[key.prefix() as usize] = true;
+                text.extend_from_slice(format!("{}:{count}\n", key.to_hex(kind)).as_bytes());
             }
             let index = Index::from_bytes(build_text("corpus", text, 2).unwrap().0).unwrap();
             assert_eq!(index.len(), n as u64);
@@ -609,7 +612,7 @@ fn every_renderer_writes_every_range_as_the_portable_one() {
             assert_eq!(index.stats().bucket_bits >= 20, n > 1 << 19);
             let (mut want, mut got) = (Vec::new(), Vec::new());
             let mut lines = 0;
-            for prefix in 0..1 << 20 {
+            for prefix in (0..1 << 20).filter(|&p| ranges[p as usize] || p % 16 == 0) {
                 want.clear();
                 write_range_by(&index, Renderer::Portable, prefix, &mut want).unwrap();
                 lines += want.split(|&b| b == b'\n').count() - usize::from(want.is_empty());
