@@ -6,6 +6,7 @@
 //!     [--data DIR] [--peers] [--cold N] [--lookups-only]
 //! cargo bench -p seekless-pwned --bench pwned_macro -- --generate N FILE
 //! cargo bench -p seekless-pwned --bench pwned_macro -- --emit N [--sorted] | …
+//! cargo bench -p seekless-pwned --bench pwned_macro -- --render [ROUNDS]
 //! ```
 //!
 //! `--emit` writes N HIBP-like lines to standard output as it makes them,
@@ -29,6 +30,14 @@
 //!   cache before each lookup (directory resident), latency and bytes read
 //!   from storage per lookup (`/proc/self/io`); with `--peers`, pwnedpass
 //!   and pwnedpasswords-offline with their whole file dropped.
+//!
+//! `--render` measures rendering alone (`Index::write_range` into a reused
+//! buffer, as `serve` answers identity) with each renderer the processor
+//! has, in turn, ROUNDS rounds (default 7, the order reversed every other
+//! round): SHA-1 and NTLM indexes of 4,096 ranges × 1,000 hashes (those of
+//! `scripts/bench-pwned-serve.sh`), Zipf-like counts; CPU ns a line (each
+//! round writes every range three times), the median round, and each
+//! renderer's speed over the portable one's.
 
 use std::cmp::Reverse;
 use std::io::{BufWriter, Write};
@@ -212,6 +221,11 @@ fn main() {
             "--generate" => {
                 let n: usize = args[i + 1].parse().expect("N");
                 generate(n, Path::new(&args[i + 2]));
+                return;
+            }
+            "--render" => {
+                let rounds = args.get(i + 1).and_then(|r| r.parse().ok()).unwrap_or(7);
+                render(rounds);
                 return;
             }
             "--emit" => {
@@ -645,6 +659,106 @@ print(f"{statistics.median(cold)*1e6:.1f} {statistics.median(warm)*1e6:.1f}")
                     .last()
                     .unwrap_or("")
             ),
+        }
+    }
+}
+
+/// `--render`: see the top of the file.
+fn render(rounds: usize) {
+    use seekless_pwned::test_util::{Renderer, build_to_vec, write_range_by};
+    let here: Vec<Renderer> = Renderer::ALL.into_iter().filter(|r| r.here()).collect();
+    println!("renderers here: {here:?}; {rounds} rounds, ns a line (median round)");
+    const RANGES: u32 = 4096;
+    const PER_RANGE: usize = 1000;
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        let mut rng = Rng::xorshift64(0x5EED + kind.bits() as u64);
+        let mut text = Vec::new();
+        for r in 0..RANGES {
+            let prefix = u64::from(r) * u64::from((1 << 20) / RANGES);
+            for _ in 0..PER_RANGE {
+                let (key, count) = member(&mut rng);
+                let mut words = Words::from(key);
+                words.hi = prefix << 44 | words.hi >> 20;
+                if kind == Kind::Ntlm {
+                    words.lo = 0;
+                }
+                text.extend_from_slice(
+                    format!("{}:{count}\r\n", words.key().to_hex(kind)).as_bytes(),
+                );
+            }
+        }
+        let input = Input::Bytes {
+            name: "render".into(),
+            data: text,
+        };
+        let index = Index::from_bytes(
+            build_to_vec(vec![input], &BuildOptions::default())
+                .unwrap()
+                .0,
+        )
+        .unwrap();
+        let prefixes: Vec<u32> = (0..RANGES).map(|r| r * ((1 << 20) / RANGES)).collect();
+        // AVX-512 writes SHA-1 ranges only (NTLM's would be the portable
+        // path's).
+        let renderers: Vec<Renderer> = here
+            .iter()
+            .copied()
+            .filter(|&r| kind == Kind::Sha1 || r != Renderer::Avx512)
+            .collect();
+        let lines = index.len() as f64;
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); renderers.len()];
+        let mut body = Vec::with_capacity(64 << 10);
+        let mut want = Vec::new();
+        for (at, &renderer) in renderers.iter().enumerate() {
+            // Every renderer writes the same bytes (checked once here, on
+            // every range, by the tests).
+            let mut all = Vec::new();
+            for &p in &prefixes {
+                body.clear();
+                write_range_by(&index, renderer, p, &mut body).unwrap();
+                all.extend_from_slice(&body);
+            }
+            if at == 0 {
+                want = all;
+            } else {
+                assert!(all == want, "{renderer:?} wrote other bytes");
+            }
+        }
+        for round in 0..rounds {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..renderers.len()).collect()
+            } else {
+                (0..renderers.len()).rev().collect()
+            };
+            for at in order {
+                // CPU time: steadier than the wall clock on a shared
+                // machine (one thread runs here).
+                let start = seekless_testkit::measure::cpu_now();
+                for _ in 0..3 {
+                    for &p in &prefixes {
+                        body.clear();
+                        write_range_by(&index, renderers[at], p, &mut body).unwrap();
+                        std::hint::black_box(&body);
+                    }
+                }
+                let cpu = seekless_testkit::measure::cpu_now() - start;
+                times[at].push(cpu.as_secs_f64() * 1e9 / (3.0 * lines));
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let medians: Vec<f64> = times.iter_mut().map(median).collect();
+        for (at, renderer) in renderers.iter().enumerate() {
+            let spread = (times[at][0], times[at][times[at].len() - 1]);
+            println!(
+                "{kind:?} {renderer:?}: {:.2} ns a line ({:.2}-{:.2}), {:.2}x portable",
+                medians[at],
+                spread.0,
+                spread.1,
+                medians[0] / medians[at]
+            );
         }
     }
 }

@@ -90,8 +90,10 @@ pub mod test_util {
     pub use crate::range::pad::{PAD_MIN, PAD_SPREAD, pad_range};
     pub use crate::range::parse::{MAX_RANGE_BODY, parse_range, parse_range_scalar};
     pub use crate::range::render::{range_body, write_range_body};
+    pub use crate::range::renderer::{Renderer, write_range_body_by};
     pub use crate::range::validator::range_etag;
     pub use crate::read::identity::identity;
+    pub use crate::read::ranges::write_range_by;
     #[cfg(feature = "serve")]
     pub use crate::serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
     #[cfg(feature = "update")]

@@ -570,6 +570,63 @@ fn ranges_of_large_indexes_written_as_decoded_match_their_pairs_bodies() {
     assert!(errors > 0, "the damaged page went unnoticed");
 }
 
+/// Every renderer this processor has (AVX-512, AVX2, NEON) writes every
+/// range that has hashes (and every 16th other one) with the same bytes
+/// as the portable one, every hash written once: SHA-1
+/// and NTLM, indexes under 2^19 hashes (buckets wider than a range) and
+/// over (20 bucket bits or more, where AVX-512 writes SHA-1 ranges),
+/// counts of every length from 1 to 19 digits.
+#[test]
+fn every_renderer_writes_every_range_as_the_portable_one() {
+    use seekless_pwned::test_util::{Renderer, write_range_by};
+    let fast: Vec<Renderer> = Renderer::ALL
+        .into_iter()
+        .filter(|&r| r != Renderer::Portable && r.here())
+        .collect();
+    // Where these processors run the tests, the paths they take are here.
+    if cfg!(target_arch = "aarch64") {
+        assert!(fast.contains(&Renderer::Neon) || std::env::var_os("SEEKLESS_NO_NEON").is_some());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(fast.contains(&Renderer::Avx2) || std::env::var_os("SEEKLESS_NO_AVX2").is_some());
+    }
+    eprintln!("renderers compared with the portable one: {fast:?}");
+    let mut rng = Rng::xorshift64star(41);
+    for kind in [Kind::Sha1, Kind::Ntlm] {
+        for n in [30_000, 600_000] {
+            let mut text = Vec::new();
+            // Every range that has hashes, and every 16th of the others.
+            let mut ranges = vec![false; 1 << 20];
+            for i in 0..n {
+                let digits = 1 + i % 19;
+                let floor = 10u64.pow(digits as u32 - 1);
+                let count = floor + rng.next_u64() % (9 * floor);
+                let key = rng.key(kind);
+                ranges[key.prefix() as usize] = true;
+                text.extend_from_slice(format!("{}:{count}\n", key.to_hex(kind)).as_bytes());
+            }
+            let index = Index::from_bytes(build_text("corpus", text, 2).unwrap().0).unwrap();
+            assert_eq!(index.len(), n as u64);
+            // Buckets wider than a range, and ranges of whole buckets.
+            assert_eq!(index.stats().bucket_bits >= 20, n > 1 << 19);
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            let mut lines = 0;
+            for prefix in (0..1 << 20).filter(|&p| ranges[p as usize] || p % 16 == 0) {
+                want.clear();
+                write_range_by(&index, Renderer::Portable, prefix, &mut want).unwrap();
+                lines += want.split(|&b| b == b'\n').count() - usize::from(want.is_empty());
+                for &renderer in &fast {
+                    got.clear();
+                    write_range_by(&index, renderer, prefix, &mut got).unwrap();
+                    assert!(got == want, "{kind} n={n} range {prefix:05X} {renderer:?}");
+                }
+            }
+            assert_eq!(lines, n, "{kind} n={n}: every hash written once");
+        }
+    }
+}
+
 #[test]
 fn damaged_files_give_errors_never_wrong_answers() {
     let entries = random_entries(Kind::Sha1, 5_000, 23);

@@ -3,8 +3,11 @@
 //! them; the client (`update`) parses and names them; the index renders them
 //! too (`Index::write_range`), so neither end owns this module.
 //!
-//! - [`render`] writes pairs as lines, as a page decodes ([`render_avx512`]
-//!   eight hashes at a time where the processor can)
+//! - [`render`] writes pairs as lines, as a page decodes; [`renderer`]
+//!   picks how: [`render_avx512`] eight hashes at a time where the
+//!   processor can, else `render_avx2` (x86-64-v3: four at a time, or a
+//!   line at a time with wider digits) or `render_neon` (aarch64: a line
+//!   at a time with wider digits)
 //! - [`parse`] is the strict parser, before anything of an answer is indexed
 //! - [`validator`] makes strong `ETag`s from the content alone
 //! - [`pad`] answers `Add-Padding`
@@ -23,7 +26,12 @@ pub(crate) mod pad;
 pub(crate) mod parse;
 pub(crate) mod render;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod render_avx2;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod render_avx512;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod render_neon;
+pub(crate) mod renderer;
 #[cfg(test)]
 mod tests;
 pub(crate) mod validator;

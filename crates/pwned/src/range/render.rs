@@ -1,7 +1,10 @@
 //! Range answers rendered from an index's pairs, one line at a time
 //! (SSE2 digits where there is SSE2), written as a page decodes; the
 //! AVX-512 renderer ([`super::render_avx512`]) writes eight at a time
-//! through the same [`put_count`].
+//! through the same [`put_count`], as does the AVX2 one (`render_avx2`,
+//! four at a time, or a line at a time with [`Digits`] of its own); the
+//! NEON one (`render_neon`) writes a line at a time with its own
+//! [`Digits`]. [`super::renderer`] picks one.
 
 use crate::format::hash::{Key, Kind};
 use crate::format::page::Visit;
@@ -36,7 +39,7 @@ pub(super) fn hex8(x: u32) -> u64 {
 }
 
 /// The longest line: CRLF, suffix, colon, 20 digits (NTLM's is shorter).
-const LONGEST_LINE: usize = 2 + 35 + 1 + 20;
+pub(super) const LONGEST_LINE: usize = 2 + 35 + 1 + 20;
 
 /// Digits of `n` in decimal.
 #[inline]
@@ -57,6 +60,32 @@ pub(super) fn decimal_len(n: u64) -> usize {
     guess - usize::from((n | 1) < POWERS[guess - 1])
 }
 
+/// How a line's hex digits are written: [`put_digits`] ([`Portable`]), or
+/// by a wider instruction set. Each writes the same bytes.
+pub(crate) trait Digits: Copy {
+    /// Writes the first 40 bytes of `out` (48 or more) as [`put_digits`]
+    /// does: the hash's hex digits from digit `SKIP` on (CRLF before them
+    /// when `SKIP` is 3), and whatever after them, up to 48 bytes touched.
+    fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]);
+}
+
+/// [`put_digits`]: SSE2 on x86-64, words elsewhere.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Portable;
+
+impl Digits for Portable {
+    #[inline(always)]
+    fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]) {
+        put_digits::<SKIP>(key, out)
+    }
+}
+
+/// Whether `name` is set in the environment to anything but empty or `0`
+/// (a fast path turned off).
+pub(super) fn turned_off(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Writes one line at the start of `out` and returns its length: CRLF
 /// unless it is the first (`SKIP` 3 for a line after another, 5 for the
 /// first), the hex after the 5-digit prefix, the colon and the count.
@@ -68,7 +97,8 @@ pub(super) fn decimal_len(n: u64) -> usize {
 /// made it, which the processor cannot forward (perf put half of the
 /// rendering's samples on that read).
 #[inline(always)]
-fn put_line<const SKIP: usize>(
+fn put_line<const SKIP: usize, D: Digits>(
+    digits: D,
     kind: Kind,
     key: Key,
     count: u64,
@@ -78,7 +108,7 @@ fn put_line<const SKIP: usize>(
     // Forty bytes from the hash's digit SKIP on (CRLF first when SKIP is
     // 3); past the hash's end (NTLM's 32 digits) they are overwritten by
     // the colon and the count below, or lie past the line.
-    put_digits::<SKIP>(key, out);
+    digits.put::<SKIP>(key, out);
     let colon = kind.hex_len() - SKIP;
     out[colon].write(b':');
     let digits = colon + 1;
@@ -254,29 +284,48 @@ pub(super) fn decimal8(n: u32) -> (u64, usize) {
 /// pair (the hex after the 5-digit prefix, uppercase, decimal count),
 /// joined by CRLF, no trailing newline; nothing for no pairs.
 pub fn write_range_body(kind: Kind, items: &[(Key, u64)], out: &mut Vec<u8>) {
-    out.reserve(items.len() * LONGEST_LINE + Lines::ROOM);
-    let mut lines = Lines::new(kind, out);
+    out.reserve(items.len() * LONGEST_LINE + ROOM);
+    push_all(Lines::new(kind, out), items)
+}
+
+/// Appends the line of each of `items` to `lines`.
+#[inline(always)]
+pub(super) fn push_all<D: Digits>(mut lines: Lines<'_, D>, items: &[(Key, u64)]) {
     for &(key, count) in items {
         lines.push(key, count);
     }
 }
 
+/// Room a line may touch: its longest, and the whole words the last one
+/// writes past its end (more than [`Digits::put`]'s 48 bytes).
+pub(super) const ROOM: usize = LONGEST_LINE + 8;
+const _: () = assert!(ROOM >= 48);
+
 /// A range answer's body being written line by line into a buffer (see
 /// [`write_range_body`]), straight from wherever the pairs come from: an
-/// index decodes into it without holding the pairs anywhere.
-pub(crate) struct Lines<'a> {
+/// index decodes into it without holding the pairs anywhere. `D` makes
+/// each line's digits.
+pub(crate) struct Lines<'a, D: Digits = Portable> {
+    digits: D,
     kind: Kind,
     out: &'a mut Vec<u8>,
     first: bool,
 }
 
-impl<'a> Lines<'a> {
-    /// Room a line may touch: its longest, and the whole words the last
-    /// one writes past its end.
-    const ROOM: usize = LONGEST_LINE + 8;
+impl<'a> Lines<'a, Portable> {
+    pub(crate) fn new(kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a, Portable> {
+        Lines::with(Portable, kind, out)
+    }
+}
 
-    pub(crate) fn new(kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a> {
+impl<'a, D: Digits> Lines<'a, D> {
+    /// Room a line may touch.
+    const ROOM: usize = ROOM;
+
+    /// Lines whose digits `digits` makes.
+    pub(crate) fn with(digits: D, kind: Kind, out: &'a mut Vec<u8>) -> Lines<'a, D> {
         Lines {
+            digits,
             kind,
             out,
             first: true,
@@ -297,7 +346,7 @@ impl<'a> Lines<'a> {
     }
 }
 
-impl Visit for Lines<'_> {
+impl<D: Digits> Visit for Lines<'_, D> {
     /// Appends the line of `key` and `count`. Lines are written in place
     /// into the spare capacity (not zeroed first: that took as long as a
     /// tenth of the rendering), the length set to what was written.
@@ -310,9 +359,9 @@ impl Visit for Lines<'_> {
         let spare = &mut self.out.spare_capacity_mut()[..Self::ROOM];
         let written = if self.first {
             self.first = false;
-            put_line::<PREFIX_DIGITS>(self.kind, key, count, spare)
+            put_line::<PREFIX_DIGITS, D>(self.digits, self.kind, key, count, spare)
         } else {
-            put_line::<{ PREFIX_DIGITS - 2 }>(self.kind, key, count, spare)
+            put_line::<{ PREFIX_DIGITS - 2 }, D>(self.digits, self.kind, key, count, spare)
         };
         // SAFETY: `put_line` wrote the first `written` bytes of the spare
         // capacity (the line's bytes up to its end, in order).

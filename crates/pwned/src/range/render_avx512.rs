@@ -1,8 +1,9 @@
 //! A range's answer written eight hashes at a time with AVX-512: the
 //! lines of whole SHA-1 hashes from a page, where the processor has
 //! AVX-512 with VBMI and VBMI2 (checked once, at run time). Every other
-//! index and processor takes the one-hash-at-a-time path
-//! ([`Page::visit_within`] into [`Lines`]); both write the same bytes.
+//! index and processor takes a one-hash-at-a-time path
+//! ([`Page::visit_within`] into [`Lines`], with AVX2 or portable digits);
+//! all write the same bytes.
 //!
 //! For eight hashes at once:
 //!
@@ -39,10 +40,10 @@ const HEAD: usize = 38;
 /// Whether the processor has what [`write_lines`] needs, and it was not
 /// turned off (`SEEKLESS_NO_AVX512=1` in the environment: for measuring
 /// the portable path on a processor that has AVX-512).
-fn has_avx512() -> bool {
+pub(super) fn has_avx512() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| {
-        std::env::var_os("SEEKLESS_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
+        !crate::range::render::turned_off("SEEKLESS_NO_AVX512")
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi")

@@ -343,7 +343,7 @@ impl Index {
         Ok(())
     }
 
-    fn layout(&self) -> Layout {
+    pub(super) fn layout(&self) -> Layout {
         self.header.layout
     }
 
@@ -492,46 +492,29 @@ impl Index {
         done
     }
 
-    /// The range API's answer for the range `prefix` (below 2^20, the 5 hex
-    /// digits of `GET /range/{prefix}`), appended to `out`: the same bytes
-    /// as `write_range_body` of its pairs, each
-    /// pair written as a line as it is decoded, none held in between. On
-    /// error `out` is left as it was.
-    pub fn write_range(&self, prefix: u32, out: &mut Vec<u8>) -> Result<()> {
-        let start = out.len();
-        // A range of the whole corpus holds ~1,000 hashes (~40 KB of
-        // lines); more grow the buffer as they come.
-        out.reserve(1100 * (self.kind().hex_len() + 8));
-        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-        let mut lines = crate::range::render::Lines::new(self.kind(), out);
-        #[cfg(target_arch = "x86_64")]
-        let done = if crate::range::render_avx512::usable(self.layout()) {
-            // Eight lines at a time; with 20 bucket bits or more a range is
-            // whole buckets, so no hash needs its top bits checked.
-            let layout = self.layout();
-            self.range_pages(u64::from(prefix), 20, |page, first, window| {
-                // SAFETY: `usable` found the processor's features.
-                unsafe {
-                    crate::range::render_avx512::write_lines(
-                        &page, layout, first, window, &mut lines,
-                    )
-                }
-            })
-        } else {
-            self.visit_range(u64::from(prefix), 20, lines)
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let done = self.visit_range(u64::from(prefix), 20, lines);
-        if done.is_err() {
-            out.truncate(start);
-        }
-        done
-    }
-
     /// Calls `f` with every (hash, count) whose top `bits` bits are
     /// `prefix`, in hash order, decoding only the pages that hold them.
-    fn visit_range(&self, prefix: u64, bits: u32, mut f: impl Visit) -> Result<()> {
+    pub(super) fn visit_range(&self, prefix: u64, bits: u32, f: impl Visit) -> Result<()> {
         let layout = self.layout();
+        self.visit_range_by(prefix, bits, f, |page, first, window, within| {
+            page.visit_within(layout, first, window, within)
+        })
+    }
+
+    /// [`Index::visit_range`], each page decoded by `visit` (as
+    /// [`Page::visit_within`] does) into the `f` it is given.
+    pub(super) fn visit_range_by<F: Visit>(
+        &self,
+        prefix: u64,
+        bits: u32,
+        mut f: F,
+        mut visit: impl FnMut(
+            Page<'_>,
+            u64,
+            std::ops::RangeInclusive<u64>,
+            InRange<'_, F>,
+        ) -> Option<()>,
+    ) -> Result<()> {
         let bits = bits.min(64);
         // When a bucket is wider than the range (a small index), its other
         // hashes are passed over by their top bits.
@@ -548,7 +531,7 @@ impl Index {
                 bits_mask,
                 f: &mut f,
             };
-            page.visit_within(layout, first, window, within)
+            visit(page, first, window, within)
         })
     }
 
@@ -556,7 +539,7 @@ impl Index {
     /// bits (at most 64) are `prefix`, in order, with the page's first
     /// bucket and the buckets that hold them; an error when `each` finds a
     /// page inconsistent (`None`).
-    fn range_pages(
+    pub(super) fn range_pages(
         &self,
         prefix: u64,
         bits: u32,
@@ -717,7 +700,7 @@ fn build_guide(firsts: &[u64], h: u32) -> (Vec<u32>, u32) {
 
 /// The hashes of a range (`prefix`, its top bits) passed on to `f`; the
 /// others of a bucket wider than the range are dropped.
-struct InRange<'f, F> {
+pub(super) struct InRange<'f, F> {
     prefix: u64,
     shift: u32,
     bits_mask: u64,

@@ -234,6 +234,21 @@ impl<'a> Page<'a> {
         window: std::ops::RangeInclusive<u64>,
         f: impl Visit,
     ) -> Option<()> {
+        self.visit_within_inlined(layout, first, window, f)
+    }
+
+    /// [`Page::visit_within`], inlined into its caller: into a function
+    /// compiled for more instructions than the build's baseline
+    /// ([`crate::range::render_avx2`]), whose `f` can then be inlined
+    /// into the loop.
+    #[inline(always)]
+    pub(crate) fn visit_within_inlined(
+        &self,
+        layout: Layout,
+        first: u64,
+        window: std::ops::RangeInclusive<u64>,
+        f: impl Visit,
+    ) -> Option<()> {
         // The remainder's chunk lengths (at most 160 / CHUNK + 1 of them).
         let mut lens = [0u32; 4];
         let mut n = 0;
