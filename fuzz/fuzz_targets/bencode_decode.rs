@@ -1,12 +1,28 @@
-//! Decoding never panics; whatever strict mode accepts re-encodes to the
+//! Decoding never panics; its shortcuts for string prefixes and integers give
+//! the same tokens and errors as its byte-at-a-time reference, in both modes
+//! and under tight limits; whatever strict mode accepts re-encodes to the
 //! identical bytes; every node of an accepted document can be read; the JSON
 //! dump of whatever default mode accepts encodes back to the input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seekless_bencode::{Encoder, Parser, decode, decode_strict, from_json, to_json};
+use seekless_bencode::{
+    Encoder, Limits, Parser, decode, decode_strict, fast_and_reference, from_json, to_json,
+};
 
 fuzz_target!(|data: &[u8]| {
+    let tight = Limits {
+        depth: 3,
+        tokens: 6,
+        input: 40,
+        length_digits: 2,
+    };
+    for limits in [Limits::default(), tight] {
+        for strict in [false, true] {
+            let (fast, reference) = fast_and_reference(data, strict, &limits);
+            assert_eq!(fast, reference, "strict {strict}, {limits:?}");
+        }
+    }
     if let Ok(doc) = decode_strict(data) {
         let mut e = Encoder::new();
         e.node(doc.root());
@@ -17,7 +33,10 @@ fuzz_target!(|data: &[u8]| {
         let root = doc.root();
         let mut json = String::new();
         to_json(root, &mut json);
-        assert_eq!(from_json(json.as_bytes()).expect("the dump reads back"), data);
+        assert_eq!(
+            from_json(json.as_bytes()).expect("the dump reads back"),
+            data
+        );
         let _ = root.warnings();
         let mut stack = vec![root];
         while let Some(node) = stack.pop() {

@@ -29,5 +29,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use json::{from_json, to_json};
 pub use node::{Dict, DictIter, List, ListIter, Node};
 pub use parser::{Document, Limits, Parser, decode, decode_strict};
+#[doc(hidden)]
+pub use parser::{RawTokens, fast_and_reference};
 pub use serde_support::{SerdeError, from_bytes, from_node, to_bytes};
 pub use token::Kind;

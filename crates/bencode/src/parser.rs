@@ -99,11 +99,14 @@ pub fn decode_strict(input: &[u8]) -> Result<Document<'_>, Error> {
 /// Decode `input` into fresh buffers, keeping only the tokens.
 fn decode_owned<'a>(input: &'a [u8], strict: bool, limits: &Limits) -> Result<Document<'a>, Error> {
     let mut tokens = Vec::new();
+    // Room for the nesting of most documents at once, rather than growing
+    // from 4 in two steps.
+    let mut stack = Vec::with_capacity(16);
     run(
         strict,
         input,
         &mut tokens,
-        &mut Vec::new(),
+        &mut stack,
         &mut Vec::new(),
         limits,
     )?;
@@ -211,6 +214,56 @@ fn is_digit(c: u8) -> bool {
 #[inline(always)]
 fn push(tokens: &mut Vec<Token>, token: Token) {
     tokens.push(token);
+}
+
+/// Bit 7 set in every byte of `word` that is not an ASCII digit, and maybe
+/// in bytes after the first such one: exact up to and including the lowest
+/// (first in input order) non-digit, which is all that callers look at.
+#[inline(always)]
+fn non_digits(word: u64) -> u64 {
+    let x = word ^ 0x3030_3030_3030_3030;
+    // Digits become 0..=9, which + 0x76 leaves below 0x80 with no carry;
+    // anything else gets bit 7 (a carry out of a byte >= 0x8a, whose own
+    // bit 7 is set anyway, only reaches later bytes).
+    (x.wrapping_add(0x7676_7676_7676_7676) | x) & 0x8080_8080_8080_8080
+}
+
+/// The 8 bytes at `at` as a little-endian word, when the input has them.
+#[inline(always)]
+fn word_at(input: &[u8], at: usize) -> Option<u64> {
+    let bytes = input.get(at..)?.first_chunk::<8>()?;
+    Some(u64::from_le_bytes(*bytes))
+}
+
+/// [`scan_int`] for the common case, 1 to 7 digits and their `e` within 8
+/// bytes: the offset of the `e`, or `None` for [`scan_int`] to decide.
+#[inline(always)]
+fn scan_int_fast(input: &[u8], start: usize) -> Option<usize> {
+    let word = word_at(input, start)?;
+    let stop = non_digits(word);
+    let n = stop.trailing_zeros() / 8;
+    // n == 8 (no stop byte in the word) shifts by 64: checked first.
+    (n != 0 && n != 8 && (word >> (8 * n)) as u8 == b'e').then_some(start + n as usize)
+}
+
+/// [`scan_str_header`] for the common case, a prefix of one or two digits
+/// (the one at `pos` known) and its `:`, in bounds: the payload's offset
+/// and length, or `None` for [`scan_str_header`] to decide. Byte by byte
+/// rather than eight at a time: the next token's offset depends on the
+/// length, and a short chain of dependent instructions matters more here
+/// than their number.
+#[inline(always)]
+fn scan_str_header_fast(input: &[u8], pos: usize, max_header: usize) -> Option<(usize, usize)> {
+    let &[c, b1, b2] = input.get(pos..)?.first_chunk::<3>()?;
+    let d0 = usize::from(c - b'0');
+    let (start, value) = if b1 == b':' {
+        (pos + 2, d0)
+    } else if is_digit(b1) && b2 == b':' {
+        (pos + 3, d0 * 10 + usize::from(b1 - b'0'))
+    } else {
+        return None;
+    };
+    (start - pos <= max_header && value <= input.len() - start).then_some((start, value))
 }
 
 /// Checks an integer body starting after `i`, libtorrent's way: returns the
@@ -390,16 +443,47 @@ fn run(
     limits: &Limits,
 ) -> Result<(), Error> {
     let result = if strict {
-        parse_tokens::<true>(input, tokens, stack, keys, limits)
+        parse_tokens::<true, true>(input, tokens, stack, keys, limits)
     } else {
-        parse_tokens::<false>(input, tokens, stack, keys, limits)
+        parse_tokens::<false, true>(input, tokens, stack, keys, limits)
     };
     result.map_err(|(fail, at)| fail.at(at))
 }
 
+/// Tokens as `(offset, info)` pairs (the last one marks the end of the
+/// top-level value), or the error.
+#[doc(hidden)]
+pub type RawTokens = Result<Vec<(u32, u32)>, Error>;
+
+/// For tests and fuzzing: the tokens of the decoder, then those of its
+/// reference, the same loop reading every string prefix and integer a byte
+/// at a time (libtorrent's way, no shortcuts). They must be equal on every
+/// input.
+#[doc(hidden)]
+pub fn fast_and_reference(input: &[u8], strict: bool, limits: &Limits) -> (RawTokens, RawTokens) {
+    let pairs = |tokens: Vec<Token>| tokens.iter().map(|t| (t.offset, t.info)).collect();
+    let (mut stack, mut keys) = (Vec::new(), Vec::new());
+    let mut tokens = Vec::new();
+    let fast =
+        run(strict, input, &mut tokens, &mut stack, &mut keys, limits).map(|()| pairs(tokens));
+    let mut tokens = Vec::new();
+    let reference = if strict {
+        parse_tokens::<true, false>(input, &mut tokens, &mut stack, &mut keys, limits)
+    } else {
+        parse_tokens::<false, false>(input, &mut tokens, &mut stack, &mut keys, limits)
+    };
+    let reference = reference
+        .map_err(|(fail, at)| fail.at(at))
+        .map(|()| pairs(tokens));
+    (fast, reference)
+}
+
 /// The parse loop. `STRICT` adds the BEP 3 checks; the default-mode build
-/// carries none of their cost.
-fn parse_tokens<const STRICT: bool>(
+/// carries none of their cost. `FAST` takes shortcuts for the common string
+/// prefixes and integers, each falling back to the byte-at-a-time scan,
+/// which decides every case it does not take: the same tokens and errors
+/// either way (`fast_and_reference`).
+fn parse_tokens<const STRICT: bool, const FAST: bool>(
     input: &[u8],
     tokens: &mut Vec<Token>,
     stack: &mut Vec<u32>,
@@ -422,7 +506,9 @@ fn parse_tokens<const STRICT: bool>(
     let max_tokens = limits.tokens;
     let max_header = limits.length_digits.min(20) + 1;
     if tokens.capacity() == 0 {
-        tokens.reserve((len / 8 + 16).min(max_tokens.saturating_add(1)));
+        // A first guess that a file list (the densest part of a torrent,
+        // ~6 bytes a token) fits in without growing.
+        tokens.reserve((len / 5 + 16).min(max_tokens.saturating_add(1)));
     }
     let mut pos = 0usize;
     let mut state = TOP;
@@ -434,12 +520,17 @@ fn parse_tokens<const STRICT: bool>(
             return Err((Fail::LimitExceeded, pos));
         }
         let c = input[pos];
-        if state == DICT_KEY && !is_digit(c) && c != b'e' {
-            return Err((Fail::ExpectedDigit, pos));
-        }
         if is_digit(c) {
             let str_start = pos;
-            let (p, value) = scan_str_header(input, pos, max_header)?;
+            let fast = if FAST {
+                scan_str_header_fast(input, pos, max_header)
+            } else {
+                None
+            };
+            let (p, value) = match fast {
+                Some(found) => found,
+                None => scan_str_header(input, pos, max_header)?,
+            };
             let header = p - str_start;
             if STRICT {
                 if c == b'0' && header > 2 {
@@ -451,8 +542,18 @@ fn parse_tokens<const STRICT: bool>(
             }
             push(tokens, Token::new(str_start as u32, BYTES, header as u32));
             pos = p + value;
+        } else if state == DICT_KEY && c != b'e' {
+            return Err((Fail::ExpectedDigit, pos));
         } else if c == b'i' {
-            let e = scan_int(input, pos + 1)?;
+            let fast = if FAST {
+                scan_int_fast(input, pos + 1)
+            } else {
+                None
+            };
+            let e = match fast {
+                Some(e) => e,
+                None => scan_int(input, pos + 1)?,
+            };
             if STRICT {
                 check_int_form(input, pos + 1, e)?;
             }
@@ -511,3 +612,6 @@ fn parse_tokens<const STRICT: bool>(
     push(tokens, Token::new(pos as u32, END, 0));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
