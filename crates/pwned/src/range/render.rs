@@ -69,6 +69,31 @@ pub(crate) trait Digits: Copy {
     fn put<const SKIP: usize>(self, key: Key, out: &mut [std::mem::MaybeUninit<u8>]);
 }
 
+/// What a [`Digits`] writer of 16 digits a register starts from: the 35
+/// digits after the prefix as `s0` (16), `s1` (16) and the top 12 bits of
+/// `s2` (3; NTLM's 27 end in `s1`, the rest is overwritten by the colon and
+/// the count), and where they start in `out`, after the CRLF it writes
+/// first unless this is the body's first line.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+#[inline(always)]
+pub(crate) fn line_start<const SKIP: usize>(
+    key: Key,
+    out: &mut [std::mem::MaybeUninit<u8>],
+) -> (u64, u64, u16, usize) {
+    let s0 = key.hi << 20 | key.mid >> 44;
+    let s1 = key.mid << 20 | u64::from(key.lo) >> 12;
+    let s2 = ((key.lo & 0xFFF) << 4) as u16;
+    if SKIP == PREFIX_DIGITS {
+        return (s0, s1, s2, 0);
+    }
+    out[0].write(b'\r');
+    out[1].write(b'\n');
+    (s0, s1, s2, 2)
+}
+
 /// [`put_digits`]: SSE2 on x86-64, words elsewhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Portable;

@@ -27,8 +27,7 @@ use std::sync::OnceLock;
 use crate::format::hash::{Key, Kind};
 use crate::format::layout::Layout;
 use crate::format::page::{Page, Visit};
-use crate::range::PREFIX_DIGITS;
-use crate::range::render::{Digits, Lines, put_count, turned_off};
+use crate::range::render::{Digits, Lines, line_start, put_count, turned_off};
 
 /// Whether the processor has x86-64-v3's instructions used here, and they
 /// were not turned off (`SEEKLESS_NO_AVX2=1` in the environment: for
@@ -63,18 +62,7 @@ impl Digits for Avx2 {
     #[inline(always)]
     fn put<const SKIP: usize>(self, key: Key, out: &mut [MaybeUninit<u8>]) {
         let out = &mut out[..48];
-        // The 35 digits after the prefix: 16 of `s0`, 16 of `s1`, 3 of
-        // `s2`'s 12 bits (NTLM's 27: the rest is overwritten by the colon
-        // and the count).
-        let s0 = key.hi << 20 | key.mid >> 44;
-        let s1 = key.mid << 20 | u64::from(key.lo) >> 12;
-        let s2 = ((key.lo & 0xFFF) << 4) as u16;
-        // Where the digits start: after CRLF, but on the body's first line.
-        let d = if SKIP == PREFIX_DIGITS { 0 } else { 2 };
-        if SKIP != PREFIX_DIGITS {
-            out[0].write(b'\r');
-            out[1].write(b'\n');
-        }
+        let (s0, s1, s2, d) = line_start::<SKIP>(key, out);
         // SAFETY: an `Avx2` exists only where the processor has AVX2
         // (SSE4.1 and SSSE3 with it); the stores write bytes d..d + 32
         // and d + 32..d + 36 of `out`, 48 bytes long.

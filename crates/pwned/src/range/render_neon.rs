@@ -17,8 +17,7 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use crate::format::hash::Key;
-use crate::range::PREFIX_DIGITS;
-use crate::range::render::{Digits, turned_off};
+use crate::range::render::{Digits, line_start, turned_off};
 
 /// Whether NEON digits are used: always, unless turned off.
 pub(super) fn has_neon() -> bool {
@@ -37,18 +36,7 @@ impl Digits for Neon {
     #[inline(always)]
     fn put<const SKIP: usize>(self, key: Key, out: &mut [MaybeUninit<u8>]) {
         let out = &mut out[..48];
-        // The 35 digits after the prefix: 16 of `s0`, 16 of `s1`, 3 of
-        // `s2`'s 12 bits (NTLM's 27: the rest is overwritten by the colon
-        // and the count).
-        let s0 = key.hi << 20 | key.mid >> 44;
-        let s1 = key.mid << 20 | u64::from(key.lo) >> 12;
-        let s2 = ((key.lo & 0xFFF) << 4) as u16;
-        // Where the digits start: after CRLF, but on the body's first line.
-        let d = if SKIP == PREFIX_DIGITS { 0 } else { 2 };
-        if SKIP != PREFIX_DIGITS {
-            out[0].write(b'\r');
-            out[1].write(b'\n');
-        }
+        let (s0, s1, s2, d) = line_start::<SKIP>(key, out);
         // SAFETY: NEON is part of aarch64 itself; the stores write bytes
         // d..d + 32 of `out`, 48 bytes long, and the table is 16 bytes.
         let tail = unsafe {
