@@ -6,7 +6,10 @@
 use libfuzzer_sys::fuzz_target;
 use seekless_pwned::{Index, Key};
 
-const PAGE: usize = 4096;
+#[path = "../shared/pages.rs"]
+mod pages;
+
+use pages::{PAGE, pages_and_directory};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
@@ -16,17 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let h = data[1] % 65;
     let body = &data[2..];
     // Lay the input out as whole pages followed by 12-byte directory entries.
-    let pages = body.len() / (PAGE + 12);
-    let mut file = vec![0u8; PAGE];
-    file.extend_from_slice(&body[..pages * (PAGE + 12)]);
-    let mut dir = file[PAGE * (1 + pages)..].to_vec();
-    // Give every page its right checksum so that the pages get decoded.
-    for i in 0..pages {
-        let crc = crc32c::crc32c(&file[PAGE * (1 + i)..PAGE * (2 + i)]);
-        dir[12 * i + 8..12 * i + 12].copy_from_slice(&crc.to_le_bytes());
-    }
-    file.truncate(PAGE * (1 + pages));
-    file.extend_from_slice(&dir);
+    let (mut file, dir, pages) = pages_and_directory(body);
     // Versions 2 and 4 checksum the directory in blocks of 341 entries;
     // version 1 as a whole. Version 4 keeps 32 to 160 bits of each hash.
     let version: u16 = match data[0] & 6 {

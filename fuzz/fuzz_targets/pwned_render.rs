@@ -17,7 +17,10 @@ use seekless_pwned::test_util::{
 };
 use seekless_pwned::{Index, Key, Kind};
 
-const PAGE: usize = 4096;
+#[path = "../shared/pages.rs"]
+mod pages;
+
+use pages::{PAGE, pages_and_directory};
 
 /// The renderers to compare with the portable one.
 fn fast() -> Vec<Renderer> {
@@ -56,19 +59,10 @@ fn pages(data: &[u8]) {
         20 + data[1] % 21
     };
     let body = &data[2..];
-    let pages = body.len() / (PAGE + 12);
+    let (mut file, dir, pages) = pages_and_directory(body);
     if pages == 0 {
         return;
     }
-    let mut file = vec![0u8; PAGE];
-    file.extend_from_slice(&body[..pages * (PAGE + 12)]);
-    let mut dir = file[PAGE * (1 + pages)..].to_vec();
-    for i in 0..pages {
-        let crc = crc32c::crc32c(&file[PAGE * (1 + i)..PAGE * (2 + i)]);
-        dir[12 * i + 8..12 * i + 12].copy_from_slice(&crc.to_le_bytes());
-    }
-    file.truncate(PAGE * (1 + pages));
-    file.extend_from_slice(&dir);
     let table: Vec<u8> = dir
         .chunks(341 * 12)
         .flat_map(|block| crc32c::crc32c(block).to_le_bytes())
