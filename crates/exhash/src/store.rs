@@ -27,6 +27,15 @@ pub trait PageStore: fixed::Fixed {
     fn settled(&mut self, ids: &[PageId]) {
         let _ = ids;
     }
+    /// The table changed `key`: put `Some(value)`, or removed it (`None`).
+    /// A file store journals the change for its next commit.
+    #[inline(always)]
+    fn noted(&mut self, key: u64, value: Option<u64>) {
+        let _ = (key, value);
+    }
+    /// A change too large to journal key by key is under way (a load): a
+    /// file store's next commit writes pages.
+    fn unjournaled(&mut self) {}
 }
 
 /// Pages held in memory only, in 2 MiB chunks that never move once
