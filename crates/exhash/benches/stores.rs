@@ -871,17 +871,23 @@ fn main() {
     let input = Input::new(n, env_or("SEEKLESS_BENCH_COLD_BATCHES", 10));
     let ops = input.gets.len();
     let root = TempDir::new("exhash-stores");
+    if std::env::args().any(|a| a == "--commits-only") {
+        println!(
+            "exhash against LMDB and redb, puts with commits only: {n} pairs loaded, \
+             {runs} rounds, in {} ({})",
+            root.display(),
+            file_system(&root)
+        );
+        commits_only(&root, &input, runs);
+        println!("\nwhole run: {:.0} s", started.elapsed().as_secs_f64());
+        return;
+    }
     println!(
         "exhash against persistent stores: {n} pairs loaded, {ops} gets, puts and deletes, \
          median of {runs} run(s), in {} ({})",
         root.display(),
         file_system(&root)
     );
-    if std::env::args().any(|a| a == "--commits-only") {
-        commits_only(&root, &input, env_or("SEEKLESS_BENCH_RUNS", 3));
-        println!("\nwhole run: {:.0} s", started.elapsed().as_secs_f64());
-        return;
-    }
     let expect = input.expect();
 
     // Each run gives every store its turn, starting one further each time.

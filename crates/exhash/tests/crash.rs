@@ -248,7 +248,12 @@ fn clear_errors_for_foreign_and_future_files() {
 
 /// CRC-32C (Castagnoli), bitwise: the tests' own check of the header format.
 fn crc32c(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
+    crc32c_from(0, data)
+}
+
+/// CRC-32C going on from `crc`, the checksum of the bytes before `data`.
+fn crc32c_from(crc: u32, data: &[u8]) -> u32 {
+    let mut crc = !crc;
     for &b in data {
         crc ^= b as u32;
         for _ in 0..8 {
@@ -803,12 +808,17 @@ fn damaged_journal_blocks_end_the_journal_or_are_refused() {
     }
     // Checksum fixed up: a wrong entry count, a record of no kind, a
     // removal of a key that is not there.
+    // A block's checksum goes on from the one before it.
+    let first_crc = u32_at(&image, at + 36);
     let reseal = |bad: &mut Vec<u8>| {
         let mut head = bad[last..last + 36].to_vec();
         head.extend_from_slice(&bad[last + 40..last + 40 + 26]);
-        let crc = crc32c(&head);
+        let crc = crc32c_from(first_crc, &head);
         bad[last + 36..last + 40].copy_from_slice(&crc.to_le_bytes());
     };
+    let mut unchanged = image.clone();
+    reseal(&mut unchanged);
+    assert_eq!(unchanged, image, "the test's checksum is the file's");
     let cases: [(usize, u8, &str); 3] = [
         (24, 0x01, "entry count after a journal block"),
         (40, 0x07, "bad journal record"),
@@ -857,4 +867,43 @@ fn version_3_files_open_and_take_a_journal_at_the_next_commit() {
         contents(&ExHash::open_on(journaled).unwrap()),
         sorted(&model)
     );
+}
+
+/// A damaged block in the middle of the journal ends it there; the next
+/// commit is written in its place, and the block after it, left from
+/// before with the right numbers, is not taken for the one after that:
+/// its checksum went on from the damaged block's.
+#[test]
+fn a_stale_block_after_the_end_is_not_replayed() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(21);
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    // Three commits of 100 puts: a block of 4 KiB each, as the one that
+    // replaces the second will be.
+    let mut states = Vec::new();
+    for round in 0..3u64 {
+        for k in 0..100 {
+            table.insert(round << 56 | k, k);
+            model.insert(round << 56 | k, k);
+        }
+        table.commit().unwrap();
+        states.push(sorted(&model));
+    }
+    let mut image = table.store().device().clone();
+    let (at, _) = journal_of(&image);
+    let second = at + 4096;
+    assert_eq!(&image[second..second + 8], b"SLEXJRNL");
+    assert_eq!(&image[second + 4096..second + 4096 + 8], b"SLEXJRNL");
+    image[second + 100] ^= 1;
+    let mut reopened = ExHash::open_on(image).unwrap();
+    assert_eq!(contents(&reopened), states[0], "the journal ends at the damage");
+    reopened.insert(7 << 50, 7);
+    reopened.commit().unwrap();
+    let mut want = states[0].clone();
+    want.push((7 << 50, 7));
+    want.sort_unstable();
+    let again = ExHash::open_on(reopened.store().device().clone()).unwrap();
+    assert_eq!(contents(&again), want);
 }

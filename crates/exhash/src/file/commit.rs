@@ -74,7 +74,7 @@ impl<D: Device> ExHash<FileStore<D>> {
             .and_then(|()| self.store.dev.sync().map_err(io("syncing the journal")));
         match written {
             Ok(()) => {
-                self.store.journal.appended(block.len());
+                self.store.journal.appended(&block);
                 self.store.seq = seq;
                 Ok(())
             }

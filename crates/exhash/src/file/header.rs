@@ -68,11 +68,11 @@ impl Header {
             meta_slot: u64_at(b, 24),
             meta_len: u64_at(b, 32),
             meta_crc: u32_at(b, 40),
-            // Reserved and zero before version 4.
-            journal: if version >= 4 {
-                (u64_at(b, 44), u32_at(b, 52) as u64)
-            } else {
-                (0, 0)
+            // Reserved and zero before version 4; no extent when it has no
+            // slots, wherever it starts.
+            journal: match (version >= 4, u32_at(b, 52)) {
+                (true, slots @ 1..) => (u64_at(b, 44), slots as u64),
+                _ => (0, 0),
             },
         }))
     }

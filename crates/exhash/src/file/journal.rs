@@ -34,6 +34,10 @@ pub(super) struct Journal {
     pub(super) end: u64,
     /// Sequence number of the checkpoint the blocks belong to.
     pub(super) checkpoint: u64,
+    /// The checksum of the last block (0 before the first): each block's
+    /// checksum goes on from it, so a stale block that follows the end
+    /// with the next number does not read as the next one.
+    pub(super) last_crc: u32,
     /// The changes since the last commit, encoded as records.
     records: Vec<u8>,
     /// Whether the changes since the last commit were made key by key: not
@@ -93,7 +97,7 @@ impl Journal {
         b.extend_from_slice(&seq.to_le_bytes());
         b.extend_from_slice(&entries.to_le_bytes());
         b.extend_from_slice(&(self.records.len() as u32).to_le_bytes());
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&b), &self.records);
+        let crc = crc32c::crc32c_append(crc32c::crc32c_append(self.last_crc, &b), &self.records);
         b.extend_from_slice(&crc.to_le_bytes());
         b.extend_from_slice(&self.records);
         b.resize(len, 0);
@@ -105,9 +109,10 @@ impl Journal {
         self.extent.0 * SLOT_SIZE + self.end
     }
 
-    /// A block of `len` bytes was written and synced.
-    pub(super) fn appended(&mut self, len: usize) {
-        self.end += len as u64;
+    /// The block `block` was written and synced, or read back.
+    pub(super) fn appended(&mut self, block: &[u8]) {
+        self.end += block.len() as u64;
+        self.last_crc = u32_at(block, 36);
         self.records.clear();
     }
 
@@ -118,6 +123,7 @@ impl Journal {
             extent,
             end: 0,
             checkpoint: seq,
+            last_crc: 0,
             records: Vec::new(),
             open: true,
         };
@@ -147,30 +153,35 @@ pub(super) struct Block<'a> {
     records: &'a [u8],
     /// Offset of the records in the file, for errors.
     pub(super) records_at: u64,
-    /// Bytes the block takes in the extent.
-    pub(super) len: usize,
+    /// The block's bytes in the extent (up to its end, or the extent's).
+    pub(super) bytes: &'a [u8],
 }
 
-/// The block at the start of `bytes` (the rest of the extent, at file
-/// offset `at`) if it is the one for commit `seq` after checkpoint
-/// `checkpoint`; None where the journal ends (a blank, stale or torn block).
-pub(super) fn read_block(bytes: &[u8], at: u64, checkpoint: u64, seq: u64) -> Option<Block<'_>> {
-    let head = bytes.get(..BLOCK_HEAD)?;
-    if head[..8] != BLOCK_MAGIC || u64_at(head, 8) != checkpoint || u64_at(head, 16) != seq {
-        return None;
+impl Journal {
+    /// The next block at the start of `bytes` (the rest of the extent, at
+    /// file offset `at`): the one for the next commit after the last read,
+    /// its checksum going on from that block's. None where the journal ends
+    /// (a blank, stale or torn block).
+    pub(super) fn read_next<'a>(&self, bytes: &'a [u8], at: u64, seq: u64) -> Option<Block<'a>> {
+        let head = bytes.get(..BLOCK_HEAD)?;
+        if head[..8] != BLOCK_MAGIC || u64_at(head, 8) != self.checkpoint || u64_at(head, 16) != seq
+        {
+            return None;
+        }
+        let n = u32_at(head, 32) as usize;
+        let records = bytes.get(BLOCK_HEAD..BLOCK_HEAD.checked_add(n)?)?;
+        let crc = crc32c::crc32c_append(crc32c::crc32c_append(self.last_crc, &head[..36]), records);
+        if crc != u32_at(head, 36) {
+            return None;
+        }
+        let len = (BLOCK_HEAD + n).next_multiple_of(BLOCK_ALIGN);
+        Some(Block {
+            entries: u64_at(head, 24),
+            records,
+            records_at: at + BLOCK_HEAD as u64,
+            bytes: bytes.get(..len).unwrap_or(bytes),
+        })
     }
-    let n = u32_at(head, 32) as usize;
-    let records = bytes.get(BLOCK_HEAD..BLOCK_HEAD.checked_add(n)?)?;
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[..36]), records);
-    if crc != u32_at(head, 36) {
-        return None;
-    }
-    Some(Block {
-        entries: u64_at(head, 24),
-        records,
-        records_at: at + BLOCK_HEAD as u64,
-        len: (BLOCK_HEAD + n).next_multiple_of(BLOCK_ALIGN),
-    })
 }
 
 impl Block<'_> {

@@ -26,6 +26,7 @@ use crate::device::Device;
 use crate::error::Error;
 use crate::page::{Page, PageId};
 use crate::store::fixed::Fixed;
+use crate::store::noted::Noted;
 use crate::store::{MemoryStore, PageStore};
 use journal::Journal;
 use write_behind::{Writer, write_runs};
@@ -229,6 +230,17 @@ impl<D: Device> Fixed for FileStore<D> {
     }
 }
 
+impl<D: Device> Noted for FileStore<D> {
+    #[inline]
+    fn noted(&mut self, key: u64, value: Option<u64>) {
+        self.journal.note(key, value);
+    }
+
+    fn unjournaled(&mut self) {
+        self.journal.close();
+    }
+}
+
 impl<D: Device> PageStore for FileStore<D> {
     #[inline]
     fn page(&self, id: PageId) -> &Page {
@@ -309,15 +321,6 @@ impl<D: Device> PageStore for FileStore<D> {
 
     fn live_pages(&self) -> usize {
         self.mem.live_pages()
-    }
-
-    #[inline]
-    fn noted(&mut self, key: u64, value: Option<u64>) {
-        self.journal.note(key, value);
-    }
-
-    fn unjournaled(&mut self) {
-        self.journal.close();
     }
 }
 

@@ -422,12 +422,15 @@ impl<D: Device> FileStore<D> {
     /// The bytes of the journal's extent that `header` names (none before
     /// version 4; its slots were checked with the metadata's).
     fn read_journal(&mut self, header: &Header) -> Result<Vec<u8>, Error> {
+        self.journal.restart(header.seq, header.journal);
         let (first, n) = header.journal;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
         let mut bytes = vec![0u8; (n * SLOT_SIZE) as usize];
         self.dev
             .read_at(first * SLOT_SIZE, &mut bytes)
             .map_err(io("reading the journal"))?;
-        self.journal.restart(header.seq, header.journal);
         Ok(bytes)
     }
 }
@@ -440,8 +443,10 @@ impl<D: Device> ExHash<FileStore<D>> {
         let base = header.journal.0 * SLOT_SIZE;
         let mut at = 0;
         let mut seq = header.seq + 1;
-        while let Some(block) =
-            super::journal::read_block(&journal[at..], base + at as u64, header.seq, seq)
+        while let Some(block) = self
+            .store
+            .journal
+            .read_next(&journal[at..], base + at as u64, seq)
         {
             for change in block.changes() {
                 match change? {
@@ -464,15 +469,11 @@ impl<D: Device> ExHash<FileStore<D>> {
                     "entry count after a journal block",
                 ));
             }
-            at += block.len;
+            at += block.bytes.len();
             seq += 1;
-            if at >= journal.len() {
-                break;
-            }
+            self.store.journal.appended(block.bytes);
         }
-        let store = &mut self.store;
-        store.seq = seq - 1;
-        store.journal.appended(at);
+        self.store.seq = seq - 1;
         Ok(())
     }
 }
