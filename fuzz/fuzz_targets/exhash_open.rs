@@ -3,10 +3,11 @@
 //!
 //! An input whose first byte is odd is not a file but edits to a valid
 //! one: a committed table that grew and shrank (so its page table keeps
-//! unused ids), its bytes xored at the offsets the input names (three
-//! bytes an edit: two for the offset, one to xor), then its checksums made
-//! right again, so that the reader's checks past the checksums are what is
-//! tried. Other inputs are opened as they are.
+//! unused ids), then had three commits go to its journal, its bytes xored
+//! at the offsets the input names (three bytes an edit: two for the offset,
+//! one to xor), then its checksums made right again (pages, metadata,
+//! header, journal blocks), so that the reader's checks past the checksums
+//! are what is tried. Other inputs are opened as they are.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -51,6 +52,15 @@ fn edited(edits: &[u8]) -> Vec<u8> {
                 table.remove(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             }
             table.commit().unwrap();
+            for round in 0..3u64 {
+                for k in 0..100u64 {
+                    table.insert(k << 40 | round, k);
+                }
+                for k in 100 * round..100 * round + 50 {
+                    table.remove(k.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                }
+                table.commit().unwrap();
+            }
             ExHash::into_store(table).into_device()
         })
         .clone();
@@ -95,6 +105,31 @@ fn reseal(image: &mut [u8]) {
         let crc = crc32c::crc32c(&image[meta_at..meta_end]);
         image[copy + 40..copy + 44].copy_from_slice(&crc.to_le_bytes());
     }
+    reseal_journal(image, copy);
     let crc = crc32c::crc32c(&image[copy..copy + 60]);
     image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Make the checksum of every block in the journal's extent that the header
+/// copy at `copy` names right, as far as the blocks lie inside the image.
+fn reseal_journal(image: &mut [u8], copy: usize) {
+    let (Some(first), Some(slots)) = (u64_at(image, copy + 44), u64_at(image, copy + 52)) else {
+        return;
+    };
+    let start = (first as usize).saturating_mul(SLOT);
+    let end = start
+        .saturating_add((slots as u32 as usize).saturating_mul(SLOT))
+        .min(image.len());
+    let (mut at, mut last_crc) = (start, 0);
+    while at.saturating_add(40) <= end && &image[at..at + 8] == b"SLEXJRNL" {
+        let len = u32::from_le_bytes(image[at + 32..at + 36].try_into().unwrap()) as usize;
+        let Some(records) = image.get(at + 40..(at + 40).saturating_add(len).min(end)) else {
+            return;
+        };
+        // Each block's checksum goes on from the one before it.
+        let head = crc32c::crc32c_append(last_crc, &image[at..at + 36]);
+        last_crc = crc32c::crc32c_append(head, records);
+        image[at + 36..at + 40].copy_from_slice(&last_crc.to_le_bytes());
+        at = at.saturating_add((40 + len).next_multiple_of(4096));
+    }
 }

@@ -1,6 +1,7 @@
 //! Random operation sequences on an exhash table over an in-memory file,
-//! replayed against `HashMap`: every answer must match, a commit followed
-//! by a reopen of the file must keep every pair, and the table's
+//! replayed against `HashMap`: every answer must match, a commit (to the
+//! journal or a checkpoint) followed by a reopen of the file must keep
+//! every pair, and the table's
 //! invariants (counts, directory, lookup directory) must hold at the end.
 #![no_main]
 
@@ -31,9 +32,15 @@ fuzz_target!(|data: &[u8]| {
         match c[0] & 3 {
             0 | 1 => assert_eq!(table.insert(key, value), model.insert(key, value)),
             2 => assert_eq!(table.remove(key), model.remove(&key)),
-            // One get in sixteen commits and reopens the file instead.
+            // One get in sixteen commits and reopens the file instead: a
+            // commit to the journal, or a checkpoint when the value's low
+            // bit says so.
             _ if c[0] & 0x3c == 0 => {
-                table.commit().unwrap();
+                if c[4] & 1 == 0 {
+                    table.commit().unwrap();
+                } else {
+                    table.checkpoint().unwrap();
+                }
                 let image = table.into_store().into_device();
                 table = ExHash::open_on(image).unwrap();
                 table.check_invariants().unwrap();

@@ -19,8 +19,9 @@
 //! - [`Page`] (`page.rs`): the 8 KiB unit every store holds.
 //! - [`PageStore`] (`store.rs`): the storage trait, with [`MemoryStore`],
 //!   whose 2 MiB chunks (`chunk.rs`) are made and faulted in ahead of need;
-//!   [`FileStore`] (`file/`) adds atomic, crash-safe commits by shadow
-//!   paging (format in `docs/format-exhash.md`).
+//!   [`FileStore`] (`file/`) adds atomic, crash-safe commits: a few
+//!   changes appended to a journal, the pages written by shadow paging at
+//!   checkpoints (format in `docs/format-exhash.md`).
 //!
 //! ```
 //! use seekless_exhash::ExHash;
@@ -43,6 +44,8 @@
 //! let pairs: Vec<(u64, u64)> = (0..1_000_000).map(|k| (k * 7919, k)).collect();
 //! table.load(&pairs);
 //! table.commit()?; // durable from here on, whatever happens next
+//! table.insert(3, 4);
+//! table.commit()?; // one journal block and one sync
 //! # Ok(())
 //! # }
 //! ```

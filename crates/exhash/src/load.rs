@@ -73,6 +73,7 @@ impl<S: PageStore> ExHash<S> {
         if pairs.len() < ORDERED_FROM {
             return self.insert_many(pairs);
         }
+        self.store.unjournaled();
         let bits = bucket_bits(pairs.len());
         let (ordered, ends) = by_position(pairs, bits);
         let mut frontier = Frontier {

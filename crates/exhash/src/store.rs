@@ -9,7 +9,7 @@ use crate::page::{Page, PageId};
 /// [`FileStore`](crate::FileStore). The trait is sealed: the table keeps
 /// the addresses of pages, so it relies on a live page's bytes staying
 /// where they are, which these two promise.
-pub trait PageStore: fixed::Fixed {
+pub trait PageStore: fixed::Fixed + noted::Noted {
     /// The page with id `id` (which must be live).
     fn page(&self, id: PageId) -> &Page;
     /// The page with id `id` for writing (a file store marks it dirty).
@@ -221,6 +221,24 @@ pub(crate) mod fixed {
         unsafe fn page_mut_at(&mut self, id: PageId, address: usize) -> &mut Page;
     }
 }
+
+pub(crate) mod noted {
+    /// What the table tells its store of its changes: a file store keeps
+    /// them for its journal (`file/journal.rs`), the memory store nothing.
+    pub trait Noted {
+        /// The table changed `key`: put `Some(value)`, or removed it
+        /// (`None`).
+        #[inline(always)]
+        fn noted(&mut self, key: u64, value: Option<u64>) {
+            let _ = (key, value);
+        }
+        /// A change too large to journal key by key is under way (a load):
+        /// a file store's next commit writes pages.
+        fn unjournaled(&mut self) {}
+    }
+}
+
+impl noted::Noted for MemoryStore {}
 
 impl fixed::Fixed for MemoryStore {
     #[inline]

@@ -433,6 +433,7 @@ impl<S: PageStore> ExHash<S> {
     /// Insert or overwrite; returns the previous value.
     #[inline]
     pub fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
+        self.store.noted(key, Some(value));
         let h = mix(key);
         let loc = self.locate(h);
         let done = if narrow(loc.depth) {
@@ -527,12 +528,14 @@ impl<S: PageStore> ExHash<S> {
         };
         let Some(old) = removed else {
             let v = self.spill.remove(&key)?;
+            self.store.noted(key, None);
             // Counted as a removal, so that the stamp never goes back to
             // a value a page's floor was exact at.
             self.len -= 1;
             self.removed += 1;
             return Some(v);
         };
+        self.store.noted(key, None);
         self.len -= 1;
         self.removed += 1;
         self.maybe_merge(h);

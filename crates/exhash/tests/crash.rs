@@ -122,7 +122,9 @@ impl Device for SimDevice {
 }
 
 /// Random rounds of puts (values of every width), overwrites and deletes,
-/// each ending in a commit whose every write is crash-checked.
+/// each ending in a commit whose every write is crash-checked: to the
+/// journal, by a checkpoint when it is full, and by one asked for every
+/// fourth round.
 #[test]
 fn crash_after_every_write_reopens_a_commit() {
     let sim = Rc::new(RefCell::new(Sim::default()));
@@ -147,7 +149,11 @@ fn crash_after_every_write_reopens_a_commit() {
         let mut next: State = model.iter().map(|(&k, &v)| (k, v)).collect();
         next.sort_unstable();
         sim.borrow_mut().acceptable = Some([committed.clone(), next.clone()]);
-        table.commit().unwrap();
+        if round % 4 == 3 {
+            table.checkpoint().unwrap();
+        } else {
+            table.commit().unwrap();
+        }
         sim.borrow_mut().acceptable = None;
         committed = next;
         history.push(committed.clone());
@@ -158,7 +164,7 @@ fn crash_after_every_write_reopens_a_commit() {
     }
     let sim_ref = sim.borrow();
     assert!(
-        sim_ref.checked > rounds * 3,
+        sim_ref.checked > rounds + 2 * (rounds / 4),
         "only {} writes checked",
         sim_ref.checked
     );
@@ -221,15 +227,15 @@ fn clear_errors_for_foreign_and_future_files() {
         matches!(err.kind(), ErrorKind::Truncated { offset: 100, .. }),
         "{err}"
     );
-    // A valid file whose header copies claim version 4.
+    // A valid file whose header copies claim version 5.
     for copy in [0usize, 4096] {
-        image[copy + 8] = 4;
+        image[copy + 8] = 5;
         let crc = crc32c(&image[copy..copy + 60]);
         image[copy + 60..copy + 64].copy_from_slice(&crc.to_le_bytes());
     }
     let err = ExHash::open_on(image.clone()).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::NewerVersion { found: 4 }),
+        matches!(err.kind(), ErrorKind::NewerVersion { found: 5 }),
         "{err}"
     );
     assert!(err.to_string().contains("newer seekless"), "{err}");
@@ -242,7 +248,12 @@ fn clear_errors_for_foreign_and_future_files() {
 
 /// CRC-32C (Castagnoli), bitwise: the tests' own check of the header format.
 fn crc32c(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
+    crc32c_from(0, data)
+}
+
+/// CRC-32C going on from `crc`, the checksum of the bytes before `data`.
+fn crc32c_from(crc: u32, data: &[u8]) -> u32 {
+    let mut crc = !crc;
     for &b in data {
         crc ^= b as u32;
         for _ in 0..8 {
@@ -430,7 +441,7 @@ fn header_version(image: &[u8]) -> u32 {
 }
 
 /// Open an image of an earlier version: its pairs read back; the first
-/// commit writes format 3; until then the old file is untouched.
+/// commit writes format 4; until then the old file is untouched.
 fn upgrade_and_check(image: Vec<u8>, version: u32) {
     assert_eq!(header_version(&image), version);
     let want = v2_contents();
@@ -445,7 +456,7 @@ fn upgrade_and_check(image: Vec<u8>, version: u32) {
     assert_eq!(old.store().device(), &image);
     old.commit().unwrap();
     let image = old.store().device().clone();
-    assert_eq!(header_version(&image), 3);
+    assert_eq!(header_version(&image), 4);
     let mut reopened = ExHash::open_on(image).unwrap();
     let mut want = want;
     want.push((u64::MAX, 7));
@@ -509,7 +520,7 @@ fn corrupt_pages_are_refused_never_a_panic() {
     for (k, v) in v2_contents() {
         table.insert(k, v);
     }
-    table.commit().unwrap();
+    table.checkpoint().unwrap();
     let refused = corrupt_each_page(table.store().device());
     assert!(
         refused > 100,
@@ -528,7 +539,7 @@ fn shrunk_image() -> Vec<u8> {
     for k in 2_000..20_000u64 {
         table.remove(k);
     }
-    table.commit().unwrap();
+    table.checkpoint().unwrap();
     table.store().device().clone()
 }
 
@@ -596,7 +607,7 @@ fn a_spill_key_also_stored_in_a_page_is_refused() {
     let mut table = ExHash::create_on(Vec::new()).unwrap();
     table.insert(1, 2);
     table.insert(3, 4);
-    table.commit().unwrap();
+    table.checkpoint().unwrap();
     let mut image = table.store().device().clone();
     let newest = if u64_at(&image, 16) >= u64_at(&image, 4096 + 16) {
         0
@@ -670,4 +681,229 @@ fn a_crash_during_a_load_reopens_the_last_commit() {
     let reopened = ExHash::open_on(sim_ref.durable.clone()).unwrap();
     assert_eq!(contents(&reopened), next);
     assert_eq!(next.len(), 60_000);
+}
+
+/// The newest header copy's offset in `image`.
+fn newest_header(image: &[u8]) -> usize {
+    if u64_at(image, 16) >= u64_at(image, 4096 + 16) {
+        0
+    } else {
+        4096
+    }
+}
+
+/// The journal extent the newest header names: byte offset and length.
+fn journal_of(image: &[u8]) -> (usize, usize) {
+    let h = newest_header(image);
+    let slots = u32_at(image, h + 52) as usize;
+    (u64_at(image, h + 44) as usize * 8192, slots * 8192)
+}
+
+/// Puts and removals of keys below 5,000 into `table` and `model`.
+fn churn(table: &mut ExHash<FileStore<Vec<u8>>>, model: &mut HashMap<u64, u64>, x: &mut Rng) {
+    for _ in 0..300 {
+        let k = (x.next_u64() >> 11) % 5000;
+        if (x.next_u64() >> 11).is_multiple_of(4) {
+            assert_eq!(table.remove(k), model.remove(&k));
+        } else {
+            let v = x.next_u64() >> ((x.next_u64() >> 11) % 64);
+            assert_eq!(table.insert(k, v), model.insert(k, v));
+        }
+    }
+}
+
+fn sorted(model: &HashMap<u64, u64>) -> State {
+    let mut all: State = model.iter().map(|(&k, &v)| (k, v)).collect();
+    all.sort_unstable();
+    all
+}
+
+/// Small commits after the first go to the journal: the file keeps its
+/// length and changes only in the block appended (4 KiB for 300 changes);
+/// the journal fills and a checkpoint starts it again; every commit
+/// reopens to what was committed.
+#[test]
+fn small_commits_append_to_the_journal_and_reopen() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(11);
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    let (at, len) = journal_of(table.store().device());
+    assert!(at > 0 && len >= 16 * 8192, "journal at {at}, {len} bytes");
+    let (mut journaled, mut checkpoints) = (0, 0);
+    for _ in 0..60 {
+        let before = table.store().device().clone();
+        churn(&mut table, &mut model, &mut x);
+        table.commit().unwrap();
+        let after = table.store().device();
+        let changed: Vec<usize> = (0..after.len())
+            .filter(|&i| before.get(i) != after.get(i))
+            .collect();
+        if changed.iter().all(|&i| i >= 8192) {
+            // One block: 40 bytes of head and 9 or 17 bytes a change.
+            journaled += 1;
+            assert_eq!(after.len(), before.len());
+            let (first, last) = (changed[0], changed[changed.len() - 1]);
+            assert!(
+                first >= at && last < at + len,
+                "{first}..{last} outside the journal"
+            );
+            assert!(last - first < 8192, "{} bytes for one commit", last - first);
+        } else {
+            checkpoints += 1;
+        }
+        let reopened = ExHash::open_on(after.clone()).unwrap();
+        assert_eq!(contents(&reopened), sorted(&model));
+        reopened.check_invariants().unwrap();
+    }
+    assert!(
+        journaled >= 40 && checkpoints >= 1,
+        "{journaled} journaled, {checkpoints} checkpoints"
+    );
+    // A reopened table goes on appending after the blocks it replayed.
+    let mut reopened = ExHash::open_on(table.store().device().clone()).unwrap();
+    churn(&mut reopened, &mut model, &mut x);
+    reopened.commit().unwrap();
+    let again = ExHash::open_on(reopened.store().device().clone()).unwrap();
+    assert_eq!(contents(&again), sorted(&model));
+}
+
+/// A journal block whose checksum fails ends the journal (a torn write):
+/// the file opens at the commit before it. One whose checksum holds but
+/// whose content does not is refused as corrupt.
+#[test]
+fn damaged_journal_blocks_end_the_journal_or_are_refused() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(5);
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    let before_last = sorted(&model);
+    // The last commit: one put of a new key, one removal of a present one.
+    let gone = *model.keys().next().unwrap();
+    table.insert(1 << 40, 3);
+    table.remove(gone);
+    model.insert(1 << 40, 3);
+    model.remove(&gone);
+    table.commit().unwrap();
+    let image = table.store().device().clone();
+    assert_eq!(
+        contents(&ExHash::open_on(image.clone()).unwrap()),
+        sorted(&model)
+    );
+    let (at, _) = journal_of(&image);
+    let last = at + 4096; // the second block; the first took 4 KiB
+    assert_eq!(&image[last..last + 8], b"SLEXJRNL");
+    assert_eq!(u32_at(&image, last + 32), 17 + 9);
+
+    // Torn: any byte of the block's head or records flipped.
+    for i in 0..40 + 26 {
+        let mut bad = image.clone();
+        bad[last + i] ^= 0x10;
+        let t = ExHash::open_on(bad).unwrap_or_else(|e| panic!("byte {i}: {e}"));
+        assert_eq!(contents(&t), before_last, "byte {i}");
+    }
+    // Checksum fixed up: a wrong entry count, a record of no kind, a
+    // removal of a key that is not there.
+    // A block's checksum goes on from the one before it.
+    let first_crc = u32_at(&image, at + 36);
+    let reseal = |bad: &mut Vec<u8>| {
+        let mut head = bad[last..last + 36].to_vec();
+        head.extend_from_slice(&bad[last + 40..last + 40 + 26]);
+        let crc = crc32c_from(first_crc, &head);
+        bad[last + 36..last + 40].copy_from_slice(&crc.to_le_bytes());
+    };
+    let mut unchanged = image.clone();
+    reseal(&mut unchanged);
+    assert_eq!(unchanged, image, "the test's checksum is the file's");
+    let cases: [(usize, u8, &str); 3] = [
+        (24, 0x01, "entry count after a journal block"),
+        (40, 0x07, "bad journal record"),
+        (40 + 17 + 1, 0x20, "journal removes a missing key"),
+    ];
+    for (i, flip, what) in cases {
+        let mut bad = image.clone();
+        bad[last + i] ^= flip;
+        reseal(&mut bad);
+        let err = ExHash::open_on(bad).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains(what), "{err}");
+    }
+}
+
+/// A version 3 file (no journal: its header's bytes 44..60 zero) opens as
+/// it is; its next commit is a checkpoint that writes version 4 and names
+/// a journal, which later commits use.
+#[test]
+fn version_3_files_open_and_take_a_journal_at_the_next_commit() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(3);
+    churn(&mut table, &mut model, &mut x);
+    table.checkpoint().unwrap();
+    let mut image = table.store().device().clone();
+    let h = newest_header(&image);
+    image[h + 8..h + 12].copy_from_slice(&3u32.to_le_bytes());
+    image[h + 44..h + 60].fill(0);
+    let crc = crc32c(&image[h..h + 60]);
+    image[h + 60..h + 64].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(header_version(&image), 3);
+    let mut v3 = ExHash::open_on(image.clone()).unwrap();
+    assert_eq!(contents(&v3), sorted(&model));
+    churn(&mut v3, &mut model, &mut x);
+    assert_eq!(v3.store().device(), &image, "untouched until a commit");
+    v3.commit().unwrap();
+    let upgraded = v3.store().device().clone();
+    assert_eq!(header_version(&upgraded), 4);
+    assert!(journal_of(&upgraded).1 > 0);
+    churn(&mut v3, &mut model, &mut x);
+    v3.commit().unwrap();
+    let journaled = v3.store().device().clone();
+    assert_eq!(&journaled[..8192], &upgraded[..8192], "a journal commit");
+    assert_eq!(
+        contents(&ExHash::open_on(journaled).unwrap()),
+        sorted(&model)
+    );
+}
+
+/// A damaged block in the middle of the journal ends it there; the next
+/// commit is written in its place, and the block after it, left from
+/// before with the right numbers, is not taken for the one after that:
+/// its checksum went on from the damaged block's.
+#[test]
+fn a_stale_block_after_the_end_is_not_replayed() {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(21);
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    // Three commits of 100 puts: a block of 4 KiB each, as the one that
+    // replaces the second will be.
+    let mut states = Vec::new();
+    for round in 0..3u64 {
+        for k in 0..100 {
+            table.insert(round << 56 | k, k);
+            model.insert(round << 56 | k, k);
+        }
+        table.commit().unwrap();
+        states.push(sorted(&model));
+    }
+    let mut image = table.store().device().clone();
+    let (at, _) = journal_of(&image);
+    let second = at + 4096;
+    assert_eq!(&image[second..second + 8], b"SLEXJRNL");
+    assert_eq!(&image[second + 4096..second + 4096 + 8], b"SLEXJRNL");
+    image[second + 100] ^= 1;
+    let mut reopened = ExHash::open_on(image).unwrap();
+    assert_eq!(contents(&reopened), states[0], "the journal ends at the damage");
+    reopened.insert(7 << 50, 7);
+    reopened.commit().unwrap();
+    let mut want = states[0].clone();
+    want.push((7 << 50, 7));
+    want.sort_unstable();
+    let again = ExHash::open_on(reopened.store().device().clone()).unwrap();
+    assert_eq!(contents(&again), want);
 }

@@ -21,6 +21,9 @@ pub(super) struct Header {
     pub(super) meta_slot: u64,
     pub(super) meta_len: u64,
     pub(super) meta_crc: u32,
+    /// The journal's extent: first slot and slots (version 4 on; 0 slots:
+    /// none).
+    pub(super) journal: (u64, u64),
 }
 
 impl Header {
@@ -33,6 +36,8 @@ impl Header {
         b[24..32].copy_from_slice(&self.meta_slot.to_le_bytes());
         b[32..40].copy_from_slice(&self.meta_len.to_le_bytes());
         b[40..44].copy_from_slice(&self.meta_crc.to_le_bytes());
+        b[44..52].copy_from_slice(&self.journal.0.to_le_bytes());
+        b[52..56].copy_from_slice(&(self.journal.1 as u32).to_le_bytes());
         let crc = crc32c::crc32c(&b[..HEADER_USED - 4]);
         b[HEADER_USED - 4..HEADER_USED].copy_from_slice(&crc.to_le_bytes());
         b
@@ -63,6 +68,12 @@ impl Header {
             meta_slot: u64_at(b, 24),
             meta_len: u64_at(b, 32),
             meta_crc: u32_at(b, 40),
+            // Reserved and zero before version 4; no extent when it has no
+            // slots, wherever it starts.
+            journal: match (version >= 4, u32_at(b, 52)) {
+                (true, slots @ 1..) => (u64_at(b, 44), slots as u64),
+                _ => (0, 0),
+            },
         }))
     }
 }

@@ -6,13 +6,16 @@
 //! - this file: [`FileStore`], the pages in memory and what is known of
 //!   their copies in the file;
 //! - `header.rs`: the two checksummed header copies in slot 0;
-//! - `commit.rs`: writing the changed pages, the metadata and a header;
+//! - `commit.rs`: a commit, to the journal or by a checkpoint: the changed
+//!   pages, the metadata and a header;
+//! - `journal.rs`: the journal's blocks of changes, key by key;
 //! - `open.rs`: reading the last commit back, checking every part of it;
 //! - `write_behind.rs`: pages written ahead of a commit while a load goes on,
 //!   and `write_runs`, how every page reaches its slot.
 
 mod commit;
 mod header;
+mod journal;
 mod open;
 mod write_behind;
 
@@ -23,7 +26,9 @@ use crate::device::Device;
 use crate::error::Error;
 use crate::page::{Page, PageId};
 use crate::store::fixed::Fixed;
+use crate::store::noted::Noted;
 use crate::store::{MemoryStore, PageStore};
+use journal::Journal;
 use write_behind::{Writer, write_runs};
 
 /// Pages from which a commit checksums them on a second thread.
@@ -55,8 +60,12 @@ pub struct FileStore<D: Device = File> {
     pending_free: Vec<u64>,
     /// First slot past the end of the file.
     next_slot: u64,
+    /// The number of the last commit, to the journal or a checkpoint.
     seq: u64,
+    /// Which header copy (0 or 1) holds the last checkpoint's header.
+    header_copy: u64,
     meta_extent: (u64, u64),
+    journal: Journal,
 }
 
 impl<D: Device> FileStore<D> {
@@ -74,7 +83,10 @@ impl<D: Device> FileStore<D> {
             pending_free: Vec::new(),
             next_slot: 1,
             seq: 0,
+            // The first header goes to copy A, at the start of the file.
+            header_copy: 1,
             meta_extent: (0, 0),
+            journal: Journal::default(),
         }
     }
 
@@ -215,6 +227,17 @@ impl<D: Device> Fixed for FileStore<D> {
         self.dirty[id as usize] = true;
         // SAFETY: the caller's promise, for the same page of `mem`.
         unsafe { self.mem.page_mut_at(id, address) }
+    }
+}
+
+impl<D: Device> Noted for FileStore<D> {
+    #[inline]
+    fn noted(&mut self, key: u64, value: Option<u64>) {
+        self.journal.note(key, value);
+    }
+
+    fn unjournaled(&mut self) {
+        self.journal.close();
     }
 }
 

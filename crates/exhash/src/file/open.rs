@@ -8,10 +8,11 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use super::header::{Header, u32_at, u64_at};
+use super::journal::Change;
 use super::{FileStore, io};
 use crate::device::Device;
 use crate::error::{Error, ErrorKind};
-use crate::format::{HEADER_SIZE, MAGIC, SLOT_SIZE, VERSION};
+use crate::format::{GROUP_PAGES, HEADER_SIZE, MAGIC, SLOT_SIZE};
 use crate::group::{self, Narrow, Wide, narrow};
 use crate::layout::{MAX_DEPTH, MIN_DEPTH, PageMeta, dir_slot};
 use crate::legacy;
@@ -66,7 +67,7 @@ impl<D: Device> ExHash<FileStore<D>> {
     /// Open the table on `dev`, at its last commit.
     pub fn open_on(mut dev: D) -> Result<ExHash<FileStore<D>>, Error> {
         let file_len = dev.size().map_err(io("reading the file length"))?;
-        let header = latest_header(&mut dev, file_len)?;
+        let (header, header_copy) = latest_header(&mut dev, file_len)?;
         let meta = Metadata::read(&mut dev, &header, file_len)?;
         let slots_in_file = file_len / SLOT_SIZE;
         let Committed {
@@ -87,6 +88,7 @@ impl<D: Device> ExHash<FileStore<D>> {
         store.dirty = vec![false; n];
         store.staged = vec![(0, 0); n];
         store.seq = header.seq;
+        store.header_copy = header_copy;
         store.next_slot = slots_in_file;
         store.meta_extent = (header.meta_slot, header.meta_len.div_ceil(SLOT_SIZE));
         // Pairs of the pages of a file of an earlier version, to be placed
@@ -98,7 +100,7 @@ impl<D: Device> ExHash<FileStore<D>> {
         }
         store.free = (1..slots_in_file).filter(|s| !used.contains(s)).collect();
         let spill_twice = meta.corrupt(spill_at, "spill key also stored in a page");
-        if header.version < VERSION {
+        if header.version < GROUP_PAGES {
             let mut keys: Vec<u64> = old_pairs.iter().map(|p| p.0).collect();
             keys.extend(spill.keys());
             keys.sort_unstable();
@@ -107,6 +109,7 @@ impl<D: Device> ExHash<FileStore<D>> {
             }
             return Ok(upgrade(store, old_pairs, spill));
         }
+        let journal = store.read_journal(&header)?;
         store.mem.rebuild_free_list();
         let dir = dir
             .into_iter()
@@ -116,17 +119,19 @@ impl<D: Device> ExHash<FileStore<D>> {
         for m in &mut metas {
             m.counted = len as u32;
         }
-        let table = ExHash::from_parts(store, dir, gd, metas, len, spill);
+        let mut table = ExHash::from_parts(store, dir, gd, metas, len, spill);
         if table.spill.keys().any(|&k| table.in_pages(k)) {
             return Err(spill_twice);
         }
+        table.replay(&header, &journal)?;
         Ok(table)
     }
 }
 
-/// The newer of the two valid header copies; which error a file without
-/// one gets depends on whether it looks like a table file at all.
-fn latest_header<D: Device>(dev: &mut D, file_len: u64) -> Result<Header, Error> {
+/// The newer of the two valid header copies, and which copy it is; which
+/// error a file without one gets depends on whether it looks like a table
+/// file at all.
+fn latest_header<D: Device>(dev: &mut D, file_len: u64) -> Result<(Header, u64), Error> {
     if file_len < SLOT_SIZE {
         let mut probe = vec![0u8; file_len.min(8) as usize];
         dev.read_at(0, &mut probe)
@@ -148,14 +153,33 @@ fn latest_header<D: Device>(dev: &mut D, file_len: u64) -> Result<Header, Error>
     let a = Header::decode(&slot0[..HEADER_SIZE], 0)?;
     let b = Header::decode(&slot0[HEADER_SIZE..], HEADER_SIZE as u64)?;
     match (a, b) {
-        (Some(a), Some(b)) => Ok(if a.seq >= b.seq { a } else { b }),
-        (Some(h), None) | (None, Some(h)) => Ok(h),
+        (Some(a), Some(b)) => Ok(if a.seq >= b.seq { (a, 0) } else { (b, 1) }),
+        (Some(a), None) => Ok((a, 0)),
+        (None, Some(b)) => Ok((b, 1)),
         (None, None) => {
             if slot0[0..8] != MAGIC && slot0[HEADER_SIZE..HEADER_SIZE + 8] != MAGIC {
                 return Err(ErrorKind::NotExhash.into());
             }
             Err(ErrorKind::NoValidHeader.into())
         }
+    }
+}
+
+/// The slots of the journal's extent that `header` names, which must lie
+/// in the file.
+fn journal_slots(header: &Header, slots_in_file: u64) -> Result<std::ops::Range<u64>, Error> {
+    let (first, n) = header.journal;
+    if n == 0 {
+        return Ok(0..0);
+    }
+    match first.checked_add(n) {
+        Some(end) if first >= 1 && end <= slots_in_file => Ok(first..end),
+        Some(end) if first >= 1 && end <= 1 << 40 => Err(ErrorKind::Truncated {
+            offset: first * SLOT_SIZE,
+            needed: n * SLOT_SIZE,
+        }
+        .into()),
+        _ => Err(Error::corrupt(44, "journal extent out of range")),
     }
 }
 
@@ -251,6 +275,11 @@ impl Metadata {
                 .collect(),
             spill_at: dir_at + 4 * (1usize << gd),
         };
+        for slot in journal_slots(header, slots_in_file)? {
+            if !committed.used.insert(slot) {
+                return Err(Error::corrupt(44, "journal extent overlaps the metadata"));
+            }
+        }
         self.decode_pages(&mut committed, slots_in_file)?;
         self.check_directory(&mut committed.metas, &committed.dir, gd, dir_at)?;
         for i in 0..nspill as usize {
@@ -351,7 +380,7 @@ impl<D: Device> FileStore<D> {
             if crc32c::crc32c(&page.0) != self.crcs[id] {
                 return Err(ErrorKind::BadChecksum { offset: off }.into());
             }
-            if version < VERSION {
+            if version < GROUP_PAGES {
                 m.floor = legacy::page_pairs(&page, m.depth, m.prefix, version, off, old_pairs)?;
             } else {
                 m.floor = if narrow(m.depth) {
@@ -385,5 +414,66 @@ fn upgrade<D: Device>(
     for (k, v) in pairs.into_iter().chain(spill) {
         table.insert(k, v);
     }
+    table.store.journal.close();
     table
+}
+
+impl<D: Device> FileStore<D> {
+    /// The bytes of the journal's extent that `header` names (none before
+    /// version 4; its slots were checked with the metadata's).
+    fn read_journal(&mut self, header: &Header) -> Result<Vec<u8>, Error> {
+        self.journal.restart(header.seq, header.journal);
+        let (first, n) = header.journal;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut bytes = vec![0u8; (n * SLOT_SIZE) as usize];
+        self.dev
+            .read_at(first * SLOT_SIZE, &mut bytes)
+            .map_err(io("reading the journal"))?;
+        Ok(bytes)
+    }
+}
+
+impl<D: Device> ExHash<FileStore<D>> {
+    /// Apply the journal's blocks after the checkpoint `header` names, in
+    /// order, up to the first that is not the next one (blank, stale or
+    /// torn: where the journal ends).
+    fn replay(&mut self, header: &Header, journal: &[u8]) -> Result<(), Error> {
+        let base = header.journal.0 * SLOT_SIZE;
+        let mut at = 0;
+        let mut seq = header.seq + 1;
+        while let Some(block) = self
+            .store
+            .journal
+            .read_next(&journal[at..], base + at as u64, seq)
+        {
+            for change in block.changes() {
+                match change? {
+                    Change::Put(k, v) => {
+                        self.insert(k, v);
+                    }
+                    Change::Remove(k) => {
+                        if self.remove(k).is_none() {
+                            return Err(Error::corrupt(
+                                block.records_at,
+                                "journal removes a missing key",
+                            ));
+                        }
+                    }
+                }
+            }
+            if self.len != block.entries {
+                return Err(Error::corrupt(
+                    block.records_at - 16,
+                    "entry count after a journal block",
+                ));
+            }
+            at += block.bytes.len();
+            seq += 1;
+            self.store.journal.appended(block.bytes);
+        }
+        self.store.seq = seq - 1;
+        Ok(())
+    }
 }
