@@ -712,6 +712,17 @@ fn churn(table: &mut ExHash<FileStore<Vec<u8>>>, model: &mut HashMap<u64, u64>, 
     }
 }
 
+/// A new table after one round of `churn` from `seed`, committed, with its
+/// model and the generator to go on with.
+fn churned(seed: u64) -> (ExHash<FileStore<Vec<u8>>>, HashMap<u64, u64>, Rng) {
+    let mut table = ExHash::create_on(Vec::new()).unwrap();
+    let mut model = HashMap::new();
+    let mut x = Rng::lcg(seed);
+    churn(&mut table, &mut model, &mut x);
+    table.commit().unwrap();
+    (table, model, x)
+}
+
 fn sorted(model: &HashMap<u64, u64>) -> State {
     let mut all: State = model.iter().map(|(&k, &v)| (k, v)).collect();
     all.sort_unstable();
@@ -724,11 +735,7 @@ fn sorted(model: &HashMap<u64, u64>) -> State {
 /// reopens to what was committed.
 #[test]
 fn small_commits_append_to_the_journal_and_reopen() {
-    let mut table = ExHash::create_on(Vec::new()).unwrap();
-    let mut model = HashMap::new();
-    let mut x = Rng::lcg(11);
-    churn(&mut table, &mut model, &mut x);
-    table.commit().unwrap();
+    let (mut table, mut model, mut x) = churned(11);
     let (at, len) = journal_of(table.store().device());
     assert!(at > 0 && len >= 16 * 8192, "journal at {at}, {len} bytes");
     let (mut journaled, mut checkpoints) = (0, 0);
@@ -774,11 +781,7 @@ fn small_commits_append_to_the_journal_and_reopen() {
 /// whose content does not is refused as corrupt.
 #[test]
 fn damaged_journal_blocks_end_the_journal_or_are_refused() {
-    let mut table = ExHash::create_on(Vec::new()).unwrap();
-    let mut model = HashMap::new();
-    let mut x = Rng::lcg(5);
-    churn(&mut table, &mut model, &mut x);
-    table.commit().unwrap();
+    let (mut table, mut model, mut x) = churned(5);
     churn(&mut table, &mut model, &mut x);
     table.commit().unwrap();
     let before_last = sorted(&model);
@@ -875,11 +878,7 @@ fn version_3_files_open_and_take_a_journal_at_the_next_commit() {
 /// its checksum went on from the damaged block's.
 #[test]
 fn a_stale_block_after_the_end_is_not_replayed() {
-    let mut table = ExHash::create_on(Vec::new()).unwrap();
-    let mut model = HashMap::new();
-    let mut x = Rng::lcg(21);
-    churn(&mut table, &mut model, &mut x);
-    table.commit().unwrap();
+    let (mut table, mut model, _) = churned(21);
     // Three commits of 100 puts: a block of 4 KiB each, as the one that
     // replaces the second will be.
     let mut states = Vec::new();
@@ -898,7 +897,11 @@ fn a_stale_block_after_the_end_is_not_replayed() {
     assert_eq!(&image[second + 4096..second + 4096 + 8], b"SLEXJRNL");
     image[second + 100] ^= 1;
     let mut reopened = ExHash::open_on(image).unwrap();
-    assert_eq!(contents(&reopened), states[0], "the journal ends at the damage");
+    assert_eq!(
+        contents(&reopened),
+        states[0],
+        "the journal ends at the damage"
+    );
     reopened.insert(7 << 50, 7);
     reopened.commit().unwrap();
     let mut want = states[0].clone();
