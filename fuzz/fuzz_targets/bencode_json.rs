@@ -12,6 +12,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(doc) = decode(&bytes) {
         let mut json = String::new();
         to_json(doc.root(), &mut json);
-        assert_eq!(from_json(json.as_bytes()).expect("the dump reads back"), bytes);
+        assert_eq!(
+            from_json(json.as_bytes()).expect("the dump reads back"),
+            bytes
+        );
     }
 });

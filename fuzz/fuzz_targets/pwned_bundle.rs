@@ -32,7 +32,11 @@ impl Pieces {
     /// Mostly a few bytes, sometimes up to 64 KiB.
     fn size(&mut self) -> usize {
         let r = self.next();
-        if r % 4 == 0 { 1 + (r >> 8) as usize % 65_536 } else { 1 + (r >> 8) as usize % 37 }
+        if r % 4 == 0 {
+            1 + (r >> 8) as usize % 65_536
+        } else {
+            1 + (r >> 8) as usize % 37
+        }
     }
 }
 
@@ -99,17 +103,27 @@ fn decode(file: &[u8], mut size: impl FnMut() -> usize) -> Decoded {
                     note(&mut sha, &item);
                 }
                 Err(e) => {
-                    return Decoded { items, digest: sha.finalize().into(), end: Err(e.to_string()) };
+                    return Decoded {
+                        items,
+                        digest: sha.finalize().into(),
+                        end: Err(e.to_string()),
+                    };
                 }
             }
         }
     }
     let end = decoder.finish().map_err(|e| e.to_string());
-    Decoded { items, digest: sha.finalize().into(), end }
+    Decoded {
+        items,
+        digest: sha.finalize().into(),
+        end,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let [mode, seed, rest @ ..] = data else { return };
+    let [mode, seed, rest @ ..] = data else {
+        return;
+    };
     let mut pieces = Pieces(0x9e37_79b9_7f4a_7c15 ^ (u64::from(*seed) << 32 | rest.len() as u64));
     let file = if mode & 1 == 0 {
         rest.to_vec()

@@ -54,7 +54,9 @@ fuzz_target!(|data: &[u8]| {
     let probe = Key::from_bytes(&[data[0]; 8]);
     // The one-shot lookup never panics, whatever the file holds.
     let once = Index::count_once_in(&file, probe);
-    let Ok(index) = Index::from_bytes(file.clone()) else { return };
+    let Ok(index) = Index::from_bytes(file.clone()) else {
+        return;
+    };
     // On a file that opens whole, both lookups agree.
     if let (Ok(a), Ok(b)) = (&once, index.count(probe)) {
         assert_eq!(*a, b);
@@ -74,9 +76,15 @@ fuzz_target!(|data: &[u8]| {
             // A range written as it is decoded says what its pairs say.
             let prefix = key.prefix();
             let mut body = Vec::new();
-            match (index.range(u64::from(prefix), 20), index.write_range(prefix, &mut body)) {
+            match (
+                index.range(u64::from(prefix), 20),
+                index.write_range(prefix, &mut body),
+            ) {
                 (Ok(pairs), Ok(())) => {
-                    assert_eq!(body, seekless_pwned::test_util::range_body(index.kind(), &pairs));
+                    assert_eq!(
+                        body,
+                        seekless_pwned::test_util::range_body(index.kind(), &pairs)
+                    );
                 }
                 (Ok(_), Err(_)) | (Err(_), Ok(())) => panic!("one way decodes, the other not"),
                 (Err(_), Err(_)) => assert!(body.is_empty()),

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seekless_pwned::{BuildOptions, Index, Input};
 use seekless_pwned::test_util::build_to_vec;
+use seekless_pwned::{BuildOptions, Index, Input};
 
 fuzz_target!(|data: &[u8]| {
     let key_bits = match data.last() {
@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
         options.skip_invalid = skip_invalid;
         options.key_bits = key_bits;
         options.min_count = min_count;
-        let input = Input::Bytes { name: "fuzz".into(), data: data.to_vec() };
+        let input = Input::Bytes {
+            name: "fuzz".into(),
+            data: data.to_vec(),
+        };
         if let Ok((bytes, summary)) = build_to_vec(vec![input], &options) {
             let index = Index::from_bytes(bytes).expect("a fresh index opens");
             index.verify().expect("a fresh index verifies");
