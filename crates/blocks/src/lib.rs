@@ -29,6 +29,7 @@
 
 mod block;
 mod chain;
+mod coin;
 mod entry;
 mod error;
 mod files;
@@ -53,6 +54,7 @@ mod u256;
 mod xor;
 
 pub use chain::{BlockInfo, Chain};
+pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
