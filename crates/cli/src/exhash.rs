@@ -4,9 +4,10 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use seekless_exhash::ExHash;
 use seekless_exhash::bench::{self, Pattern};
+use seekless_exhash::{ErrorKind, OpenOptions};
 use serde_json::json;
 
 use crate::report::fail;
@@ -27,9 +28,17 @@ pub enum Command {
     /// missing): `put KEY VALUE`, `del KEY`, `get KEY` (prints the value or
     /// `-`), `commit`, one per line, decimal u64. Ends with a commit; on a
     /// malformed line nothing after the last commit is applied.
+    ///
+    /// One process writes a table at a time: while another has DB open,
+    /// apply stops at once with exit status 2, or waits with `--wait`.
     Apply {
         /// The table file.
         db: PathBuf,
+        /// Wait while another process has DB open, until it lets go
+        /// (`--wait`) or for up to SECONDS (`--wait=SECONDS`), instead of
+        /// stopping at once.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true)]
+        wait: Option<Option<u64>>,
     },
     /// Insert N pairs, then look them all up, in the memory backend and in
     /// std's HashMap in the same run; print ns per op and bytes per entry.
@@ -49,7 +58,7 @@ pub enum Command {
 /// Run a subcommand.
 pub fn run(command: Command) -> ExitCode {
     match command {
-        Command::Apply { db } => apply(&db),
+        Command::Apply { db, wait } => apply(&db, wait),
         Command::Bench {
             keys,
             pattern,
@@ -106,9 +115,28 @@ fn parse(line: &str) -> Result<Option<Op>, String> {
     Ok(Some(op))
 }
 
-fn apply(db: &std::path::Path) -> ExitCode {
-    let mut table = match ExHash::open_or_create(db) {
+fn apply(db: &std::path::Path, wait: Option<Option<u64>>) -> ExitCode {
+    let mut options = OpenOptions::new();
+    options.create(true);
+    match wait {
+        None => {}
+        Some(None) => {
+            options.wait(true);
+        }
+        Some(Some(seconds)) => {
+            options.wait_at_most(Duration::from_secs(seconds));
+        }
+    }
+    let mut table = match options.open(db) {
         Ok(t) => t,
+        Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => {
+            let hint = if wait.is_some() {
+                ""
+            } else {
+                "; --wait waits for it"
+            };
+            return fail(format_args!("exhash apply: {e}{hint}"));
+        }
         Err(e) => {
             return fail(format_args!("exhash apply: {}: {e}", db.display()));
         }

@@ -9,6 +9,7 @@
 //! - `commit.rs`: a commit, to the journal or by a checkpoint: the changed
 //!   pages, the metadata and a header;
 //! - `journal.rs`: the journal's blocks of changes, key by key;
+//! - `lock.rs`: the writer's lock, on a file beside the table;
 //! - `open.rs`: reading the last commit back, checking every part of it;
 //! - `write_behind.rs`: pages written ahead of a commit while a load goes on,
 //!   and `write_runs`, how every page reaches its slot.
@@ -16,6 +17,7 @@
 mod commit;
 mod header;
 mod journal;
+mod lock;
 mod open;
 mod write_behind;
 
@@ -29,6 +31,8 @@ use crate::store::fixed::Fixed;
 use crate::store::noted::Noted;
 use crate::store::{MemoryStore, PageStore};
 use journal::Journal;
+use lock::WriterLock;
+pub use open::OpenOptions;
 use write_behind::{Writer, write_runs};
 
 /// Pages from which a commit checksums them on a second thread.
@@ -66,6 +70,9 @@ pub struct FileStore<D: Device = File> {
     header_copy: u64,
     meta_extent: (u64, u64),
     journal: Journal,
+    /// The writer's lock of a table opened by its path, let go with the
+    /// store.
+    lock: Option<WriterLock>,
 }
 
 impl<D: Device> FileStore<D> {
@@ -87,6 +94,7 @@ impl<D: Device> FileStore<D> {
             header_copy: 1,
             meta_extent: (0, 0),
             journal: Journal::default(),
+            lock: None,
         }
     }
 
@@ -95,7 +103,8 @@ impl<D: Device> FileStore<D> {
         &self.dev
     }
 
-    /// Give up the store, keeping its device. Uncommitted changes are lost.
+    /// Give up the store, keeping its device. Uncommitted changes are
+    /// lost, and a table opened by its path lets go of its writer's lock.
     pub fn into_device(self) -> D {
         self.dev
     }
