@@ -129,7 +129,10 @@ fn write_at(file: &File, bytes: &[u8]) -> std::io::Result<()> {
 fn write_at(file: &File, bytes: &[u8]) -> std::io::Result<()> {
     let mut done = 0;
     while done < bytes.len() {
-        done += std::os::windows::fs::FileExt::seek_write(file, &bytes[done..], done as u64)?;
+        match std::os::windows::fs::FileExt::seek_write(file, &bytes[done..], done as u64)? {
+            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+            n => done += n,
+        }
     }
     Ok(())
 }
@@ -138,8 +141,9 @@ fn write_at(file: &File, bytes: &[u8]) -> std::io::Result<()> {
 ///
 /// On Linux, `/proc/locks` lists the holder of each lock by the file's
 /// device and inode; the id recorded in the file picks among several
-/// (a descriptor shared with a child), and is the answer where
-/// `/proc/locks` cannot be read if that process is alive. On other Unix
+/// (a descriptor shared with a child), and is the answer, if that process
+/// is alive, where `/proc/locks` cannot be read or shows no lock on the
+/// file. On other Unix
 /// systems the recorded id is the answer if that process is alive. A
 /// recorded id can be stale (a writer killed before it could clear it, or
 /// a holder that has not yet written its own), hence the checks. On
@@ -181,22 +185,37 @@ fn alive(pid: u32) -> bool {
 }
 
 /// The holder of `file`'s lock by `/proc/locks`: None when it cannot be
-/// read, Some(None) when it names no single holder.
+/// read or lists no lock on the file, Some(None) when it names no single
+/// holder. The file is read in one call where it fits a page: read in
+/// parts, the kernel walks its list anew for each, and a lock taken or
+/// let go meanwhile (by anyone on the machine) can shift a line out of
+/// sight; a read that shows no lock on the file is tried again.
 #[cfg(target_os = "linux")]
 fn listed_holder(file: &File, recorded: Option<u32>) -> Option<Option<u32>> {
+    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata().ok()?;
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    Some(pick_holder(&locks, meta.dev(), meta.ino(), recorded))
+    for _ in 0..3 {
+        let mut locks = Vec::with_capacity(1 << 16);
+        File::open("/proc/locks")
+            .and_then(|mut f| f.read_to_end(&mut locks))
+            .ok()?;
+        let locks = String::from_utf8_lossy(&locks);
+        if let Some(found) = pick_holder(&locks, meta.dev(), meta.ino(), recorded) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// Of the locks listed in `locks` (the text of `/proc/locks`), the
 /// holder of the one on inode `ino` of device `dev`: the recorded id if it
-/// is among them, else the only one. Waiters (`->`) hold nothing. A file
-/// system whose inodes' device differs from the one `stat` gives (btrfs
-/// subvolumes) still matches by inode when the recorded id is there.
+/// is among them, else the only one (Some(None): none or several); None
+/// when no lock is listed on that inode. Waiters (`->`) hold nothing. A
+/// file system whose inodes' device differs from the one `stat` gives
+/// (btrfs subvolumes) still matches by inode when the recorded id is there.
 #[cfg(target_os = "linux")]
-fn pick_holder(locks: &str, dev: u64, ino: u64, recorded: Option<u32>) -> Option<u32> {
+fn pick_holder(locks: &str, dev: u64, ino: u64, recorded: Option<u32>) -> Option<Option<u32>> {
     // glibc's major and minor of a device number.
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
@@ -228,14 +247,17 @@ fn pick_holder(locks: &str, dev: u64, ino: u64, recorded: Option<u32>) -> Option
             on_device.push(pid);
         }
     }
+    if on_inode.is_empty() {
+        return None;
+    }
     if let Some(pid) = recorded.filter(|pid| on_inode.contains(pid)) {
-        return Some(pid);
+        return Some(Some(pid));
     }
     on_device.dedup();
-    match on_device[..] {
+    Some(match on_device[..] {
         [pid] => Some(pid),
         _ => None,
-    }
+    })
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -255,11 +277,14 @@ mod tests {
     fn the_holder_is_read_from_proc_locks() {
         // The waiter (500), another inode (600), no process (-1) and
         // another device (700) are passed over.
-        assert_eq!(pick_holder(LOCKS, 0x802, 1234, None), Some(400));
+        assert_eq!(pick_holder(LOCKS, 0x802, 1234, None), Some(Some(400)));
         // A stale recorded id is not the holder.
-        assert_eq!(pick_holder(LOCKS, 0x802, 1234, Some(42)), Some(400));
+        assert_eq!(pick_holder(LOCKS, 0x802, 1234, Some(42)), Some(Some(400)));
         // The recorded id is believed when the inode has it, on any device.
-        assert_eq!(pick_holder(LOCKS, 0x802, 1234, Some(700)), Some(700));
+        assert_eq!(pick_holder(LOCKS, 0x802, 1234, Some(700)), Some(Some(700)));
+        // Only on another device: not told.
+        assert_eq!(pick_holder(LOCKS, 0x803, 1234, None), Some(None));
+        // No lock on the inode: read again, or ask elsewhere.
         assert_eq!(pick_holder(LOCKS, 0x802, 77, None), None);
         assert_eq!(pick_holder("", 0x802, 1234, None), None);
         assert_eq!(
@@ -270,6 +295,6 @@ mod tests {
         // minor 300.
         let dev = (259u64 & 0xfff) << 8 | (300u64 & 0xff) | (300u64 & !0xff) << 12;
         let locks = "1: FLOCK  ADVISORY  WRITE 9 103:12c:5 0 EOF\n";
-        assert_eq!(pick_holder(locks, dev, 5, None), Some(9));
+        assert_eq!(pick_holder(locks, dev, 5, None), Some(Some(9)));
     }
 }
