@@ -459,3 +459,147 @@ fn a_killed_writer_leaves_no_lock_behind() {
     assert!(!stderr(&out).contains(&format!("pid {dead})")));
     finish(third, "");
 }
+
+fn tool(args: &[&str], db: &Path) -> Output {
+    let mut cmd = bin();
+    cmd.arg("exhash").arg(args[0]).arg(db).args(&args[1..]);
+    cmd.output().unwrap()
+}
+
+/// `get`, `stats`, `dump` and `check` on a table `apply` wrote, in text
+/// and JSON; a dump read back by `apply` makes the same table.
+#[test]
+fn get_stats_dump_and_check_read_a_table() {
+    let dir = TempDir::new("cli-tools");
+    let db = dir.join("t.exh");
+    let mut input = puts(0, 3000, 5);
+    input += "del 7\ncommit\n";
+    assert!(apply(&db, &input).status.success());
+
+    let out = tool(&["get", "1", "7", "2999", "3000"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "6\n-\n3004\n-\n");
+    let out = tool(&["get", "1", "7", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"pairs": [{"key": 1, "value": 6}, {"key": 7, "value": null}]})
+    );
+
+    let out = tool(&["stats"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("pairs            2999\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = tool(&["stats", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["pairs"], 2999);
+    assert_eq!(v["readers"], 0);
+    assert_eq!(v["file_bytes"], std::fs::metadata(&db).unwrap().len());
+    for key in [
+        "pages",
+        "global_depth",
+        "bytes_per_pair",
+        "journal_bytes",
+        "journal_used",
+    ] {
+        assert!(v[key].is_number(), "{key}: {v}");
+    }
+
+    let out = tool(&["dump", "--sorted"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want: String = (0..3000u64)
+        .filter(|&k| k != 7)
+        .map(|k| format!("put {k} {}\n", k + 5))
+        .collect();
+    assert_eq!(stdout(&out), want);
+    let out = tool(&["dump"], &db);
+    let text = stdout(&out);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_by_key(|l| l.split(' ').nth(1).unwrap().parse::<u64>().unwrap());
+    assert_eq!(lines.join("\n") + "\n", want);
+    let copy = dir.join("copy.exh");
+    assert!(apply(&copy, &text).status.success());
+    assert_eq!(stdout(&tool(&["dump", "--sorted"], &copy)), want);
+    let out = tool(&["dump", "--sorted", "--json"], &db);
+    let first = stdout(&out).lines().next().unwrap().to_string();
+    assert_eq!(first, r#"{"key":0,"value":5}"#);
+    assert_eq!(stdout(&out).lines().count(), 2999);
+
+    let out = tool(&["check"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(": ok (2999 pairs"),
+        "{}",
+        stdout(&out)
+    );
+    let out = tool(&["check", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["ok"].clone(), v["pairs"].clone()),
+        (true.into(), 2999.into())
+    );
+}
+
+/// `check` says what is damaged with exit status 1; a file it cannot read
+/// at all is an error (2), as for every command.
+#[test]
+fn check_finds_a_damaged_page() {
+    let dir = TempDir::new("cli-check");
+    let db = dir.join("t.exh");
+    assert!(apply(&db, &puts(0, 3000, 5)).status.success());
+    let mut bytes = std::fs::read(&db).unwrap();
+    // A byte of every slot past the headers: whichever hold pages.
+    for at in (8192 + 100..bytes.len()).step_by(8192) {
+        bytes[at] ^= 0x40;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let out = tool(&["check"], &db);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("checksum mismatch") && text.contains("t.exh"),
+        "{text}"
+    );
+    let out = tool(&["check", "--json"], &db);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("checksum"), "{v}");
+
+    for command in ["check", "get", "stats", "dump"] {
+        let mut args = vec![command];
+        if command == "get" {
+            args.push("1");
+        }
+        let out = tool(&args, &dir.join("missing.exh"));
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{command}");
+        assert!(!dir.join("missing.exh").exists());
+    }
+}
+
+/// The reading commands take the writer's lock too (other processes
+/// reading beside a writer are still to come): refused while `apply`
+/// writes, or waiting with `--wait`.
+#[test]
+fn reading_commands_wait_for_a_writer() {
+    let dir = TempDir::new("cli-tools-lock");
+    let db = dir.join("t.exh");
+    // Made first: the writer below takes the lock before it makes a table.
+    assert!(apply(&db, "").status.success());
+    let first = holding_writer(&db);
+    for args in [&["get", "1"][..], &["stats"], &["dump"], &["check"]] {
+        assert_refused(&tool(args, &db), &db, Some(first.id()));
+    }
+    let waiting = std::thread::spawn({
+        let db = db.clone();
+        move || tool(&["get", "1", "--wait"], &db)
+    });
+    finish(first, &puts(0, 10, 1));
+    let out = waiting.join().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2\n");
+}

@@ -85,7 +85,7 @@ mod table;
 
 pub use device::Device;
 pub use error::{Error, ErrorKind, Result};
-pub use file::{FileStore, OpenOptions};
+pub use file::{FileStats, FileStore, OpenOptions};
 pub use group::REACH;
 pub use iter::Iter;
 pub use layout::MAX_DEPTH;

@@ -26,6 +26,7 @@ use std::fs::File;
 
 use crate::device::Device;
 use crate::error::Error;
+use crate::format::SLOT_SIZE;
 use crate::page::{Page, PageId};
 use crate::store::fixed::Fixed;
 use crate::store::noted::Noted;
@@ -75,6 +76,24 @@ pub struct FileStore<D: Device = File> {
     lock: Option<WriterLock>,
 }
 
+/// What a table's file holds besides its pages (see
+/// [`FileStore::file_stats`]; `docs/format-exhash.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileStats {
+    /// Bytes of the file: its slots of 8 KiB, the header slot included.
+    pub file_bytes: u64,
+    /// Slots the last commit does not refer to, which later checkpoints
+    /// fill before the file grows.
+    pub free_slots: u64,
+    /// The number of the last commit.
+    pub sequence: u64,
+    /// Bytes of the journal's extent (0: none yet).
+    pub journal_bytes: u64,
+    /// Bytes of it the commits since the last checkpoint fill.
+    pub journal_used: u64,
+}
+
 impl<D: Device> FileStore<D> {
     fn new(dev: D) -> FileStore<D> {
         FileStore {
@@ -112,6 +131,18 @@ impl<D: Device> FileStore<D> {
     /// The number of the last commit.
     pub fn sequence(&self) -> u64 {
         self.seq
+    }
+
+    /// What the file holds besides the table's pages: its size, its free
+    /// slots, the journal.
+    pub fn file_stats(&self) -> FileStats {
+        FileStats {
+            file_bytes: self.next_slot * SLOT_SIZE,
+            free_slots: self.free.len() as u64,
+            sequence: self.seq,
+            journal_bytes: self.journal.extent.1 * SLOT_SIZE,
+            journal_used: self.journal.end,
+        }
     }
 
     fn grow(&mut self, id: PageId) {
