@@ -105,6 +105,10 @@ fn a_wait_with_a_limit_gives_up_with_the_lock_error() {
         .wait_at_most(Duration::from_millis(30))
         .open(&path);
     assert!(second.is_ok());
+    drop(second);
+    // A limit past what the clock counts is no limit.
+    let third = OpenOptions::new().wait_at_most(Duration::MAX).open(&path);
+    assert!(third.is_ok());
 }
 
 /// Two threads creating one new table: one makes it, the other is refused

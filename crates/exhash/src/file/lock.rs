@@ -105,7 +105,10 @@ fn try_lock(file: &File) -> std::io::Result<bool> {
 /// Try to lock `file` until `limit` has passed, sleeping a little longer
 /// each time (the system offers no blocking lock with a time limit).
 fn poll(file: &File, limit: Duration) -> std::io::Result<bool> {
-    let deadline = Instant::now() + limit;
+    let Some(deadline) = Instant::now().checked_add(limit) else {
+        // Longer than this clock can count: for as long as it takes.
+        return file.lock().map(|()| true);
+    };
     let mut pause = Duration::from_millis(1);
     loop {
         if try_lock(file)? {

@@ -96,7 +96,7 @@ impl OpenOptions {
     pub fn open(&self, path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
         if !self.create {
             // No lock file for a table that is not there.
-            std::fs::metadata(path).map_err(io("opening the table file"))?;
+            fs::metadata(path).map_err(io("opening the table file"))?;
         }
         // Taken before the table is read, or made: a table is only
         // renamed into place under its lock.
