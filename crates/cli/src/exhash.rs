@@ -1,12 +1,14 @@
 //! `seekless exhash …`: argument parsing and printing around the
 //! `seekless-exhash` engine.
 
+use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use seekless_exhash::ExHash;
 use seekless_exhash::bench::{self, Pattern};
+use seekless_exhash::{Error, ErrorKind, ExHash, FileStore, OpenOptions};
 use serde_json::json;
 
 use crate::report::fail;
@@ -20,6 +22,59 @@ pub enum PatternArg {
     Sequential,
 }
 
+/// The table file every subcommand but `bench` opens, and how long to wait
+/// for another process that has it open.
+#[derive(Debug, clap::Args)]
+pub struct Open {
+    /// The table file.
+    db: PathBuf,
+    /// Wait while another process has DB open, until it lets go
+    /// (`--wait`) or for up to SECONDS (`--wait=SECONDS`), instead of
+    /// stopping at once.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true)]
+    wait: Option<Option<u64>>,
+}
+
+impl Open {
+    /// How to open the table: created when `create`, waiting as asked.
+    fn options(&self, create: bool) -> OpenOptions {
+        let mut options = OpenOptions::new();
+        options.create(create);
+        match self.wait {
+            None => {}
+            Some(None) => {
+                options.wait(true);
+            }
+            Some(Some(seconds)) => {
+                options.wait_at_most(Duration::from_secs(seconds));
+            }
+        }
+        options
+    }
+
+    /// Why the table did not open, in the one line `fail` prints after
+    /// `exhash COMMAND: `.
+    fn explain(&self, e: &Error) -> String {
+        if matches!(e.kind(), ErrorKind::Locked { .. }) {
+            let hint = if self.wait.is_some() {
+                ""
+            } else {
+                "; --wait waits for it"
+            };
+            format!("{e}{hint}")
+        } else {
+            format!("{}: {e}", self.db.display())
+        }
+    }
+
+    /// Open the table (creating it when `create`), or say why not.
+    fn table(&self, create: bool) -> Result<ExHash<FileStore<File>>, String> {
+        self.options(create)
+            .open(&self.db)
+            .map_err(|e| self.explain(&e))
+    }
+}
+
 /// `seekless exhash` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -27,9 +82,56 @@ pub enum Command {
     /// missing): `put KEY VALUE`, `del KEY`, `get KEY` (prints the value or
     /// `-`), `commit`, one per line, decimal u64. Ends with a commit; on a
     /// malformed line nothing after the last commit is applied.
+    ///
+    /// One process writes a table at a time: while another has DB open,
+    /// apply stops at once with exit status 2, or waits with `--wait`.
     Apply {
-        /// The table file.
-        db: PathBuf,
+        #[command(flatten)]
+        open: Open,
+    },
+    /// Print the value of each KEY in DB, one a line (`-` for a key that
+    /// is not there).
+    Get {
+        #[command(flatten)]
+        open: Open,
+        /// Keys, decimal u64.
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<u64>,
+        /// Print one JSON object: `{"pairs": [{"key": K, "value": V or null}, …]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print what DB holds: pairs, pages, directory depth, file bytes a
+    /// pair, the journal's use, readers.
+    Stats {
+        #[command(flatten)]
+        open: Open,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every pair of DB as a `put KEY VALUE` line (what `apply` reads
+    /// back), in no particular order.
+    Dump {
+        #[command(flatten)]
+        open: Open,
+        /// In ascending key order (holds every pair in memory, 16 bytes
+        /// each).
+        #[arg(long)]
+        sorted: bool,
+        /// Print one JSON object a line, `{"key": K, "value": V}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check DB: both headers, the metadata, every page against its
+    /// checksum and the page layout, the journal. Exit status 1 when it is
+    /// damaged.
+    Check {
+        #[command(flatten)]
+        open: Open,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Insert N pairs, then look them all up, in the memory backend and in
     /// std's HashMap in the same run; print ns per op and bytes per entry.
@@ -49,7 +151,11 @@ pub enum Command {
 /// Run a subcommand.
 pub fn run(command: Command) -> ExitCode {
     match command {
-        Command::Apply { db } => apply(&db),
+        Command::Apply { open } => apply(&open),
+        Command::Get { open, keys, json } => get(&open, &keys, json),
+        Command::Stats { open, json } => stats(&open, json),
+        Command::Dump { open, sorted, json } => dump(&open, sorted, json),
+        Command::Check { open, json } => check(&open, json),
         Command::Bench {
             keys,
             pattern,
@@ -106,12 +212,10 @@ fn parse(line: &str) -> Result<Option<Op>, String> {
     Ok(Some(op))
 }
 
-fn apply(db: &std::path::Path) -> ExitCode {
-    let mut table = match ExHash::open_or_create(db) {
+fn apply(open: &Open) -> ExitCode {
+    let mut table = match open.table(true) {
         Ok(t) => t,
-        Err(e) => {
-            return fail(format_args!("exhash apply: {}: {e}", db.display()));
-        }
+        Err(e) => return fail(format_args!("exhash apply: {e}")),
     };
     let stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -183,6 +287,168 @@ fn apply(db: &std::path::Path) -> ExitCode {
         return fail(format_args!("exhash apply: final commit failed: {e}"));
     }
     ExitCode::SUCCESS
+}
+
+fn get(open: &Open, keys: &[u64], as_json: bool) -> ExitCode {
+    let table = match open.table(false) {
+        Ok(t) => t,
+        Err(e) => return fail(format_args!("exhash get: {e}")),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = if as_json {
+        let pairs: Vec<_> = keys
+            .iter()
+            .map(|&k| json!({"key": k, "value": table.get(k)}))
+            .collect();
+        writeln!(out, "{}", json!({ "pairs": pairs }))
+    } else {
+        keys.iter().try_for_each(|&k| match table.get(k) {
+            Some(v) => writeln!(out, "{v}"),
+            None => writeln!(out, "-"),
+        })
+    };
+    finish_output("get", written.and_then(|()| out.flush()))
+}
+
+fn stats(open: &Open, as_json: bool) -> ExitCode {
+    let table = match open.table(false) {
+        Ok(t) => t,
+        Err(e) => return fail(format_args!("exhash stats: {e}")),
+    };
+    let shape = table.stats();
+    let file = table.store().file_stats();
+    let per_pair = file.file_bytes as f64 / shape.len.max(1) as f64;
+    // Opening takes the writer's lock: no other process has the table
+    // open while this one reads it.
+    let readers = 0;
+    let text = if as_json {
+        json!({
+            "pairs": shape.len,
+            "pages": shape.pages,
+            "global_depth": shape.global_depth,
+            "max_local_depth": shape.max_local_depth,
+            "fill": shape.fill,
+            "spilled": shape.spilled,
+            "file_bytes": file.file_bytes,
+            "bytes_per_pair": per_pair,
+            "free_slots": file.free_slots,
+            "sequence": file.sequence,
+            "journal_bytes": file.journal_bytes,
+            "journal_used": file.journal_used,
+            "readers": readers,
+        })
+        .to_string()
+    } else {
+        let journal = if file.journal_bytes == 0 {
+            "none yet".to_string()
+        } else {
+            format!(
+                "{} of {} bytes used since the last checkpoint",
+                file.journal_used, file.journal_bytes
+            )
+        };
+        format!(
+            "pairs            {}\n\
+             pages            {} (8 KiB, {:.1}% of their slots in use)\n\
+             depth            {} (directory), {} (deepest page)\n\
+             spilled pairs    {}\n\
+             file             {} bytes, {:.2} a pair, {} free slots\n\
+             last commit      {}\n\
+             journal          {journal}\n\
+             readers          {readers}",
+            shape.len,
+            shape.pages,
+            shape.fill * 100.0,
+            shape.global_depth,
+            shape.max_local_depth,
+            shape.spilled,
+            file.file_bytes,
+            per_pair,
+            file.free_slots,
+            file.sequence,
+        )
+    };
+    let mut out = std::io::stdout().lock();
+    finish_output("stats", writeln!(out, "{text}"))
+}
+
+fn dump(open: &Open, sorted: bool, as_json: bool) -> ExitCode {
+    let table = match open.table(false) {
+        Ok(t) => t,
+        Err(e) => return fail(format_args!("exhash dump: {e}")),
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = |(k, v): (u64, u64)| {
+        if as_json {
+            writeln!(out, "{{\"key\":{k},\"value\":{v}}}")
+        } else {
+            writeln!(out, "put {k} {v}")
+        }
+    };
+    let written = if sorted {
+        let mut pairs: Vec<(u64, u64)> = table.iter().collect();
+        pairs.sort_unstable();
+        pairs.into_iter().try_for_each(&mut line)
+    } else {
+        table.iter().try_for_each(&mut line)
+    };
+    finish_output("dump", written.and_then(|()| out.flush()))
+}
+
+fn check(open: &Open, as_json: bool) -> ExitCode {
+    let db = open.db.display();
+    // Opening reads and checks every part of the file.
+    let table = match open.options(false).open(&open.db) {
+        Ok(t) => t,
+        Err(e) if damaged(&e) => {
+            let e = format!("{db}: {e}");
+            if as_json {
+                println!("{}", json!({"ok": false, "error": e}));
+            } else {
+                println!("{e}");
+            }
+            return ExitCode::from(1);
+        }
+        Err(e) => return fail(format_args!("exhash check: {}", open.explain(&e))),
+    };
+    let shape = table.stats();
+    let file = table.store().file_stats();
+    if as_json {
+        let value = json!({
+            "ok": true,
+            "pairs": shape.len,
+            "pages": shape.pages,
+            "sequence": file.sequence,
+            "journal_used": file.journal_used,
+        });
+        println!("{value}");
+    } else {
+        println!(
+            "{db}: ok ({} pairs in {} pages, commit {}, {} journal bytes since the last checkpoint)",
+            shape.len, shape.pages, file.sequence, file.journal_used
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Whether `e` is damage found in a table file (rather than a file that
+/// could not be read, or is not a table).
+fn damaged(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Truncated { .. }
+            | ErrorKind::NoValidHeader
+            | ErrorKind::BadChecksum { .. }
+            | ErrorKind::Corrupt { .. }
+    )
+}
+
+/// A printed result's last word: a failed write is an error.
+fn finish_output(command: &str, written: std::io::Result<()>) -> ExitCode {
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(format_args!("exhash {command}: cannot write output: {e}")),
+    }
 }
 
 fn bench(keys: usize, pattern: PatternArg, as_json: bool) -> ExitCode {

@@ -82,6 +82,16 @@ fn a_closed_pipe_ends_every_command_quietly() {
         .collect();
     let db = dir.join("t.exh");
     ends_quietly_when_the_reader_leaves(&["exhash", "apply", db.to_str().unwrap()], &ops);
+    let db = dir.join("u.exh");
+    let puts: Vec<u8> = (0..50_000)
+        .flat_map(|i| format!("put {i} {i}\n").into_bytes())
+        .collect();
+    assert!(
+        common::run(&["exhash", "apply", db.to_str().unwrap()], &puts)
+            .status
+            .success()
+    );
+    ends_quietly_when_the_reader_leaves(&["exhash", "dump", db.to_str().unwrap()], b"");
 }
 
 fn status(args: &[&str]) -> Option<i32> {
@@ -136,6 +146,22 @@ fn errors_are_status_2_and_bad_news_status_1() {
         Some(1)
     );
     assert!(Path::new(&index).exists());
+    // A damaged table, for `exhash check`; one that is not there is an
+    // error.
+    let db = dir.join("t.exh");
+    let puts: String = (0..3000).map(|i| format!("put {i} {i}\n")).collect();
+    assert!(
+        common::run(&["exhash", "apply", db.to_str().unwrap()], puts.as_bytes())
+            .status
+            .success()
+    );
+    let mut bytes = std::fs::read(&db).unwrap();
+    for at in (8192 + 10..bytes.len()).step_by(8192) {
+        bytes[at] ^= 0x40;
+    }
+    std::fs::write(&db, bytes).unwrap();
+    assert_eq!(status(&["exhash", "check", db.to_str().unwrap()]), Some(1));
+    assert_eq!(status(&["exhash", "check", &path("absent.exh")]), Some(2));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `seekless exhash` end to end: apply, persistence, malformed input,
-//! corrupt files, `kill -9` in the middle of commits, and bench output.
+//! corrupt files, `kill -9` in the middle of commits, two writers of one
+//! table, and bench output.
 #![cfg(feature = "exhash")]
 
 use std::io::Write;
@@ -278,4 +279,327 @@ fn bench_prints_json_with_every_key() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `put` lines for keys `from..from + n`, each with the value `tag + key`,
+/// and a commit.
+fn puts(from: u64, n: u64, tag: u64) -> String {
+    let mut text: String = (from..from + n)
+        .map(|k| format!("put {k} {}\n", tag + k))
+        .collect();
+    text.push_str("commit\n");
+    text
+}
+
+/// Whether every key of `from..from + n` holds `tag + key` in `db`.
+fn holds(db: &Path, from: u64, n: u64, tag: u64) -> bool {
+    let gets: String = (from..from + n).map(|k| format!("get {k}\n")).collect();
+    let out = apply(db, &gets);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want: String = (from..from + n).map(|k| format!("{}\n", tag + k)).collect();
+    stdout(&out) == want
+}
+
+/// `apply` on `db`, started and left holding the table (its input still
+/// open) once its pid is in the lock file.
+fn holding_writer(db: &Path) -> std::process::Child {
+    let mut child = bin()
+        .args(["exhash", "apply"])
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = db.with_file_name(format!(
+        "{}.lock",
+        db.file_name().unwrap().to_str().unwrap()
+    ));
+    let pid = child.id().to_le_bytes();
+    // Not a timing: how long it takes to start does not matter, only that
+    // it does (a minute at most, rather than hanging the tests).
+    for _ in 0..6000 {
+        if std::fs::read(&lock).is_ok_and(|b| b.len() >= 16 && b[12..16] == pid) {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!("the first writer never took the lock: {}", stderr(&out));
+}
+
+/// Feed `input` to a holding writer, end its input and check it commits.
+fn finish(mut child: std::process::Child, input: &str) {
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The one line a second writer gets, naming the table and (on Linux) the
+/// first writer.
+fn assert_refused(out: &Output, db: &Path, holder: Option<u32>) {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("open for writing in another process"), "{err}");
+    if let (Some(pid), true) = (holder, cfg!(target_os = "linux")) {
+        assert!(err.contains(&format!("(pid {pid})")), "{err}");
+    }
+}
+
+/// The issue's scenario: a second `apply` while one writes is refused,
+/// with exit 2 and one line, and nothing of the first is lost, on an
+/// existing table and on a new one.
+#[test]
+fn a_second_writer_is_refused_and_the_first_loses_nothing() {
+    let dir = TempDir::new("cli-two-writers");
+    for (name, existing) in [("old.exh", true), ("new.exh", false)] {
+        let db = dir.join(name);
+        if existing {
+            assert!(apply(&db, &puts(0, 1000, 0)).status.success());
+        }
+        let first = holding_writer(&db);
+        let pid = first.id();
+        let second = apply(&db, &puts(100_000, 2000, 7));
+        assert_refused(&second, &db, Some(pid));
+        assert!(stderr(&second).contains("--wait"));
+        finish(first, &puts(10_000, 3000, 1));
+        assert!(
+            holds(&db, 10_000, 3000, 1),
+            "{name}: the first writer lost puts"
+        );
+        assert_eq!(holds(&db, 0, 1000, 0), existing, "{name}");
+        assert!(!holds(&db, 100_000, 1, 7), "{name}");
+    }
+}
+
+/// Two writers started at once on a new table: each ends with its puts
+/// committed or refused as above, never with a lost commit or another
+/// error (the rename of the new file failed before there was a lock).
+#[test]
+fn two_writers_started_at_once_on_a_new_table() {
+    let dir = TempDir::new("cli-race");
+    for round in 0..4u64 {
+        let db = dir.join(format!("t{round}.exh"));
+        let outs: Vec<Output> = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..2u64)
+                .map(|who| {
+                    let db = &db;
+                    s.spawn(move || apply(db, &puts(who * 100_000, 3000, who)))
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let mut winners = 0;
+        for (who, out) in outs.iter().enumerate() {
+            let who = who as u64;
+            if out.status.success() {
+                winners += 1;
+                assert!(holds(&db, who * 100_000, 3000, who), "round {round}");
+            } else {
+                assert_refused(out, &db, None);
+            }
+        }
+        assert!(winners >= 1, "round {round}");
+    }
+}
+
+#[test]
+fn wait_takes_the_table_when_the_first_writer_ends() {
+    let dir = TempDir::new("cli-wait");
+    let db = dir.join("t.exh");
+    let first = holding_writer(&db);
+    // Waiting up to 0 seconds gives up at once, without the hint.
+    let out = common::run(
+        &["exhash", "apply", "--wait=0", db.to_str().unwrap()],
+        b"put 1 1\n",
+    );
+    assert_refused(&out, &db, Some(first.id()));
+    assert!(!stderr(&out).contains("--wait"), "{}", stderr(&out));
+    let second = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            common::run(
+                &["exhash", "apply", "--wait", db.to_str().unwrap()],
+                puts(100_000, 2000, 7).as_bytes(),
+            )
+        }
+    });
+    finish(first, &puts(0, 3000, 1));
+    let out = second.join().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(holds(&db, 0, 3000, 1));
+    assert!(holds(&db, 100_000, 2000, 7));
+}
+
+/// A writer killed with `kill -9` leaves its pid in the lock file but no
+/// lock: the next writer gets in, and a later refusal names the process
+/// that holds the table, not the dead one (the library's tests leave a
+/// dead pid in a held lock file).
+#[test]
+fn a_killed_writer_leaves_no_lock_behind() {
+    let dir = TempDir::new("cli-kill-lock");
+    let db = dir.join("t.exh");
+    assert!(apply(&db, &puts(0, 1000, 0)).status.success());
+    let mut first = holding_writer(&db);
+    let dead = first.id();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = apply(&db, &puts(5000, 2000, 3));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(holds(&db, 0, 1000, 0) && holds(&db, 5000, 2000, 3));
+
+    let third = holding_writer(&db);
+    let out = apply(&db, "put 1 1\n");
+    assert_refused(&out, &db, Some(third.id()));
+    assert!(!stderr(&out).contains(&format!("pid {dead})")));
+    finish(third, "");
+}
+
+fn tool(args: &[&str], db: &Path) -> Output {
+    let mut cmd = bin();
+    cmd.arg("exhash").arg(args[0]).arg(db).args(&args[1..]);
+    cmd.output().unwrap()
+}
+
+/// `get`, `stats`, `dump` and `check` on a table `apply` wrote, in text
+/// and JSON; a dump read back by `apply` makes the same table.
+#[test]
+fn get_stats_dump_and_check_read_a_table() {
+    let dir = TempDir::new("cli-tools");
+    let db = dir.join("t.exh");
+    let mut input = puts(0, 3000, 5);
+    input += "del 7\ncommit\n";
+    assert!(apply(&db, &input).status.success());
+
+    let out = tool(&["get", "1", "7", "2999", "3000"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "6\n-\n3004\n-\n");
+    let out = tool(&["get", "1", "7", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"pairs": [{"key": 1, "value": 6}, {"key": 7, "value": null}]})
+    );
+
+    let out = tool(&["stats"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("pairs            2999\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = tool(&["stats", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["pairs"], 2999);
+    assert_eq!(v["readers"], 0);
+    assert_eq!(v["file_bytes"], std::fs::metadata(&db).unwrap().len());
+    for key in [
+        "pages",
+        "global_depth",
+        "bytes_per_pair",
+        "journal_bytes",
+        "journal_used",
+    ] {
+        assert!(v[key].is_number(), "{key}: {v}");
+    }
+
+    let out = tool(&["dump", "--sorted"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want: String = (0..3000u64)
+        .filter(|&k| k != 7)
+        .map(|k| format!("put {k} {}\n", k + 5))
+        .collect();
+    assert_eq!(stdout(&out), want);
+    let out = tool(&["dump"], &db);
+    let text = stdout(&out);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_by_key(|l| l.split(' ').nth(1).unwrap().parse::<u64>().unwrap());
+    assert_eq!(lines.join("\n") + "\n", want);
+    let copy = dir.join("copy.exh");
+    assert!(apply(&copy, &text).status.success());
+    assert_eq!(stdout(&tool(&["dump", "--sorted"], &copy)), want);
+    let out = tool(&["dump", "--sorted", "--json"], &db);
+    let first = stdout(&out).lines().next().unwrap().to_string();
+    assert_eq!(first, r#"{"key":0,"value":5}"#);
+    assert_eq!(stdout(&out).lines().count(), 2999);
+
+    let out = tool(&["check"], &db);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(": ok (2999 pairs"),
+        "{}",
+        stdout(&out)
+    );
+    let out = tool(&["check", "--json"], &db);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["ok"].clone(), v["pairs"].clone()),
+        (true.into(), 2999.into())
+    );
+}
+
+/// `check` says what is damaged with exit status 1; a file it cannot read
+/// at all is an error (2), as for every command.
+#[test]
+fn check_finds_a_damaged_page() {
+    let dir = TempDir::new("cli-check");
+    let db = dir.join("t.exh");
+    assert!(apply(&db, &puts(0, 3000, 5)).status.success());
+    let mut bytes = std::fs::read(&db).unwrap();
+    // A byte of every slot past the headers: whichever hold pages.
+    for at in (8192 + 100..bytes.len()).step_by(8192) {
+        bytes[at] ^= 0x40;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let out = tool(&["check"], &db);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("checksum mismatch") && text.contains("t.exh"),
+        "{text}"
+    );
+    let out = tool(&["check", "--json"], &db);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("checksum"), "{v}");
+
+    for command in ["check", "get", "stats", "dump"] {
+        let mut args = vec![command];
+        if command == "get" {
+            args.push("1");
+        }
+        let out = tool(&args, &dir.join("missing.exh"));
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{command}");
+        assert!(!dir.join("missing.exh").exists());
+    }
+}
+
+/// The reading commands take the writer's lock too (other processes
+/// reading beside a writer are still to come): refused while `apply`
+/// writes, or waiting with `--wait`.
+#[test]
+fn reading_commands_wait_for_a_writer() {
+    let dir = TempDir::new("cli-tools-lock");
+    let db = dir.join("t.exh");
+    // Made first: the writer below takes the lock before it makes a table.
+    assert!(apply(&db, "").status.success());
+    let first = holding_writer(&db);
+    for args in [&["get", "1"][..], &["stats"], &["dump"], &["check"]] {
+        assert_refused(&tool(args, &db), &db, Some(first.id()));
+    }
+    let waiting = std::thread::spawn({
+        let db = db.clone();
+        move || tool(&["get", "1", "--wait"], &db)
+    });
+    finish(first, &puts(0, 10, 1));
+    let out = waiting.join().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "2\n");
 }

@@ -41,6 +41,15 @@ pub enum ErrorKind {
         /// What is wrong.
         what: &'static str,
     },
+    /// Another process has the table open for writing (or the wait for it
+    /// to let go ran out).
+    Locked {
+        /// The table file.
+        path: std::path::PathBuf,
+        /// The process holding it, where the system tells (Linux and
+        /// other Unix systems; not Windows).
+        pid: Option<u32>,
+    },
 }
 
 /// The error type of every fallible exhash operation.
@@ -95,6 +104,13 @@ impl fmt::Display for Error {
             }
             ErrorKind::Corrupt { offset, what } => {
                 write!(f, "corrupt file at offset {offset}: {what}")
+            }
+            ErrorKind::Locked { path, pid } => {
+                write!(f, "{} is open for writing in ", path.display())?;
+                match pid {
+                    Some(pid) => write!(f, "another process (pid {pid})"),
+                    None => write!(f, "another process"),
+                }
             }
         }
     }

@@ -21,7 +21,9 @@
 //!   whose 2 MiB chunks (`chunk.rs`) are made and faulted in ahead of need;
 //!   [`FileStore`] (`file/`) adds atomic, crash-safe commits: a few
 //!   changes appended to a journal, the pages written by shadow paging at
-//!   checkpoints (format in `docs/format-exhash.md`).
+//!   checkpoints (format in `docs/format-exhash.md`). One process at a
+//!   time opens a table file for writing: [`OpenOptions`] (`file/lock.rs`)
+//!   locks a file beside it, and refuses or waits for a second writer.
 //!
 //! ```
 //! use seekless_exhash::ExHash;
@@ -83,7 +85,7 @@ mod table;
 
 pub use device::Device;
 pub use error::{Error, ErrorKind, Result};
-pub use file::FileStore;
+pub use file::{FileStats, FileStore, OpenOptions};
 pub use group::REACH;
 pub use iter::Iter;
 pub use layout::MAX_DEPTH;

@@ -9,6 +9,7 @@
 //! - `commit.rs`: a commit, to the journal or by a checkpoint: the changed
 //!   pages, the metadata and a header;
 //! - `journal.rs`: the journal's blocks of changes, key by key;
+//! - `lock.rs`: the writer's lock, on a file beside the table;
 //! - `open.rs`: reading the last commit back, checking every part of it;
 //! - `write_behind.rs`: pages written ahead of a commit while a load goes on,
 //!   and `write_runs`, how every page reaches its slot.
@@ -16,6 +17,7 @@
 mod commit;
 mod header;
 mod journal;
+mod lock;
 mod open;
 mod write_behind;
 
@@ -24,11 +26,14 @@ use std::fs::File;
 
 use crate::device::Device;
 use crate::error::Error;
+use crate::format::SLOT_SIZE;
 use crate::page::{Page, PageId};
 use crate::store::fixed::Fixed;
 use crate::store::noted::Noted;
 use crate::store::{MemoryStore, PageStore};
 use journal::Journal;
+use lock::WriterLock;
+pub use open::OpenOptions;
 use write_behind::{Writer, write_runs};
 
 /// Pages from which a commit checksums them on a second thread.
@@ -66,6 +71,27 @@ pub struct FileStore<D: Device = File> {
     header_copy: u64,
     meta_extent: (u64, u64),
     journal: Journal,
+    /// The writer's lock of a table opened by its path, let go with the
+    /// store.
+    lock: Option<WriterLock>,
+}
+
+/// What a table's file holds besides its pages (see
+/// [`FileStore::file_stats`]; `docs/format-exhash.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileStats {
+    /// Bytes of the file: its slots of 8 KiB, the header slot included.
+    pub file_bytes: u64,
+    /// Slots the last commit does not refer to, which later checkpoints
+    /// fill before the file grows.
+    pub free_slots: u64,
+    /// The number of the last commit.
+    pub sequence: u64,
+    /// Bytes of the journal's extent (0: none yet).
+    pub journal_bytes: u64,
+    /// Bytes of it the commits since the last checkpoint fill.
+    pub journal_used: u64,
 }
 
 impl<D: Device> FileStore<D> {
@@ -87,6 +113,7 @@ impl<D: Device> FileStore<D> {
             header_copy: 1,
             meta_extent: (0, 0),
             journal: Journal::default(),
+            lock: None,
         }
     }
 
@@ -95,7 +122,8 @@ impl<D: Device> FileStore<D> {
         &self.dev
     }
 
-    /// Give up the store, keeping its device. Uncommitted changes are lost.
+    /// Give up the store, keeping its device. Uncommitted changes are
+    /// lost, and a table opened by its path lets go of its writer's lock.
     pub fn into_device(self) -> D {
         self.dev
     }
@@ -103,6 +131,18 @@ impl<D: Device> FileStore<D> {
     /// The number of the last commit.
     pub fn sequence(&self) -> u64 {
         self.seq
+    }
+
+    /// What the file holds besides the table's pages: its size, its free
+    /// slots, the journal.
+    pub fn file_stats(&self) -> FileStats {
+        FileStats {
+            file_bytes: self.next_slot * SLOT_SIZE,
+            free_slots: self.free.len() as u64,
+            sequence: self.seq,
+            journal_bytes: self.journal.extent.1 * SLOT_SIZE,
+            journal_used: self.journal.end,
+        }
     }
 
     fn grow(&mut self, id: PageId) {

@@ -4,11 +4,13 @@
 //! format versions are laid out afresh (`upgrade`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::header::{Header, u32_at, u64_at};
 use super::journal::Change;
+use super::lock::{Wait, WriterLock};
 use super::{FileStore, io};
 use crate::device::Device;
 use crate::error::{Error, ErrorKind};
@@ -21,50 +23,131 @@ use crate::table::ExHash;
 
 impl ExHash<FileStore<File>> {
     /// Open the table in `path`, or create an empty one there (written to a
-    /// temporary name and renamed once complete).
+    /// temporary name and renamed once complete), for writing: refused
+    /// while another process has it open ([`ErrorKind::Locked`]); see
+    /// [`OpenOptions`] to wait instead.
     pub fn open_or_create(path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
-        if path.exists() {
-            return ExHash::open(path);
-        }
-        let mut tmp = PathBuf::from(path);
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(".tmp");
-        tmp.set_file_name(name);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(io("creating the table file"))?;
-        let table = ExHash::create_on(file)?;
-        std::fs::rename(&tmp, path).map_err(io("renaming the new table file into place"))?;
-        if let Some(dir) = path.parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            if let Ok(d) = File::open(dir) {
-                d.sync_all().map_err(io("syncing the directory"))?;
-            }
-        }
-        Ok(table)
+        OpenOptions::new().create(true).open(path)
     }
 
-    /// Open an existing table file.
+    /// Open an existing table file for writing: refused while another
+    /// process has it open ([`ErrorKind::Locked`]).
     pub fn open(path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(io("opening the table file"))?;
-        ExHash::open_on(file)
+        OpenOptions::new().open(path)
     }
 }
 
+/// How to open a table file: whether to create it, and whether to wait
+/// for another process that has it open.
+///
+/// One process at a time has a table open for writing: opening takes an
+/// exclusive lock on a file beside it, `NAME.lock` (an advisory `flock` on
+/// Unix, `LockFileEx` on Windows), held until the table is dropped or the
+/// process ends, however it ends. Within a process, a second open of the
+/// same file is refused too.
+///
+/// ```no_run
+/// # fn main() -> Result<(), seekless_exhash::Error> {
+/// use std::time::Duration;
+/// use seekless_exhash::OpenOptions;
+///
+/// let table = OpenOptions::new()
+///     .create(true)
+///     .wait_at_most(Duration::from_secs(30))
+///     .open("t.exh".as_ref())?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenOptions {
+    create: bool,
+    wait: Wait,
+}
+
+impl OpenOptions {
+    /// Open an existing file, refused at once while another process has
+    /// it open.
+    pub fn new() -> OpenOptions {
+        OpenOptions::default()
+    }
+
+    /// Create an empty table if there is none.
+    pub fn create(&mut self, create: bool) -> &mut OpenOptions {
+        self.create = create;
+        self
+    }
+
+    /// Wait for as long as another process has the table open (`true`), or
+    /// not at all (`false`, the default).
+    pub fn wait(&mut self, wait: bool) -> &mut OpenOptions {
+        self.wait = if wait { Wait::Forever } else { Wait::No };
+        self
+    }
+
+    /// Wait up to `limit` for another process to let go of the table,
+    /// then give up with [`ErrorKind::Locked`].
+    pub fn wait_at_most(&mut self, limit: Duration) -> &mut OpenOptions {
+        self.wait = Wait::AtMost(limit);
+        self
+    }
+
+    /// Open (or create) the table in `path`, at its last commit, and hold
+    /// its writer's lock until the table is dropped.
+    pub fn open(&self, path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
+        if !self.create {
+            // No lock file for a table that is not there.
+            fs::metadata(path).map_err(io("opening the table file"))?;
+        }
+        // Taken before the table is read, or made: a table is only
+        // renamed into place under its lock.
+        let lock = WriterLock::take(path, self.wait)?;
+        let mut table = if self.create && !path.exists() {
+            create_at(path)?
+        } else {
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map_err(io("opening the table file"))?;
+            ExHash::open_on(file)?
+        };
+        table.store.lock = Some(lock);
+        Ok(table)
+    }
+}
+
+/// A new, empty table in `path`, written to `NAME.tmp` and renamed once
+/// complete.
+fn create_at(path: &Path) -> Result<ExHash<FileStore<File>>, Error> {
+    let mut tmp = PathBuf::from(path);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    tmp.set_file_name(name);
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(io("creating the table file"))?;
+    let table = ExHash::create_on(file)?;
+    fs::rename(&tmp, path).map_err(io("renaming the new table file into place"))?;
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(d) = File::open(dir) {
+            d.sync_all().map_err(io("syncing the directory"))?;
+        }
+    }
+    Ok(table)
+}
+
 impl<D: Device> ExHash<FileStore<D>> {
-    /// Open the table on `dev`, at its last commit.
+    /// Open the table on `dev`, at its last commit. No lock is taken: the
+    /// caller sees to it that one writer at a time has the device.
     pub fn open_on(mut dev: D) -> Result<ExHash<FileStore<D>>, Error> {
         let file_len = dev.size().map_err(io("reading the file length"))?;
         let (header, header_copy) = latest_header(&mut dev, file_len)?;
