@@ -4,7 +4,9 @@
 //! then the script: the six common kinds in 21 or 33 bytes, any other as
 //! `VARINT(length + 6)` and its bytes.
 
-use crate::coin::{Coin, MAX_SCRIPT_SIZE, OP_RETURN, VARINT_MAX_LEN, read_varint, write_varint};
+use crate::coin::{
+    Coin, MAX_SCRIPT_SIZE, OP_RETURN, VARINT_MAX_LEN, is_unspendable, read_varint, write_varint,
+};
 use crate::error::{ErrorKind, Result};
 use crate::secp256k1;
 
@@ -232,7 +234,8 @@ impl Coin {
 }
 
 /// Reads one compressed coin into `coin`; returns whether its bytes were in
-/// the form [`Coin::write_compressed`] writes.
+/// the form [`Coin::write_compressed`] writes for a coin Core's UTXO set can
+/// hold (not for an unspendable script).
 pub(crate) fn read_coin(src: &mut impl ByteSource, coin: &mut Coin) -> Result<bool> {
     let offset = src.offset();
     let code = src.varint(u32::MAX as u64, "coin code")?;
@@ -247,7 +250,9 @@ pub(crate) fn read_coin(src: &mut impl ByteSource, coin: &mut Coin) -> Result<bo
         }
         .into());
     }
-    read_script(src, &mut coin.script)
+    let canonical = read_script(src, &mut coin.script)?;
+    // Core never writes an unspendable coin: it is not in its UTXO set.
+    Ok(canonical && !is_unspendable(&coin.script))
 }
 
 /// A [`ByteSource`] over a slice.

@@ -366,11 +366,12 @@ impl<R: Read> SnapshotReader<R> {
         self.input.offset
     }
 
-    /// Whether every coin so far was stored as Core (and [`SnapshotWriter`])
-    /// would store it: false after a script of a compressible kind stored
-    /// plain, or one over 10,000 bytes (read, as Core reads it, as a lone
-    /// `OP_RETURN`). Writing what was read gives back the same bytes exactly
-    /// when this stays true.
+    /// Whether every coin so far was one Core (and [`SnapshotWriter`]) would
+    /// write, stored as it would store it: false after a script of a
+    /// compressible kind stored plain, one over 10,000 bytes (read, as Core
+    /// reads it, as a lone `OP_RETURN`) or an unspendable one (Core's UTXO
+    /// set never holds it; Core's loader accepts it). Writing what was read
+    /// gives back the same bytes exactly when this stays true.
     pub fn canonical(&self) -> bool {
         self.canonical
     }
