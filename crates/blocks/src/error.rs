@@ -3,8 +3,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::snapshot::SNAPSHOT_VERSION;
-
 /// What went wrong, with the position where it applies.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -166,6 +164,8 @@ pub enum ErrorKind {
     SnapshotVersion {
         /// The version in the file.
         version: u16,
+        /// The version this build reads.
+        supported: u16,
     },
     /// A snapshot's network magic is not one of the known networks'.
     SnapshotNetwork {
@@ -387,22 +387,22 @@ impl fmt::Display for Error {
                 f,
                 "not a UTXO snapshot: starts with {}, expected 7574786fff (\"utxo\\xff\"; \
                  snapshots from Bitcoin Core before 28.0 have no magic and are not read)",
-                crate::hex::to_hex(found)
+                Hex(found)
             ),
-            ErrorKind::SnapshotVersion { version } if *version > SNAPSHOT_VERSION => write!(
+            ErrorKind::SnapshotVersion { version, supported } if version > supported => write!(
                 f,
                 "UTXO snapshot version {version} was made by a newer Bitcoin Core; \
-                 this build reads version {SNAPSHOT_VERSION}"
+                 this build reads version {supported}"
             ),
-            ErrorKind::SnapshotVersion { version } => write!(
+            ErrorKind::SnapshotVersion { version, supported } => write!(
                 f,
                 "unsupported UTXO snapshot version {version}; this build reads version \
-                 {SNAPSHOT_VERSION}"
+                 {supported}"
             ),
             ErrorKind::SnapshotNetwork { magic } => write!(
                 f,
                 "UTXO snapshot for an unknown network (magic {})",
-                crate::hex::to_hex(magic)
+                Hex(magic)
             ),
             ErrorKind::CoinCount { declared, found } => write!(
                 f,
@@ -435,6 +435,15 @@ impl std::error::Error for Error {
             ErrorKind::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// Bytes shown as lowercase hex.
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
     }
 }
 

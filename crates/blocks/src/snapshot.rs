@@ -326,7 +326,11 @@ impl<R: Read> SnapshotReader<R> {
         input.read_into(&mut version, "snapshot version")?;
         let version = u16::from_le_bytes(version);
         if version != SNAPSHOT_VERSION {
-            return Err(ErrorKind::SnapshotVersion { version }.into());
+            return Err(ErrorKind::SnapshotVersion {
+                version,
+                supported: SNAPSHOT_VERSION,
+            }
+            .into());
         }
         let mut network_magic = [0u8; 4];
         input.read_into(&mut network_magic, "network magic")?;

@@ -260,7 +260,7 @@ fn headers_are_checked() {
     let err = with(5, &3u16.to_le_bytes());
     assert!(matches!(
         err.kind(),
-        ErrorKind::SnapshotVersion { version: 3 }
+        ErrorKind::SnapshotVersion { version: 3, .. }
     ));
     assert!(err.to_string().contains("newer"), "{err}");
     let err = with(5, &1u16.to_le_bytes());
