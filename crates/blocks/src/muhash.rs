@@ -124,7 +124,7 @@ impl Num3072 {
     }
 }
 
-/// The limbs below which [`mul_wide`] multiplies column by column.
+/// The size at which [`mul_wide`] stops halving and multiplies row by row.
 const BASE_LIMBS: usize = 12;
 
 /// `a * b` into `out` (twice their length): Karatsuba's three half-size
@@ -135,7 +135,7 @@ fn mul_wide(a: &[u64], b: &[u64], out: &mut [u64]) {
     let n = a.len();
     if n <= BASE_LIMBS {
         let (a, b) = (a.try_into().expect("base"), b.try_into().expect("base"));
-        comba::<BASE_LIMBS>(a, b, out);
+        base_mul(a, b, out);
         return;
     }
     let h = n / 2;
@@ -162,24 +162,20 @@ fn mul_wide(a: &[u64], b: &[u64], out: &mut [u64]) {
     add_into(&mut out[h..], &middle[..=n]);
 }
 
-/// `a * b` into `out[..2N]`, row by row, in a local array the compiler
-/// keeps unrolled (`N` is a constant).
-fn comba<const N: usize>(a: &[u64; N], b: &[u64; N], out: &mut [u64]) {
-    let mut wide = [[0u64; N]; 2];
-    for i in 0..N {
-        let ai = a[i] as u128;
+/// `a * b` into `out[..2 * BASE_LIMBS]`, row by row in a local array (fixed
+/// sizes, so the compiler unrolls and keeps it in registers).
+fn base_mul(a: &[u64; BASE_LIMBS], b: &[u64; BASE_LIMBS], out: &mut [u64]) {
+    let mut wide = [0u64; 2 * BASE_LIMBS];
+    for (i, &x) in a.iter().enumerate() {
         let mut carry = 0u64;
-        for j in 0..N {
-            let k = i + j;
-            let slot = &mut wide[k / N][k % N];
-            let t = ai * b[j] as u128 + *slot as u128 + carry as u128;
+        for (slot, &y) in wide[i..i + BASE_LIMBS].iter_mut().zip(b) {
+            let t = x as u128 * y as u128 + *slot as u128 + carry as u128;
             *slot = t as u64;
             carry = (t >> 64) as u64;
         }
-        wide[1][i] = carry;
+        wide[i + BASE_LIMBS] = carry;
     }
-    out[..N].copy_from_slice(&wide[0]);
-    out[N..2 * N].copy_from_slice(&wide[1]);
+    out[..2 * BASE_LIMBS].copy_from_slice(&wide);
 }
 
 /// |x - y| into `out`; true when y > x.
@@ -200,30 +196,34 @@ fn abs_diff(x: &[u64], y: &[u64], out: &mut [u64]) -> bool {
 /// size so that nothing carries out of it).
 fn add_into(out: &mut [u64], x: &[u64]) {
     let mut carry = false;
-    for (i, limb) in out.iter_mut().enumerate() {
-        let add = x.get(i).copied().unwrap_or(0);
-        if add == 0 && !carry && i >= x.len() {
+    for (limb, &add) in out.iter_mut().zip(x) {
+        let (sum, c1) = limb.overflowing_add(add);
+        let (sum, c2) = sum.overflowing_add(carry as u64);
+        *limb = sum;
+        carry = c1 || c2;
+    }
+    for limb in &mut out[x.len()..] {
+        if !carry {
             break;
         }
-        let (s, c1) = limb.overflowing_add(add);
-        let (s, c2) = s.overflowing_add(carry as u64);
-        *limb = s;
-        carry = c1 || c2;
+        (*limb, carry) = limb.overflowing_add(1);
     }
 }
 
 /// `out -= x` (never below zero at the callers).
 fn sub_from(out: &mut [u64], x: &[u64]) {
     let mut borrow = false;
-    for (i, limb) in out.iter_mut().enumerate() {
-        let sub = x.get(i).copied().unwrap_or(0);
-        if sub == 0 && !borrow && i >= x.len() {
+    for (limb, &sub) in out.iter_mut().zip(x) {
+        let (diff, b1) = limb.overflowing_sub(sub);
+        let (diff, b2) = diff.overflowing_sub(borrow as u64);
+        *limb = diff;
+        borrow = b1 || b2;
+    }
+    for limb in &mut out[x.len()..] {
+        if !borrow {
             break;
         }
-        let (d, b1) = limb.overflowing_sub(sub);
-        let (d, b2) = d.overflowing_sub(borrow as u64);
-        *limb = d;
-        borrow = b1 || b2;
+        (*limb, borrow) = limb.overflowing_sub(1);
     }
 }
 
