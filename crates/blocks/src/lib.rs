@@ -14,6 +14,12 @@
 //! the best tip, stale blocks, orphans and duplicates, and [`linearize()`]
 //! writes the best chain in height order.
 //!
+//! For the chainstate, the crate reads and writes Core's UTXO snapshot
+//! (`dumptxoutset`, [`SnapshotWriter`], [`SnapshotReader`]), with coins
+//! compressed as Core's chainstate stores them ([`Coin::write_compressed`]),
+//! and hashes a UTXO set as `gettxoutsetinfo` does ([`MuHash3072`],
+//! [`UtxoStats`]).
+//!
 //! ```no_run
 //! # fn main() -> seekless_blocks::Result<()> {
 //! use seekless_blocks::{Chain, ScanOptions, list_block_files, scan};

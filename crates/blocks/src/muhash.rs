@@ -231,7 +231,7 @@ fn sub_from(out: &mut [u64], x: &[u64]) {
 fn element(key: [u8; 32]) -> Num3072 {
     let mut stream = [0u8; BYTES];
     let mut cipher = ChaCha20::new(&key.into(), &[0u8; 12].into());
-    cipher.apply_keystream(&mut stream);
+    cipher.write_keystream(&mut stream);
     Num3072::from_le_bytes(&stream)
 }
 
