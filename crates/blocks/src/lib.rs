@@ -14,6 +14,12 @@
 //! the best tip, stale blocks, orphans and duplicates, and [`linearize()`]
 //! writes the best chain in height order.
 //!
+//! For the chainstate, the crate reads and writes Core's UTXO snapshot
+//! (`dumptxoutset`, [`SnapshotWriter`], [`SnapshotReader`]), with coins
+//! compressed as Core's chainstate stores them ([`Coin::write_compressed`]),
+//! and hashes a UTXO set as `gettxoutsetinfo` does ([`MuHash3072`],
+//! [`UtxoStats`]).
+//!
 //! ```no_run
 //! # fn main() -> seekless_blocks::Result<()> {
 //! use seekless_blocks::{Chain, ScanOptions, list_block_files, scan};
@@ -30,6 +36,7 @@
 mod block;
 mod chain;
 mod coin;
+mod compress;
 mod entry;
 mod error;
 mod files;
@@ -43,11 +50,15 @@ mod header;
 mod hex;
 mod linearize;
 mod mapped;
+mod muhash;
 mod network;
 mod reader;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod record;
 mod scan;
+mod secp256k1;
+mod snapshot;
+mod stats;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
 mod u256;
@@ -55,6 +66,7 @@ mod xor;
 
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
+pub use compress::{MAX_MONEY, compress_amount, decompress_amount};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
@@ -62,9 +74,15 @@ pub use linearize::{
     DEFAULT_MAX_FILE_SIZE, LinearizeOptions, LinearizeReport, MANIFEST, check_linearize_output,
     linearize,
 };
+pub use muhash::{MUHASH_STATE_LEN, MuHash3072, coin_bytes};
 pub use network::Network;
 pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
+pub use snapshot::{
+    SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, SnapshotMetadata, SnapshotReader,
+    SnapshotWriter,
+};
+pub use stats::UtxoStats;
 pub use u256::U256;
 pub use xor::XorKey;
 
