@@ -32,6 +32,7 @@ mod chain;
 mod coin;
 mod entry;
 mod error;
+mod fetch;
 mod files;
 #[cfg(any(test, feature = "test-util"))]
 pub mod generate;
@@ -51,11 +52,12 @@ mod scan;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
 mod u256;
+mod utxo;
 mod xor;
 
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Reject, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
 pub use linearize::{
@@ -66,6 +68,7 @@ pub use network::Network;
 pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
 pub use u256::U256;
+pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MAX_MONEY, MemoryCoins, connect};
 pub use xor::XorKey;
 
 // The parts the scan is built from, for tests and fuzz targets: the record
