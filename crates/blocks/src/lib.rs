@@ -68,7 +68,7 @@ pub use network::Network;
 pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
 pub use u256::U256;
-pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MAX_MONEY, MemoryCoins, connect};
+pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MemoryCoins, connect};
 pub use xor::XorKey;
 
 // The parts the scan is built from, for tests and fuzz targets: the record

@@ -10,11 +10,13 @@ use std::path::Path;
 use seekless_blocks::generate::spends::{GenTx, SUBSIDY, SpendingChain};
 use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
-    COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MAX_MONEY, MemoryCoins,
-    Network, OutPoint, Reject, ScanOptions, XorKey, connect, is_unspendable, list_block_files,
-    scan,
+    COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MemoryCoins, Network,
+    OutPoint, Reject, ScanOptions, XorKey, connect, is_unspendable, list_block_files, scan,
 };
 use seekless_testkit::TempDir;
+
+/// Core's `MAX_MONEY`.
+const MAX_MONEY: u64 = 21_000_000 * 100_000_000;
 
 const KEY: XorKey = XorKey([0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
 
@@ -345,10 +347,19 @@ fn bad_block(chain: &mut SpendingChain, case: &str) -> Reject {
                 },
             )
         }
+        "coinbase script of 1 byte" => (
+            Vec::new(),
+            Reject::Malformed {
+                reason: "bad-cb-length",
+            },
+        ),
         other => panic!("no case {other}"),
     };
     let mut script_sig = height.to_le_bytes().to_vec();
     script_sig.push(0xbb);
+    if case == "coinbase script of 1 byte" {
+        script_sig.truncate(1);
+    }
     chain.extend_with(&script_sig, &[(SUBSIDY as i64, p2pkh(0))], txs);
     reject
 }
@@ -365,6 +376,7 @@ fn a_block_that_breaks_a_rule_is_named_and_the_set_stays_at_its_parent() {
         "negative value",
         "outputs sum over MAX_MONEY",
         "inputs below outputs",
+        "coinbase script of 1 byte",
     ]
     .into_iter()
     .enumerate()
@@ -396,9 +408,9 @@ fn a_block_that_breaks_a_rule_is_named_and_the_set_stays_at_its_parent() {
             "{case}"
         );
         assert_eq!(got, &reject, "{case}");
-        let expected_tx = chain.txs[bad].iter().rfind(|tx| !tx.coinbase).unwrap();
         let expected_txid = match case {
-            "double spend in a block" | "immature coinbase" => expected_tx.txid,
+            "double spend in a block" | "immature coinbase" => chain.txs[bad][2].txid,
+            "coinbase script of 1 byte" => chain.txs[bad][0].txid,
             _ => chain.txs[bad][1].txid,
         };
         assert_eq!(*txid, Some(expected_txid), "{case}");
@@ -477,4 +489,40 @@ fn a_torn_record_removes_only_the_blocks_it_cuts_off() {
         assert_same(&coins, &model(&chain, &path, lost_height - 1));
         std::fs::write(&name, &keep).unwrap();
     }
+}
+
+#[test]
+fn a_body_changed_under_its_header_stops_the_run_at_its_parent() {
+    let mut chain = valid_chain(6, 125, 5);
+    let path = path_to(&chain, chain.tip());
+    let dir = TempDir::new("utxo-body");
+    let positions = write_dir(&dir, &mut chain);
+    let block = &chain.builder.blocks[path[120]];
+    let (file, offset) = positions[path[120]];
+    let name = dir.join(format!("blk{file:05}.dat"));
+    let mut bytes = std::fs::read(&name).unwrap();
+    // The coinbase's version (after the header and a one-byte count): the
+    // block still parses, its txid changes.
+    assert!(block.bytes[80] < 0xfd);
+    let at = offset as usize + 8 + 81;
+    bytes[at] ^= 0x40;
+    std::fs::write(&name, &bytes).unwrap();
+    let (report, coins) = run(&dir, None);
+    assert_eq!(report.height, 119);
+    let failure = report.failure.unwrap();
+    assert!(
+        matches!(
+            failure.kind(),
+            ErrorKind::NotConnected {
+                height: 120,
+                txid: None,
+                reject: Reject::Malformed {
+                    reason: "bad-txnmrklroot"
+                },
+                ..
+            }
+        ),
+        "{failure}"
+    );
+    assert_same(&coins, &model(&chain, &path, 119));
 }

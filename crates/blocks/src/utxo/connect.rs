@@ -13,7 +13,7 @@ use crate::tx::{Cursor, Transaction};
 use crate::utxo::store::CoinStore;
 
 /// Core's `MAX_MONEY`: 21 million bitcoin in satoshis.
-pub const MAX_MONEY: u64 = 21_000_000 * 100_000_000;
+const MAX_MONEY: u64 = 21_000_000 * 100_000_000;
 
 /// Core's `COINBASE_MATURITY`: blocks before a coinbase output may be spent.
 pub const COINBASE_MATURITY: u32 = 100;
@@ -105,8 +105,8 @@ fn check_block(block: &[u8]) -> Result<Vec<(Transaction<'_>, [u8; 32])>, Broken>
 }
 
 /// `CheckTransaction`'s rules on amounts and inputs: inputs and outputs
-/// present, each output's value and their sum in `0..=MAX_MONEY`, no input
-/// spent twice.
+/// present, a coinbase's script of 2 to 100 bytes, each output's value and
+/// their sum in `0..=MAX_MONEY`, no input spent twice.
 fn check_transaction(tx: &Transaction<'_>) -> Result<(), Reject> {
     if tx.input_count() == 0 {
         return Err(Reject::Malformed {
@@ -116,6 +116,16 @@ fn check_transaction(tx: &Transaction<'_>) -> Result<(), Reject> {
     if tx.output_count() == 0 {
         return Err(Reject::Malformed {
             reason: "bad-txns-vout-empty",
+        });
+    }
+    if tx.is_coinbase()
+        && !tx
+            .inputs()
+            .next()
+            .is_some_and(|input| (2..=100).contains(&input.script_sig.len()))
+    {
+        return Err(Reject::Malformed {
+            reason: "bad-cb-length",
         });
     }
     let mut total = 0u64;

@@ -12,7 +12,7 @@
 mod connect;
 mod store;
 
-pub use connect::{COINBASE_MATURITY, MAX_MONEY};
+pub use connect::COINBASE_MATURITY;
 pub use store::{CoinStore, MemoryCoins};
 
 use crate::chain::Chain;
