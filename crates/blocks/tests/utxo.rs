@@ -216,6 +216,19 @@ fn the_set_matches_the_model_at_the_tip_and_below() {
 }
 
 #[test]
+fn more_seeds_match_the_model() {
+    for seed in 30..34 {
+        let mut chain = valid_chain(seed, 115, 12);
+        let dir = TempDir::new("utxo-seeds");
+        write_dir(&dir, &mut chain);
+        let (report, coins) = run(&dir, None);
+        assert!(report.failure.is_none(), "{seed}: {:?}", report.failure);
+        let path = path_to(&chain, chain.tip());
+        assert_same(&coins, &model(&chain, &path, 115));
+    }
+}
+
+#[test]
 fn bytes_per_coin_in_memory() {
     let chain = valid_chain(2, 130, 30);
     let mut coins = MemoryCoins::new();
