@@ -5,6 +5,8 @@
 
 use std::cmp::Ordering;
 
+use crate::error::{ErrorKind, Result};
+
 /// Core's `MAX_SCRIPT_SIZE`: an output whose script is longer can never be
 /// spent, and Core never adds it to the UTXO set.
 pub const MAX_SCRIPT_SIZE: usize = 10_000;
@@ -93,6 +95,32 @@ pub fn write_varint(mut value: u64, out: &mut [u8; VARINT_MAX_LEN]) -> usize {
     len + 1
 }
 
+/// Reads one of Core's VARINTs for a type whose largest value is `max`
+/// (`u32::MAX` for Core's `unsigned int` fields, `u64::MAX` for amounts),
+/// taking bytes from `next`; refuses, as Core's `ReadVarInt` does, a value
+/// that would not fit. `offset` is where the VARINT starts, for the error.
+pub(crate) fn read_varint(
+    mut next: impl FnMut() -> Result<u8>,
+    max: u64,
+    offset: u64,
+) -> Result<u64> {
+    let mut value: u64 = 0;
+    loop {
+        let byte = next()?;
+        if value > max >> 7 {
+            return Err(ErrorKind::VarIntTooLarge { offset }.into());
+        }
+        value = (value << 7) | (byte & 0x7f) as u64;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        if value == max {
+            return Err(ErrorKind::VarIntTooLarge { offset }.into());
+        }
+        value += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +146,63 @@ mod tests {
             varint(u64::MAX),
             [0x80, 0xfe, 0xfe, 0xfe, 0xfe, 0xfe, 0xfe, 0xfe, 0xfe, 0x7f]
         );
+    }
+
+    fn read(bytes: &[u8], max: u64) -> Result<(u64, usize)> {
+        let mut pos = 0;
+        let value = read_varint(
+            || {
+                let byte = bytes.get(pos).copied().ok_or(ErrorKind::UnexpectedEof {
+                    offset: pos,
+                    what: "varint",
+                })?;
+                pos += 1;
+                Ok(byte)
+            },
+            max,
+            0,
+        )?;
+        Ok((value, pos))
+    }
+
+    #[test]
+    fn varint_reads_back_and_refuses_overflow() {
+        for value in [
+            0,
+            1,
+            0x7f,
+            0x80,
+            0x4080,
+            0xffff,
+            0xffff_ffff,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let bytes = varint(value);
+            assert_eq!(read(&bytes, u64::MAX).unwrap(), (value, bytes.len()));
+        }
+        assert_eq!(
+            read(&varint(u32::MAX as u64), u32::MAX as u64).unwrap().0,
+            u32::MAX as u64
+        );
+        // One past the type's largest value, and a run of continuation
+        // bytes, are refused before they wrap.
+        let too_large = |bytes: &[u8], max| {
+            matches!(
+                read(bytes, max).unwrap_err().kind(),
+                ErrorKind::VarIntTooLarge { .. }
+            )
+        };
+        assert!(too_large(&varint(u32::MAX as u64 + 1), u32::MAX as u64));
+        assert!(too_large(&[0xff; 11], u64::MAX));
+        assert!(too_large(
+            &[0x8e, 0xfe, 0xfe, 0xfe, 0xff, 0x00],
+            u32::MAX as u64
+        ));
+        assert!(matches!(
+            read(&[0x80, 0x80], u64::MAX).unwrap_err().kind(),
+            ErrorKind::UnexpectedEof { .. }
+        ));
     }
 
     #[test]

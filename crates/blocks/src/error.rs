@@ -138,6 +138,74 @@ pub enum ErrorKind {
         /// The file's name.
         file: String,
     },
+    /// A VARINT is longer than its type allows (Core's "ReadVarInt(): size
+    /// too large").
+    VarIntTooLarge {
+        /// Offset of the VARINT.
+        offset: u64,
+    },
+    /// A compressed public key (script codes 0x04/0x05) whose x is not on
+    /// the secp256k1 curve, so its script cannot be rebuilt.
+    BadCompressedKey {
+        /// Offset of the key's bytes.
+        offset: u64,
+    },
+    /// A coin's value is above 21 million bitcoin (Core's `MoneyRange`).
+    AmountTooLarge {
+        /// Offset of the coin.
+        offset: u64,
+        /// The value, in satoshis.
+        value: u64,
+    },
+    /// A file does not start with the UTXO snapshot magic `utxo\xff`.
+    NotASnapshot {
+        /// The first bytes of the file.
+        found: [u8; 5],
+    },
+    /// A snapshot format version this build does not read.
+    SnapshotVersion {
+        /// The version in the file.
+        version: u16,
+        /// The version this build reads.
+        supported: u16,
+    },
+    /// A snapshot's network magic is not one of the known networks'.
+    SnapshotNetwork {
+        /// The 4 magic bytes.
+        magic: [u8; 4],
+    },
+    /// A snapshot holds more or fewer coins than its header declares.
+    CoinCount {
+        /// The count in the header.
+        declared: u64,
+        /// The coins found (or written) when the mismatch showed.
+        found: u64,
+    },
+    /// A snapshot's coins are not in Core's order (each txid once, its
+    /// coins in the order of their VARINT-coded indexes), or a txid's group
+    /// of coins is empty.
+    SnapshotOrder {
+        /// Offset of the txid or coin out of order.
+        offset: u64,
+    },
+    /// Bytes after a snapshot's last coin.
+    SnapshotTrailingBytes {
+        /// Offset of the first unused byte.
+        offset: u64,
+    },
+    /// A coin given to the snapshot writer comes before or equals the
+    /// previous one in Core's order.
+    CoinOrder {
+        /// Index of the coin among those given, from 0.
+        index: u64,
+    },
+    /// A coin given to the snapshot writer cannot be in Core's UTXO set.
+    UnwritableCoin {
+        /// Index of the coin among those given, from 0.
+        index: u64,
+        /// Why.
+        reason: &'static str,
+    },
     /// A block of the best chain breaks one of Core's rules for connecting
     /// it to the UTXO set: the set stays at its parent.
     NotConnected {
@@ -475,6 +543,59 @@ impl fmt::Display for Error {
                  refusing to mix block files (nothing was changed)",
                 dir.display()
             ),
+            ErrorKind::VarIntTooLarge { offset } => {
+                write!(f, "VARINT too large for its type at offset {offset}")
+            }
+            ErrorKind::BadCompressedKey { offset } => write!(
+                f,
+                "compressed public key at offset {offset} is not on the secp256k1 curve"
+            ),
+            ErrorKind::AmountTooLarge { offset, value } => write!(
+                f,
+                "coin at offset {offset} has value {value}, above 21 million bitcoin"
+            ),
+            ErrorKind::NotASnapshot { found } => write!(
+                f,
+                "not a UTXO snapshot: starts with {}, expected 7574786fff (\"utxo\\xff\"; \
+                 snapshots from Bitcoin Core before 28.0 have no magic and are not read)",
+                Hex(found)
+            ),
+            ErrorKind::SnapshotVersion { version, supported } if version > supported => write!(
+                f,
+                "UTXO snapshot version {version} was made by a newer Bitcoin Core; \
+                 this build reads version {supported}"
+            ),
+            ErrorKind::SnapshotVersion { version, supported } => write!(
+                f,
+                "unsupported UTXO snapshot version {version}; this build reads version \
+                 {supported}"
+            ),
+            ErrorKind::SnapshotNetwork { magic } => write!(
+                f,
+                "UTXO snapshot for an unknown network (magic {})",
+                Hex(magic)
+            ),
+            ErrorKind::CoinCount { declared, found } => write!(
+                f,
+                "UTXO snapshot declares {declared} coins but holds {found}"
+            ),
+            ErrorKind::SnapshotOrder { offset } => write!(
+                f,
+                "UTXO snapshot coins out of Core's order (or an empty txid group) at offset {offset}"
+            ),
+            ErrorKind::SnapshotTrailingBytes { offset } => {
+                write!(
+                    f,
+                    "bytes after the UTXO snapshot's last coin at offset {offset}"
+                )
+            }
+            ErrorKind::CoinOrder { index } => write!(
+                f,
+                "coin {index} does not come after the previous one in Core's order"
+            ),
+            ErrorKind::UnwritableCoin { index, reason } => {
+                write!(f, "coin {index} cannot be in a UTXO snapshot: {reason}")
+            }
             ErrorKind::NotConnected {
                 hash,
                 height,
@@ -509,6 +630,15 @@ impl std::error::Error for Error {
             ErrorKind::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// Bytes shown as lowercase hex.
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|byte| write!(f, "{byte:02x}"))
     }
 }
 

@@ -31,3 +31,13 @@ pub(crate) fn hex_error(text: &str, expected_len: usize) -> Error {
     }
     .into()
 }
+
+/// Lowercase hex of `bytes`, in their order.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}

@@ -30,6 +30,7 @@
 mod block;
 mod chain;
 mod coin;
+mod compress;
 mod entry;
 mod error;
 mod fetch;
@@ -44,11 +45,15 @@ mod header;
 mod hex;
 mod linearize;
 mod mapped;
+mod muhash;
 mod network;
 mod reader;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod record;
 mod scan;
+mod secp256k1;
+mod snapshot;
+mod stats;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
 mod u256;
@@ -57,6 +62,7 @@ mod xor;
 
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
+pub use compress::{MAX_MONEY, compress_amount, decompress_amount};
 pub use error::{Error, ErrorKind, Reject, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
@@ -64,9 +70,15 @@ pub use linearize::{
     DEFAULT_MAX_FILE_SIZE, LinearizeOptions, LinearizeReport, MANIFEST, check_linearize_output,
     linearize,
 };
+pub use muhash::{MUHASH_STATE_LEN, MuHash3072, coin_bytes};
 pub use network::Network;
 pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
+pub use snapshot::{
+    SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, SnapshotMetadata, SnapshotReader,
+    SnapshotWriter,
+};
+pub use stats::UtxoStats;
 pub use u256::U256;
 pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MemoryCoins, connect};
 pub use xor::XorKey;

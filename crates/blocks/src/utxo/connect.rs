@@ -12,8 +12,7 @@ use crate::header::HEADER_LEN;
 use crate::tx::{Cursor, Transaction};
 use crate::utxo::store::CoinStore;
 
-/// Core's `MAX_MONEY`: 21 million bitcoin in satoshis.
-const MAX_MONEY: u64 = 21_000_000 * 100_000_000;
+use crate::compress::MAX_MONEY;
 
 /// Core's `COINBASE_MATURITY`: blocks before a coinbase output may be spent.
 pub const COINBASE_MATURITY: u32 = 100;
