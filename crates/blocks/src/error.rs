@@ -3,8 +3,6 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::coin::OutPoint;
-
 /// What went wrong, with the position where it applies.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -248,8 +246,10 @@ pub enum Reject {
     MissingOrSpent {
         /// The input's index.
         input: u32,
-        /// What it spends.
-        prev: OutPoint,
+        /// The txid of what it spends (internal byte order).
+        prev_txid: [u8; 32],
+        /// The index of the output it spends.
+        prev_vout: u32,
     },
     /// Two inputs of one transaction spend the same output
     /// (`bad-txns-inputs-duplicate`).
@@ -320,11 +320,15 @@ impl fmt::Display for Reject {
         match self {
             Reject::Unparsable { detail } => write!(f, "unparsable block: {detail}"),
             Reject::Malformed { reason } => write!(f, "{reason}"),
-            Reject::MissingOrSpent { input, prev } => write!(
+            Reject::MissingOrSpent {
+                input,
+                prev_txid,
+                prev_vout,
+            } => write!(
                 f,
                 "input {input} spends {}:{}, missing or spent ({})",
-                Reversed(&prev.txid),
-                prev.vout,
+                Reversed(prev_txid),
+                prev_vout,
                 self.reason()
             ),
             Reject::DuplicateInput { input } => {

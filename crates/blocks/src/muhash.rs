@@ -169,10 +169,10 @@ fn comba<const N: usize>(a: &[u64; N], b: &[u64; N], out: &mut [u64]) {
     for i in 0..N {
         let ai = a[i] as u128;
         let mut carry = 0u64;
-        for j in 0..N {
+        for (j, &bj) in b.iter().enumerate() {
             let k = i + j;
             let slot = &mut wide[k / N][k % N];
-            let t = ai * b[j] as u128 + *slot as u128 + carry as u128;
+            let t = ai * bj as u128 + *slot as u128 + carry as u128;
             *slot = t as u64;
             carry = (t >> 64) as u64;
         }

@@ -10,13 +10,11 @@ use std::path::Path;
 use seekless_blocks::generate::spends::{GenTx, SUBSIDY, SpendingChain};
 use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
-    COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MemoryCoins, Network,
-    OutPoint, Reject, ScanOptions, XorKey, connect, is_unspendable, list_block_files, scan,
+    COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MAX_MONEY, MemoryCoins,
+    Network, OutPoint, Reject, ScanOptions, XorKey, connect, is_unspendable, list_block_files,
+    scan,
 };
 use seekless_testkit::TempDir;
-
-/// Core's `MAX_MONEY`.
-const MAX_MONEY: u64 = 21_000_000 * 100_000_000;
 
 const KEY: XorKey = XorKey([0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
 
@@ -260,7 +258,8 @@ fn bad_block(chain: &mut SpendingChain, case: &str) -> Reject {
                 vec![tx],
                 Reject::MissingOrSpent {
                     input: 0,
-                    prev: ghost,
+                    prev_txid: ghost.txid,
+                    prev_vout: ghost.vout,
                 },
             )
         }
@@ -282,7 +281,8 @@ fn bad_block(chain: &mut SpendingChain, case: &str) -> Reject {
                 vec![tx],
                 Reject::MissingOrSpent {
                     input: 1,
-                    prev: past,
+                    prev_txid: past.txid,
+                    prev_vout: past.vout,
                 },
             )
         }
@@ -293,7 +293,8 @@ fn bad_block(chain: &mut SpendingChain, case: &str) -> Reject {
                 vec![first, second],
                 Reject::MissingOrSpent {
                     input: 0,
-                    prev: valid.outpoint,
+                    prev_txid: valid.outpoint.txid,
+                    prev_vout: valid.outpoint.vout,
                 },
             )
         }

@@ -181,7 +181,8 @@ fn connect_tx(
             let Some(coin) = coins.spend(&prev) else {
                 return Err(broken(Reject::MissingOrSpent {
                     input: input_index,
-                    prev,
+                    prev_txid: prev.txid,
+                    prev_vout: prev.vout,
                 }));
             };
             let (coin_height, coin_coinbase, coin_value) = (coin.height, coin.coinbase, coin.value);

@@ -7,12 +7,15 @@
 //! and `AddCoins`, scripts not executed) into a [`CoinStore`]
 //! (`store.rs`). A block that breaks a rule stops the run at its parent:
 //! the set and the report describe the last good height, and the report
-//! names the failure.
+//! names the failure. [`write_snapshot`] (`dump.rs`) then writes the set as
+//! Core's snapshot with `gettxoutsetinfo`'s totals.
 
 mod connect;
+mod dump;
 mod store;
 
 pub use connect::COINBASE_MATURITY;
+pub use dump::write_snapshot;
 pub use store::{CoinStore, MemoryCoins};
 
 use crate::chain::Chain;
