@@ -424,11 +424,12 @@ fn run_utxo(
         // total_amount as Core prints it: a number with 8 decimals, which
         // a float would not keep.
         println!(
-            "{{\"height\":{},\"bestblock\":\"{}\",\"txouts\":{},\"total_amount\":{amount},\
-             \"muhash\":\"{}\",\"path\":{}}}",
+            "{{\"height\":{},\"bestblock\":\"{}\",\"txouts\":{},\"bogosize\":{},\
+             \"total_amount\":{amount},\"muhash\":\"{}\",\"path\":{}}}",
             report.height,
             report.hash,
             stats.coins,
+            stats.bogosize,
             stats.muhash_hex(),
             json!(path)
         );
@@ -436,6 +437,7 @@ fn run_utxo(
         println!("height        {}", report.height);
         println!("bestblock     {}", report.hash);
         println!("txouts        {}", stats.coins);
+        println!("bogosize      {}", stats.bogosize);
         println!("total_amount  {amount}");
         println!("muhash        {}", stats.muhash_hex());
         println!("snapshot      {path}");

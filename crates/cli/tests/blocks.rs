@@ -697,6 +697,7 @@ fn utxo_writes_the_snapshot_and_prints_the_totals() {
         stats.add(outpoint, coin);
     }
     assert_eq!(v["muhash"], stats.muhash_hex());
+    assert_eq!(v["bogosize"], stats.bogosize);
     let (metadata, coins) = read_snapshot(&snapshot);
     assert_eq!(
         (metadata.network, metadata.base, metadata.coins),
