@@ -12,7 +12,10 @@
 //! reader thread, every transaction is parsed and merkle roots are checked,
 //! on every core. [`Chain::build`] then links parents, heights, chain work,
 //! the best tip, stale blocks, orphans and duplicates, and [`linearize()`]
-//! writes the best chain in height order.
+//! writes the best chain in height order. [`connect()`] connects the best
+//! chain's blocks into a UTXO set (a [`CoinStore`]), as Core's reindex does
+//! next, and [`write_snapshot()`] writes that set as Core's `dumptxoutset`
+//! snapshot with `gettxoutsetinfo`'s totals ([`UtxoStats`]).
 //!
 //! ```no_run
 //! # fn main() -> seekless_blocks::Result<()> {
