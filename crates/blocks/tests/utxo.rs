@@ -11,8 +11,8 @@ use seekless_blocks::generate::spends::{GenTx, SUBSIDY, SpendingChain};
 use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
     COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MAX_MONEY, MemoryCoins,
-    Network, OutPoint, Reject, ScanOptions, XorKey, connect, is_unspendable, list_block_files,
-    scan,
+    Network, OutPoint, Reject, ScanOptions, SnapshotReader, UtxoStats, XorKey, connect,
+    is_unspendable, list_block_files, scan, write_snapshot,
 };
 use seekless_testkit::TempDir;
 
@@ -539,4 +539,57 @@ fn a_body_changed_under_its_header_stops_the_run_at_its_parent() {
         "{failure}"
     );
     assert_same(&coins, &model(&chain, &path, 119));
+}
+
+#[test]
+fn the_snapshot_holds_the_set_in_core_order_with_its_totals() {
+    // More coins than a stats thread takes at once, some sharing a txid.
+    let mut rng = Rng::new(8);
+    let mut coins = MemoryCoins::new();
+    let mut expected = Vec::new();
+    while expected.len() < 10_000 {
+        let mut txid = [0u8; 32];
+        rng.fill(&mut txid);
+        for vout in 0..rng.range(1, 3) as u32 {
+            let coin = Coin {
+                value: rng.below(MAX_MONEY / 10_000),
+                height: rng.below(800_000) as u32,
+                coinbase: rng.below(10) == 0,
+                script: [&[0x00, 0x14][..], &txid[..20]].concat(),
+            };
+            let outpoint = OutPoint {
+                txid,
+                vout: vout * 200,
+            };
+            coins.add(&outpoint, coin.value, coin.code(), &coin.script);
+            expected.push((outpoint, coin));
+        }
+    }
+    expected.sort_by(|a, b| a.0.core_cmp(&b.0));
+    let mut sequential = UtxoStats::new();
+    for (outpoint, coin) in &expected {
+        sequential.add(outpoint, coin);
+    }
+    let dir = TempDir::new("utxo-snapshot");
+    let path = dir.join("utxo.dat");
+    let base = Network::Regtest.genesis();
+    let mut written = 0;
+    let stats =
+        write_snapshot(&coins, Network::Regtest, base, &path, &mut |n| written += n).unwrap();
+    assert_eq!(written, expected.len() as u64);
+    assert_eq!(
+        (stats.coins, stats.total_amount, stats.bogosize),
+        (
+            sequential.coins,
+            sequential.total_amount,
+            sequential.bogosize
+        )
+    );
+    assert_eq!(stats.muhash_hex(), sequential.muhash_hex());
+    let reader = SnapshotReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    assert_eq!(reader.metadata().base, base);
+    let read: Vec<(OutPoint, Coin)> = reader.map(Result::unwrap).collect();
+    assert_eq!(read, expected);
+    // Nothing but the snapshot beside it.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
 }
