@@ -204,6 +204,181 @@ pub enum ErrorKind {
         /// Why.
         reason: &'static str,
     },
+    /// A block of the best chain breaks one of Core's rules for connecting
+    /// it to the UTXO set: the set stays at its parent.
+    NotConnected {
+        /// The block's hash (internal byte order, as `BlockHash` holds it).
+        hash: [u8; 32],
+        /// Its height.
+        height: u32,
+        /// The transaction that breaks the rule (internal byte order), when
+        /// one does.
+        txid: Option<[u8; 32]>,
+        /// The rule, with the input or output concerned.
+        reject: Reject,
+    },
+    /// `--height` names a height the best chain does not reach.
+    HeightPastTip {
+        /// The height asked for.
+        height: u32,
+        /// The best chain's tip height (`None`: no genesis found).
+        tip: Option<u32>,
+    },
+}
+
+/// Why a block does not connect, with Core's reject reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reject {
+    /// The block does not parse (what the parser said).
+    Unparsable {
+        /// The parse error.
+        detail: String,
+    },
+    /// A block-level rule: no coinbase first, a second coinbase, a merkle
+    /// root that does not match, a transaction with no inputs or outputs.
+    Malformed {
+        /// Core's reason (`bad-cb-missing`, `bad-txnmrklroot`, ...).
+        reason: &'static str,
+    },
+    /// An input spends an output that does not exist or is spent
+    /// (`bad-txns-inputs-missingorspent`).
+    MissingOrSpent {
+        /// The input's index.
+        input: u32,
+        /// The txid of what it spends (internal byte order).
+        prev_txid: [u8; 32],
+        /// The index of the output it spends.
+        prev_vout: u32,
+    },
+    /// Two inputs of one transaction spend the same output
+    /// (`bad-txns-inputs-duplicate`).
+    DuplicateInput {
+        /// The second input's index.
+        input: u32,
+    },
+    /// An input spends a coinbase output less than 100 blocks deep
+    /// (`bad-txns-premature-spend-of-coinbase`).
+    PrematureCoinbaseSpend {
+        /// The input's index.
+        input: u32,
+        /// The height of the coinbase spent.
+        coin_height: u32,
+    },
+    /// An input's value, or the sum so far, is outside 0..=MAX_MONEY
+    /// (`bad-txns-inputvalues-outofrange`).
+    InputValuesOutOfRange {
+        /// The input's index.
+        input: u32,
+    },
+    /// An output's value is negative or above MAX_MONEY
+    /// (`bad-txns-vout-negative`, `bad-txns-vout-toolarge`).
+    OutputValueOutOfRange {
+        /// The output's index.
+        output: u32,
+        /// Its value.
+        value: i64,
+    },
+    /// The outputs' sum is above MAX_MONEY (`bad-txns-txouttotal-toolarge`).
+    OutputTotalTooLarge,
+    /// The inputs are worth less than the outputs (`bad-txns-in-belowout`).
+    InputsBelowOutputs {
+        /// The inputs' sum.
+        inputs: u64,
+        /// The outputs' sum.
+        outputs: u64,
+    },
+    /// A transaction other than a coinbase creates an output that exists
+    /// unspent (`bad-txns-BIP30`).
+    OutputExists {
+        /// The output's index.
+        output: u32,
+    },
+}
+
+impl Reject {
+    /// Core's reject reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Reject::Unparsable { .. } => "bad-blk-unparsable",
+            Reject::Malformed { reason } => reason,
+            Reject::MissingOrSpent { .. } => "bad-txns-inputs-missingorspent",
+            Reject::DuplicateInput { .. } => "bad-txns-inputs-duplicate",
+            Reject::PrematureCoinbaseSpend { .. } => "bad-txns-premature-spend-of-coinbase",
+            Reject::InputValuesOutOfRange { .. } => "bad-txns-inputvalues-outofrange",
+            Reject::OutputValueOutOfRange { value, .. } if *value < 0 => "bad-txns-vout-negative",
+            Reject::OutputValueOutOfRange { .. } => "bad-txns-vout-toolarge",
+            Reject::OutputTotalTooLarge => "bad-txns-txouttotal-toolarge",
+            Reject::InputsBelowOutputs { .. } => "bad-txns-in-belowout",
+            Reject::OutputExists { .. } => "bad-txns-BIP30",
+        }
+    }
+}
+
+impl fmt::Display for Reject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reject::Unparsable { detail } => write!(f, "unparsable block: {detail}"),
+            Reject::Malformed { reason } => write!(f, "{reason}"),
+            Reject::MissingOrSpent {
+                input,
+                prev_txid,
+                prev_vout,
+            } => write!(
+                f,
+                "input {input} spends {}:{}, missing or spent ({})",
+                Reversed(prev_txid),
+                prev_vout,
+                self.reason()
+            ),
+            Reject::DuplicateInput { input } => {
+                write!(
+                    f,
+                    "input {input} spends an output an earlier input spends ({})",
+                    self.reason()
+                )
+            }
+            Reject::PrematureCoinbaseSpend { input, coin_height } => write!(
+                f,
+                "input {input} spends the coinbase of height {coin_height} before it matures ({})",
+                self.reason()
+            ),
+            Reject::InputValuesOutOfRange { input } => write!(
+                f,
+                "input {input}: input values out of range ({})",
+                self.reason()
+            ),
+            Reject::OutputValueOutOfRange { output, value } => {
+                write!(
+                    f,
+                    "output {output} value {value} out of range ({})",
+                    self.reason()
+                )
+            }
+            Reject::OutputTotalTooLarge => {
+                write!(f, "outputs sum above 21000000 BTC ({})", self.reason())
+            }
+            Reject::InputsBelowOutputs { inputs, outputs } => write!(
+                f,
+                "inputs worth {inputs} below outputs worth {outputs} ({})",
+                self.reason()
+            ),
+            Reject::OutputExists { output } => write!(
+                f,
+                "output {output} already exists unspent ({})",
+                self.reason()
+            ),
+        }
+    }
+}
+
+/// A hash the way Core shows it: hex, bytes reversed.
+pub(crate) struct Reversed<'a>(pub(crate) &'a [u8; 32]);
+
+impl fmt::Display for Reversed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().rev().try_for_each(|b| write!(f, "{b:02x}"))
+    }
 }
 
 /// The error type of `seekless-blocks`.
@@ -425,6 +600,30 @@ impl fmt::Display for Error {
             ErrorKind::UnwritableCoin { index, reason } => {
                 write!(f, "coin {index} cannot be in a UTXO snapshot: {reason}")
             }
+            ErrorKind::NotConnected {
+                hash,
+                height,
+                txid,
+                reject,
+            } => {
+                write!(
+                    f,
+                    "block {} at height {height} does not connect: ",
+                    Reversed(hash)
+                )?;
+                if let Some(txid) = txid {
+                    write!(f, "transaction {}: ", Reversed(txid))?;
+                }
+                write!(f, "{reject}")
+            }
+            ErrorKind::HeightPastTip {
+                height,
+                tip: Some(tip),
+            } => write!(f, "height {height} is past the best chain's tip at {tip}"),
+            ErrorKind::HeightPastTip { height, tip: None } => write!(
+                f,
+                "no best chain to reach height {height} (genesis not found)"
+            ),
         }
     }
 }

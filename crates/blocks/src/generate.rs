@@ -10,6 +10,8 @@ use crate::network::Network;
 use crate::tx::{Transaction, write_compact_size};
 use crate::xor::XorKey;
 
+pub mod spends;
+
 /// Regtest's compact target.
 pub const REGTEST_BITS: u32 = 0x207f_ffff;
 
@@ -284,6 +286,14 @@ impl ChainBuilder {
         if txs.len() > 1 && txs[1..].iter().any(|tx| tx[4..6] == [0, 1]) {
             txs[0] = committed_coinbase(&script_sig, 50 * 100_000_000, &[0x51], &txs[1..]);
         }
+        self.mine(parent, txs)
+    }
+
+    /// Mines a child of block `parent` holding `txs` (the coinbase first,
+    /// taken as given) and returns its index.
+    pub fn mine(&mut self, parent: usize, txs: Vec<Vec<u8>>) -> usize {
+        let height = self.blocks[parent].height + 1;
+        let rng = &mut self.rng;
         let txids = txs.iter().map(|tx| txid(tx)).collect();
         let parent_block = &self.blocks[parent];
         let time =

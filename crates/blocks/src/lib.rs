@@ -12,7 +12,10 @@
 //! reader thread, every transaction is parsed and merkle roots are checked,
 //! on every core. [`Chain::build`] then links parents, heights, chain work,
 //! the best tip, stale blocks, orphans and duplicates, and [`linearize()`]
-//! writes the best chain in height order.
+//! writes the best chain in height order. [`connect()`] connects the best
+//! chain's blocks into a UTXO set (a [`CoinStore`]), as Core's reindex does
+//! next, and [`write_snapshot()`] writes that set as Core's `dumptxoutset`
+//! snapshot with `gettxoutsetinfo`'s totals ([`UtxoStats`]).
 //!
 //! For the chainstate, the crate reads and writes Core's UTXO snapshot
 //! (`dumptxoutset`, [`SnapshotWriter`], [`SnapshotReader`]), with coins
@@ -39,6 +42,7 @@ mod coin;
 mod compress;
 mod entry;
 mod error;
+mod fetch;
 mod files;
 #[cfg(any(test, feature = "test-util"))]
 pub mod generate;
@@ -62,12 +66,13 @@ mod stats;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
 mod u256;
+mod utxo;
 mod xor;
 
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
 pub use compress::{MAX_MONEY, compress_amount, decompress_amount};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Reject, Result};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
 pub use linearize::{
@@ -84,6 +89,7 @@ pub use snapshot::{
 };
 pub use stats::UtxoStats;
 pub use u256::U256;
+pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MemoryCoins, connect, write_snapshot};
 pub use xor::XorKey;
 
 // The parts the scan is built from, for tests and fuzz targets: the record

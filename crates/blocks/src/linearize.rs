@@ -6,13 +6,13 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::chain::Chain;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fetch::BlockFetcher;
 use crate::files::BlockFile;
-use crate::header::{HEADER_LEN, header_hash};
 use crate::record::RECORD_PREFIX_LEN;
 
 /// Core's largest block file, the default output file size.
@@ -74,33 +74,11 @@ pub fn linearize(
     let magic = chain.network().magic();
     let mut names = Vec::new();
     let mut report = LinearizeReport::default();
-    let mut source: Option<(usize, File)> = None;
+    let mut fetcher = BlockFetcher::new(files);
     let mut block = Vec::new();
     let mut out: Option<Output> = None;
     for info in chain.best_chain() {
-        let file = &files[info.file];
-        if source.as_ref().is_none_or(|(index, _)| *index != info.file) {
-            let handle = File::open(&file.path).map_err(|e| Error::io(&file.path, "open", e))?;
-            source = Some((info.file, handle));
-        }
-        let (_, handle) = source.as_mut().expect("opened above");
-        let start = info.offset + RECORD_PREFIX_LEN as u64;
-        block.resize(info.size as usize, 0);
-        handle
-            .seek(SeekFrom::Start(start))
-            .and_then(|_| handle.read_exact(&mut block))
-            .map_err(|e| Error::io(&file.path, "read", e))?;
-        file.xor.apply(&mut block, start);
-        let header: &[u8; HEADER_LEN] = block[..HEADER_LEN]
-            .try_into()
-            .expect("blocks are at least 80 bytes");
-        if header_hash(header) != info.hash {
-            return Err(ErrorKind::BlockChanged {
-                path: file.path.clone(),
-                offset: info.offset,
-            }
-            .into());
-        }
+        fetcher.read(&info, &mut block)?;
         let record_len = RECORD_PREFIX_LEN as u64 + block.len() as u64;
         let next = match out.take() {
             None => Output::create(&staging.dir, 0)?,

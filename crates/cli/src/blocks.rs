@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use seekless_blocks::{
-    BadKind, BlockFile, Chain, DEFAULT_MAX_FILE_SIZE, LinearizeOptions, Network, ScanOptions,
-    ScanOutput, XorKey, check_linearize_output, linearize, list_block_files, scan,
+    BadKind, BlockFile, Chain, CoinStore, DEFAULT_MAX_FILE_SIZE, LinearizeOptions, MemoryCoins,
+    Network, ScanOptions, ScanOutput, XorKey, check_linearize_output, connect, linearize,
+    list_block_files, scan, write_snapshot,
 };
 use serde_json::{Value, json};
 
@@ -82,6 +83,22 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Connect the best chain's blocks into the UTXO set and write it as
+    /// Core's `dumptxoutset` snapshot; print what `gettxoutsetinfo` prints.
+    /// Exit 1 if a block does not connect (the set at its parent is written).
+    Utxo {
+        #[command(flatten)]
+        source: Source,
+        /// The snapshot file to write.
+        #[arg(short = 'o', long = "output", value_name = "SNAPSHOT")]
+        output: PathBuf,
+        /// Stop at this height (default: the tip).
+        #[arg(long, value_name = "H")]
+        height: Option<u32>,
+        /// Print one JSON object, with `gettxoutsetinfo`'s keys.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Run a `seekless blocks` subcommand.
@@ -102,6 +119,12 @@ pub fn run(command: Command) -> ExitCode {
                 force,
             },
         ),
+        Command::Utxo {
+            source,
+            output,
+            height,
+            json,
+        } => run_utxo(&source, &output, height, json),
     };
     result.unwrap_or_else(fail)
 }
@@ -361,4 +384,72 @@ fn run_linearize(
         dir.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_utxo(
+    source: &Source,
+    output: &Path,
+    height: Option<u32>,
+    as_json: bool,
+) -> Result<ExitCode, String> {
+    let inputs: Vec<&Path> = source.paths.iter().map(PathBuf::as_path).collect();
+    crate::guard::output_apart(output, &inputs)?;
+    let (scanned, chain) = load(source)?;
+    let stop = height.or(chain.tip().and_then(|t| t.height)).unwrap_or(0);
+    let total = chain
+        .best_chain()
+        .take(stop as usize + 1)
+        .map(|b| b.size as u64)
+        .sum();
+    let bar = crate::progress::bytes(total, "connect");
+    let mut coins = MemoryCoins::new();
+    let report = connect(&chain, &scanned.files, height, &mut coins, &mut |n| {
+        bar.inc(n)
+    })
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let bar = crate::progress::counted(coins.len(), "coins");
+    let stats = write_snapshot(&coins, chain.network(), report.hash, output, &mut |n| {
+        bar.inc(n)
+    })
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let amount = format!(
+        "{}.{:08}",
+        stats.total_amount / 100_000_000,
+        stats.total_amount % 100_000_000
+    );
+    let path = output.display().to_string();
+    if as_json {
+        // total_amount as Core prints it: a number with 8 decimals, which
+        // a float would not keep.
+        println!(
+            "{{\"height\":{},\"bestblock\":\"{}\",\"txouts\":{},\"bogosize\":{},\
+             \"total_amount\":{amount},\"muhash\":\"{}\",\"path\":{}}}",
+            report.height,
+            report.hash,
+            stats.coins,
+            stats.bogosize,
+            stats.muhash_hex(),
+            json!(path)
+        );
+    } else {
+        println!("height        {}", report.height);
+        println!("bestblock     {}", report.hash);
+        println!("txouts        {}", stats.coins);
+        println!("bogosize      {}", stats.bogosize);
+        println!("total_amount  {amount}");
+        println!("muhash        {}", stats.muhash_hex());
+        println!("snapshot      {path}");
+    }
+    Ok(match report.failure {
+        Some(failure) => {
+            eprintln!(
+                "seekless: {failure}; the snapshot is the set at height {}",
+                report.height
+            );
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
+    })
 }

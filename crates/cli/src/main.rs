@@ -9,7 +9,7 @@ mod bencode;
 mod blocks;
 #[cfg(feature = "exhash")]
 mod exhash;
-#[cfg(any(feature = "pwned", feature = "bencode"))]
+#[cfg(any(feature = "pwned", feature = "bencode", feature = "blocks"))]
 mod guard;
 mod progress;
 #[cfg(feature = "pwned")]

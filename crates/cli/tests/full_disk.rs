@@ -392,3 +392,37 @@ fn per_range_files_on_a_full_disk_name_the_file_and_leave_nothing() {
     ];
     assert!(fails_cleanly(&dir, &args, 4096) > 0);
 }
+
+#[cfg(feature = "blocks")]
+#[test]
+fn a_utxo_snapshot_on_a_full_disk_names_it_and_leaves_nothing() {
+    use seekless_blocks::Network;
+    use seekless_blocks::generate::{self, spends::SpendingChain};
+    let dir = TempDir::new("cli-full-utxo");
+    let blocks = dir.join("blocks");
+    std::fs::create_dir(&blocks).unwrap();
+    let mut chain = SpendingChain::new(5);
+    for _ in 0..140 {
+        chain.extend(10);
+    }
+    let (files, _) = generate::layout_files(
+        Network::Regtest,
+        chain.builder.blocks.iter().map(|b| b.bytes.as_slice()),
+        1 << 20,
+        Default::default(),
+    );
+    std::fs::write(blocks.join("blk00000.dat"), &files[0]).unwrap();
+    let ok = dir.join("whole.dat");
+    let (b, o) = (blocks.to_str().unwrap(), ok.to_str().unwrap());
+    let out = seekless(&["blocks", "utxo", b, "-o", o], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A snapshot of some 10 KB into 4 KB.
+    let len = std::fs::metadata(&ok).unwrap().len();
+    assert!(len > 8 << 10, "{len}");
+    let args = ["blocks", "utxo", b, "-o", "{out}/utxo.dat"];
+    assert!(fails_cleanly(&dir, &args, 4 << 10) > 0);
+}

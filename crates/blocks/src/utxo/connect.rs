@@ -1,0 +1,246 @@
+//! Connecting one block to the UTXO set as Core's `ConnectBlock` does with
+//! scripts not executed (as under `assumevalid`): the block-level checks of
+//! `CheckBlock` and `CheckTransaction` first, then each transaction in
+//! order, its inputs spending coins (`CheckTxInputs`) and its outputs
+//! becoming coins (`AddCoins`). Every change is recorded, so a block that
+//! breaks a rule half-way is undone and the set stays at its parent.
+
+use crate::block::merkle_root;
+use crate::coin::{Coin, OutPoint, is_unspendable};
+use crate::error::Reject;
+use crate::header::HEADER_LEN;
+use crate::tx::{Cursor, Transaction};
+use crate::utxo::store::CoinStore;
+
+use crate::compress::MAX_MONEY;
+
+/// Core's `COINBASE_MATURITY`: blocks before a coinbase output may be spent.
+pub const COINBASE_MATURITY: u32 = 100;
+
+/// A rule broken: the transaction (when one) and the rule.
+pub(crate) type Broken = (Option<[u8; 32]>, Reject);
+
+/// One change made to the set, kept until the block is connected.
+enum Change {
+    /// A coin spent (to put back).
+    Spent(OutPoint, Coin),
+    /// A coin added, and the coin it replaced (a duplicate coinbase).
+    Added(OutPoint, Option<Coin>),
+}
+
+/// What connecting a block did, for the caller's counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BlockCounts {
+    pub(crate) transactions: u64,
+}
+
+/// Connects `block` at `height` to `coins`; on a broken rule, `coins` is
+/// left as it was.
+pub(crate) fn connect_block(
+    block: &[u8],
+    height: u32,
+    coins: &mut (impl CoinStore + ?Sized),
+) -> Result<BlockCounts, Broken> {
+    let txs = check_block(block)?;
+    let mut changes = Vec::new();
+    let result = txs
+        .iter()
+        .try_for_each(|(tx, txid)| connect_tx(tx, txid, height, coins, &mut changes));
+    if let Err(broken) = result {
+        undo(changes, coins);
+        return Err(broken);
+    }
+    Ok(BlockCounts {
+        transactions: txs.len() as u64,
+    })
+}
+
+/// `CheckBlock` without proof of work (the scan checked it) and without
+/// the witness commitment (`--verify` checks it): the transactions parse,
+/// the first and only the first is a coinbase, the merkle root matches and
+/// the tree is not mutated, and each transaction passes `CheckTransaction`.
+fn check_block(block: &[u8]) -> Result<Vec<(Transaction<'_>, [u8; 32])>, Broken> {
+    let unparsable = |e: crate::error::Error| {
+        (
+            None,
+            Reject::Unparsable {
+                detail: e.to_string(),
+            },
+        )
+    };
+    let malformed = |reason| (None, Reject::Malformed { reason });
+    let mut c = Cursor::new(block, 0);
+    c.take(HEADER_LEN, "block header").map_err(unparsable)?;
+    let count = c.count(10, "transaction count").map_err(unparsable)?;
+    let mut txs = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let at = c.pos();
+        let (tx, len) = Transaction::parse(&block[at..], at).map_err(unparsable)?;
+        c.take(len, "transaction").map_err(unparsable)?;
+        match (i, tx.is_coinbase()) {
+            (0, false) => return Err(malformed("bad-cb-missing")),
+            (1.., true) => return Err(malformed("bad-cb-multiple")),
+            _ => {}
+        }
+        let txid = tx.txid();
+        check_transaction(&tx).map_err(|reject| (Some(txid), reject))?;
+        txs.push((tx, txid));
+    }
+    if txs.is_empty() {
+        return Err(malformed("bad-cb-missing"));
+    }
+    if c.remaining() != 0 {
+        return Err(malformed("bad-blk-length"));
+    }
+    let header_root: [u8; 32] = block[36..68].try_into().expect("32 bytes");
+    let (root, mutated) = merkle_root(txs.iter().map(|(_, txid)| *txid).collect());
+    if mutated {
+        return Err(malformed("bad-txns-duplicate"));
+    }
+    if root != header_root {
+        return Err(malformed("bad-txnmrklroot"));
+    }
+    Ok(txs)
+}
+
+/// `CheckTransaction`'s rules on amounts and inputs: inputs and outputs
+/// present, a coinbase's script of 2 to 100 bytes, each output's value and
+/// their sum in `0..=MAX_MONEY`, no input spent twice.
+fn check_transaction(tx: &Transaction<'_>) -> Result<(), Reject> {
+    if tx.input_count() == 0 {
+        return Err(Reject::Malformed {
+            reason: "bad-txns-vin-empty",
+        });
+    }
+    if tx.output_count() == 0 {
+        return Err(Reject::Malformed {
+            reason: "bad-txns-vout-empty",
+        });
+    }
+    if tx.is_coinbase()
+        && !tx
+            .inputs()
+            .next()
+            .is_some_and(|input| (2..=100).contains(&input.script_sig.len()))
+    {
+        return Err(Reject::Malformed {
+            reason: "bad-cb-length",
+        });
+    }
+    let mut total = 0u64;
+    for (output, out) in tx.outputs().enumerate() {
+        if out.value < 0 || out.value as u64 > MAX_MONEY {
+            return Err(Reject::OutputValueOutOfRange {
+                output: output as u32,
+                value: out.value,
+            });
+        }
+        total += out.value as u64;
+        if total > MAX_MONEY {
+            return Err(Reject::OutputTotalTooLarge);
+        }
+    }
+    if tx.input_count() > 1 {
+        let mut spent: Vec<([u8; 32], u32, u32)> = tx
+            .inputs()
+            .enumerate()
+            .map(|(i, input)| (input.prev_txid, input.prev_index, i as u32))
+            .collect();
+        spent.sort_unstable();
+        if let Some(pair) = spent
+            .windows(2)
+            .find(|w| w[0].0 == w[1].0 && w[0].1 == w[1].1)
+        {
+            return Err(Reject::DuplicateInput {
+                input: pair[0].2.max(pair[1].2),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Connects one transaction: spends its inputs (unless a coinbase), checks
+/// `CheckTxInputs`' rules, adds its spendable outputs.
+fn connect_tx(
+    tx: &Transaction<'_>,
+    txid: &[u8; 32],
+    height: u32,
+    coins: &mut (impl CoinStore + ?Sized),
+    changes: &mut Vec<Change>,
+) -> Result<(), Broken> {
+    let broken = |reject| (Some(*txid), reject);
+    let coinbase = tx.is_coinbase();
+    if !coinbase {
+        let mut value_in = 0u64;
+        for (i, input) in tx.inputs().enumerate() {
+            let input_index = i as u32;
+            let prev = OutPoint {
+                txid: input.prev_txid,
+                vout: input.prev_index,
+            };
+            let Some(coin) = coins.spend(&prev) else {
+                return Err(broken(Reject::MissingOrSpent {
+                    input: input_index,
+                    prev_txid: prev.txid,
+                    prev_vout: prev.vout,
+                }));
+            };
+            let (coin_height, coin_coinbase, coin_value) = (coin.height, coin.coinbase, coin.value);
+            changes.push(Change::Spent(prev, coin));
+            if coin_coinbase && height.saturating_sub(coin_height) < COINBASE_MATURITY {
+                return Err(broken(Reject::PrematureCoinbaseSpend {
+                    input: input_index,
+                    coin_height,
+                }));
+            }
+            value_in += coin_value;
+            if coin_value > MAX_MONEY || value_in > MAX_MONEY {
+                return Err(broken(Reject::InputValuesOutOfRange { input: input_index }));
+            }
+        }
+        // check_transaction bounded every value and the sum.
+        let value_out: u64 = tx.outputs().map(|o| o.value as u64).sum();
+        if value_in < value_out {
+            return Err(broken(Reject::InputsBelowOutputs {
+                inputs: value_in,
+                outputs: value_out,
+            }));
+        }
+    }
+    let code = (height << 1) | coinbase as u32;
+    for (vout, output) in tx.outputs().enumerate() {
+        if is_unspendable(output.script_pubkey) {
+            continue;
+        }
+        let outpoint = OutPoint {
+            txid: *txid,
+            vout: vout as u32,
+        };
+        let replaced = coins.add(&outpoint, output.value as u64, code, output.script_pubkey);
+        let exists = replaced.is_some() && !coinbase;
+        changes.push(Change::Added(outpoint, replaced));
+        if exists {
+            return Err(broken(Reject::OutputExists {
+                output: vout as u32,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Puts back what `changes` changed, last first.
+fn undo(changes: Vec<Change>, coins: &mut (impl CoinStore + ?Sized)) {
+    for change in changes.into_iter().rev() {
+        match change {
+            Change::Spent(outpoint, coin) => {
+                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
+            }
+            Change::Added(outpoint, None) => {
+                coins.spend(&outpoint);
+            }
+            Change::Added(outpoint, Some(coin)) => {
+                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
+            }
+        }
+    }
+}
