@@ -10,9 +10,11 @@
 //! names the failure.
 
 mod connect;
+mod disk;
 mod store;
 
 pub use connect::COINBASE_MATURITY;
+pub use disk::DiskCoins;
 pub use store::{CoinStore, MemoryCoins};
 
 use crate::chain::Chain;
@@ -84,7 +86,11 @@ pub fn connect(
             continue;
         }
         fetcher.read(&info, &mut block)?;
-        match connect::connect_block(&block, at, coins) {
+        let connected = connect::connect_block(&block, at, coins);
+        if let Some(error) = coins.take_error() {
+            return Err(error);
+        }
+        match connected {
             Ok(counts) => {
                 report.height = at;
                 report.hash = info.hash;
