@@ -89,7 +89,9 @@ pub use snapshot::{
 };
 pub use stats::UtxoStats;
 pub use u256::U256;
-pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MemoryCoins, connect, write_snapshot};
+pub use utxo::{
+    COINBASE_MATURITY, CoinStore, ConnectReport, DiskCoins, MemoryCoins, connect, write_snapshot,
+};
 pub use xor::XorKey;
 
 // The parts the scan is built from, for tests and fuzz targets: the record

@@ -11,10 +11,12 @@
 //! Core's snapshot with `gettxoutsetinfo`'s totals.
 
 mod connect;
+mod disk;
 mod dump;
 mod store;
 
 pub use connect::COINBASE_MATURITY;
+pub use disk::DiskCoins;
 pub use dump::write_snapshot;
 pub use store::{CoinStore, MemoryCoins};
 
@@ -87,7 +89,11 @@ pub fn connect(
             continue;
         }
         fetcher.read(&info, &mut block)?;
-        match connect::connect_block(&block, at, coins) {
+        let connected = connect::connect_block(&block, at, coins);
+        if let Some(error) = coins.take_error() {
+            return Err(error);
+        }
+        match connected {
             Ok(counts) => {
                 report.height = at;
                 report.hash = info.hash;

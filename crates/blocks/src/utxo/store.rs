@@ -6,7 +6,7 @@
 //! budget can take the in-memory one's place without the engine changing.
 
 use crate::coin::{Coin, OutPoint};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A UTXO set the connect engine can write to.
 pub trait CoinStore {
@@ -24,6 +24,14 @@ pub trait CoinStore {
     /// Whether the set holds no coin.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The error that made the store fail, once: a store on disk that
+    /// cannot read or write says so here, and [`connect`](crate::connect)
+    /// checks after each block and stops with it. A store that failed
+    /// stays failed (its set is no longer what the calls made it).
+    fn take_error(&mut self) -> Option<Error> {
+        None
     }
 
     /// Calls `visit` with every coin in Core's order ([`OutPoint::core_cmp`]),
