@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use seekless_blocks::{
-    BadKind, BlockFile, Chain, CoinStore, DEFAULT_MAX_FILE_SIZE, LinearizeOptions, MemoryCoins,
+    BadKind, BlockFile, Chain, CoinStore, DEFAULT_MAX_FILE_SIZE, DiskCoins, LinearizeOptions,
     Network, ScanOptions, ScanOutput, XorKey, check_linearize_output, connect, linearize,
     list_block_files, scan, write_snapshot,
 };
@@ -95,6 +95,15 @@ pub enum Command {
         /// Stop at this height (default: the tip).
         #[arg(long, value_name = "H")]
         height: Option<u32>,
+        /// Memory budget for the coins kept in memory, in bytes (suffixes
+        /// K, M, G, T; default: half the machine's memory, at most 4G).
+        /// Beyond it, coins go to files in a directory beside the output.
+        #[arg(long, value_parser = crate::size::parse)]
+        memory: Option<u64>,
+        /// Directory for the coins' files (default: the output's
+        /// directory); removed at the end.
+        #[arg(long)]
+        tmp_dir: Option<PathBuf>,
         /// Print one JSON object, with `gettxoutsetinfo`'s keys.
         #[arg(long)]
         json: bool,
@@ -123,8 +132,19 @@ pub fn run(command: Command) -> ExitCode {
             source,
             output,
             height,
+            memory,
+            tmp_dir,
             json,
-        } => run_utxo(&source, &output, height, json),
+        } => run_utxo(
+            &source,
+            &output,
+            height,
+            &Store {
+                memory: memory.unwrap_or_else(DiskCoins::default_budget),
+                dir: tmp_dir,
+            },
+            json,
+        ),
     };
     result.unwrap_or_else(fail)
 }
@@ -386,10 +406,39 @@ fn run_linearize(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where `blocks utxo` keeps the coins that do not fit in memory.
+struct Store {
+    memory: u64,
+    dir: Option<PathBuf>,
+}
+
+impl Store {
+    /// The store's directory: `.NAME.utxo-store` beside the output (or in
+    /// `--tmp-dir`). One a killed run left there is removed first.
+    fn open(&self, output: &Path) -> Result<DiskCoins, String> {
+        let name = output.file_name().unwrap_or_default().to_string_lossy();
+        let parent = match output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = self
+            .dir
+            .as_deref()
+            .unwrap_or(parent)
+            .join(format!(".{name}.utxo-store"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("removing {} a killed run left: {e}", dir.display()))?;
+        }
+        DiskCoins::create(&dir, self.memory).map_err(|e| e.to_string())
+    }
+}
+
 fn run_utxo(
     source: &Source,
     output: &Path,
     height: Option<u32>,
+    store: &Store,
     as_json: bool,
 ) -> Result<ExitCode, String> {
     let inputs: Vec<&Path> = source.paths.iter().map(PathBuf::as_path).collect();
@@ -402,7 +451,7 @@ fn run_utxo(
         .map(|b| b.size as u64)
         .sum();
     let bar = crate::progress::bytes(total, "connect");
-    let mut coins = MemoryCoins::new();
+    let mut coins = store.open(output)?;
     let report = connect(&chain, &scanned.files, height, &mut coins, &mut |n| {
         bar.inc(n)
     })

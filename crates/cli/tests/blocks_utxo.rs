@@ -185,6 +185,39 @@ fn utxo_writes_the_snapshot_and_prints_the_totals() {
     assert!(text.ends_with(&format!("snapshot      {snap}\n")), "{text}");
     assert_eq!(read_snapshot(&snapshot).1, model);
 
+    // With 4 KiB of memory the coins live in files (in --tmp-dir): the
+    // same bytes; the files are gone after, and a store directory a killed
+    // run left beside the output is cleared first.
+    let expected = std::fs::read(&snapshot).unwrap();
+    let scratch = TempDir::new("cli-utxo-scratch");
+    let left = out.join(".utxo.dat.utxo-store");
+    std::fs::create_dir(&left).unwrap();
+    std::fs::write(left.join("part-00"), b"left by a killed run").unwrap();
+    for extra in [
+        &["--memory", "4K"][..],
+        &["--memory", "4K", "--tmp-dir", scratch.to_str().unwrap()],
+    ] {
+        let mut args = vec![
+            "blocks",
+            "utxo",
+            dir.to_str().unwrap(),
+            "-o",
+            snap,
+            "--height",
+            "115",
+        ];
+        args.extend_from_slice(extra);
+        let run = seekless(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(std::fs::read(&snapshot).unwrap(), expected);
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    }
+
     // Past the tip: one line, status 2, the snapshot untouched.
     let before = std::fs::read(&snapshot).unwrap();
     let run = seekless(&[

@@ -147,6 +147,19 @@ impl DiskCoins {
         })
     }
 
+    /// The budget `blocks utxo` takes when none is given: half of the
+    /// machine's memory, at most 4 GiB (1 GiB where the machine's memory
+    /// cannot be read), as `pwned prepare` budgets its buffers.
+    pub fn default_budget() -> u64 {
+        const AT_MOST: u64 = 4 << 30;
+        let total = fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+        total.map_or(1 << 30, |t| (t / 2).min(AT_MOST))
+    }
+
     /// Bytes of memory the cache takes now (its tables and its arena).
     pub fn memory_bytes(&self) -> u64 {
         self.tables + self.arena.capacity() as u64
