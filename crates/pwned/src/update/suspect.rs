@@ -37,8 +37,14 @@ pub(super) struct Rule {
 impl Rule {
     /// The rule for answers from `answers` under `options`.
     pub(super) fn of(options: &UpdateOptions, answers: &Answers) -> Rule {
+        Rule::for_answers(options, answers.suspicious())
+    }
+
+    /// The rule under `options` for answers that may (`suspicious`) or
+    /// may not be suspect (a mirror's bundle chain).
+    fn for_answers(options: &UpdateOptions, suspicious: bool) -> Rule {
         Rule {
-            removals: options.accept_removals || !answers.suspicious(),
+            removals: options.accept_removals || !suspicious,
             empty: !options.accept_removals
                 && options.base_url.trim_end_matches('/') == DEFAULT_BASE_URL,
         }
@@ -189,5 +195,28 @@ pub(super) fn settle(
         };
         taken.retries += 1 + answer.retries;
         taken.past_cache = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hibp_empty_ranges_bundles_and_accepted_removals() {
+        let mut options = UpdateOptions::default();
+        let hibp = Rule::for_answers(&options, true);
+        assert!(!hibp.removals && hibp.empty);
+        options.base_url = format!("{DEFAULT_BASE_URL}/");
+        assert!(Rule::for_answers(&options, true).empty);
+        options.base_url = "http://127.0.0.1:8080".into();
+        let other = Rule::for_answers(&options, true);
+        assert!(!other.removals && !other.empty);
+        // A mirror's bundle chain: its removals are real.
+        assert!(Rule::for_answers(&options, false).removals);
+        options.base_url = DEFAULT_BASE_URL.into();
+        options.accept_removals = true;
+        let accepted = Rule::for_answers(&options, true);
+        assert!(accepted.removals && !accepted.empty);
     }
 }
