@@ -566,7 +566,8 @@ impl Nginx {
 
 /// Broken answers stored in a real cache (nginx `proxy_cache`) before the
 /// update asks: a 502 with `Age`, an empty 200, a truncated gzip, a 200
-/// dropping one hash, one lowering a count. The origin answers right from
+/// dropping one hash, one lowering a count, a 304 for a range the index
+/// has no validator for. The origin answers right from
 /// its second request on; the update gets past the stored answers and
 /// ends with the right index in one run.
 #[test]
@@ -585,8 +586,8 @@ fn stored_faults_in_nginx_are_asked_past() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&cache_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    let (bad_gateway, empty, truncated, drops, lowers) = (1, 2, 3, 4, 5);
-    let faulty = [bad_gateway, empty, truncated, drops, lowers];
+    let (bad_gateway, empty, truncated, drops, lowers, not_modified) = (1, 2, 3, 4, 5, 6);
+    let faulty = [bad_gateway, empty, truncated, drops, lowers, not_modified];
     let served = corpus(5_000, 6, &faulty);
     let path = built(&dir, &served);
     let server = Server::start(served.clone());
@@ -599,6 +600,7 @@ fn stored_faults_in_nginx_are_asked_past() {
             3 => Reply::TruncatedGzip,
             4 => Reply::Body(edited(&model, prefix, |_| None)),
             5 => Reply::Body(edited(&model, prefix, lowered)),
+            6 => Reply::NotModified,
             _ => return None,
         })
     });
@@ -612,6 +614,7 @@ fn stored_faults_in_nginx_are_asked_past() {
         match prefix {
             1 => assert!(status.contains(" 502 "), "{status}"),
             2 => assert_eq!(len, 0),
+            6 => assert!(status.contains(" 304 "), "{status}"),
             _ => assert!(status.contains(" 200 "), "{status}"),
         }
         assert_eq!(server.seen(prefix).requests, 1, "{prefix:05X}");
