@@ -58,6 +58,8 @@ pub use fetch::{decode_body, read_answer};
 pub use options::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
 };
+#[cfg(feature = "test-util")]
+pub use suspect::loses_data;
 
 use std::path::Path;
 

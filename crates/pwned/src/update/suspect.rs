@@ -111,6 +111,15 @@ impl Diff {
     }
 }
 
+/// Whether `new` (a range's answer) would lose data against `old` (the
+/// index's range) for an index keeping hashes seen at least `min_count`
+/// times: the check [`update`](crate::update::update()) makes of every
+/// answer sent whole, for benchmarks.
+#[cfg(feature = "test-util")]
+pub fn loses_data(old: &[(Key, u64)], new: &[(Key, u64)], min_count: u64) -> bool {
+    Diff::of(old, new, min_count).loses()
+}
+
 /// What became of one range's answer.
 pub(super) enum Settled {
     /// `304`: the old range holds, with this validator.
