@@ -125,9 +125,10 @@ fn mirror(index: &Path, bundles: &Path) -> (Server, String) {
 }
 
 /// A primary updated range by range from its upstream (a seekless serve
-/// that holds no bundle from it) writes the bundle of what changed into
-/// `--bundle-out DIR`, under both identities' names; asked again, it is
-/// current and writes nothing.
+/// that holds no bundle from it) that removed hashes: suspect answers keep
+/// the index's and exit 3, unless `--accept-removals`; then it writes the
+/// bundle of what changed into `--bundle-out DIR`, under both identities'
+/// names; asked again, it is current and writes nothing.
 #[test]
 fn a_primary_updated_range_by_range_keeps_the_bundle_of_what_changed() {
     let dir = TempDir::new("cli-mirror-primary");
@@ -141,7 +142,35 @@ fn a_primary_updated_range_by_range_keeps_the_bundle_of_what_changed() {
     std::fs::create_dir(&out).unwrap();
     let (from, to) = (identity(&b), identity(&c));
 
-    let said = update(&primary, &url, &["--bundle-out", s(&out)]);
+    // Range by range, answers that remove hashes are suspect (HIBP never
+    // removes one): asked again, still so, those ranges keep what the
+    // index had, are named, and the update exits 3 (`--check` against a
+    // mirror compares identities; range by range it is the pwned crate's
+    // tests/update_suspect.rs).
+    let kept = dir.join("kept.idx");
+    std::fs::copy(&b, &kept).unwrap();
+    let run = seekless(&["pwned", "update", s(&kept), "--base-url", &url]);
+    let (said, warned) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert_eq!(run.status.code(), Some(3), "{said}{warned}");
+    let removed = gone(&export(&b), &export(&c));
+    let first = &removed.iter().next().unwrap()[..5];
+    assert!(
+        said.contains(&format!(
+            " suspect ranges (kept what the index had): {first} "
+        )),
+        "{said}"
+    );
+    assert!(warned.contains("--accept-removals"), "{warned}");
+    assert!(gone(&export(&b), &export(&kept)).is_empty(), "nothing lost");
+    // An operator who knows the upstream removed them.
+    let said = update(
+        &primary,
+        &url,
+        &["--bundle-out", s(&out), "--accept-removals"],
+    );
     let name = bundle_name(&from, &to);
     assert!(
         said.contains("1048576 ranges checked"),
@@ -195,6 +224,25 @@ fn a_primary_updated_range_by_range_keeps_the_bundle_of_what_changed() {
         "{said}"
     );
     assert!(snapshot(&dir) == before, "nothing written");
+}
+
+/// The hashes of `old` (as `pwned export` writes them) that `new` lacks or
+/// holds with a lower count.
+fn gone(old: &str, new: &str) -> std::collections::BTreeSet<String> {
+    let counts = |text: &str| -> std::collections::BTreeMap<String, u64> {
+        text.lines()
+            .map(|l| {
+                let (hash, count) = l.split_once(':').unwrap();
+                (hash.to_string(), count.parse().unwrap())
+            })
+            .collect()
+    };
+    let new = counts(new);
+    counts(old)
+        .into_iter()
+        .filter(|(hash, count)| new.get(hash).is_none_or(|n| n < count))
+        .map(|(hash, _)| hash)
+        .collect()
 }
 
 /// A primary ← replica ← replica chain: replica 1 takes the primary's

@@ -46,7 +46,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use seekless_pwned::test_util::{
-    SortedWriter, Words, decode_body, parse_range, parse_range_scalar, read_answer,
+    SortedWriter, Words, decode_body, loses_data, parse_range, parse_range_scalar, read_answer,
 };
 use seekless_pwned::{Index, Key, Kind, RANGES};
 
@@ -328,11 +328,17 @@ fn client_cpu_per_range() -> f64 {
         parsed.clear();
         parse_range_scalar(Kind::Sha1, 0x5BAA6, &text, &mut parsed).unwrap();
     });
+    // The suspicion check: the answer against the old range, the same
+    // (every pair compared: the whole walk).
+    let suspect = per_round(&mut || {
+        assert!(!loses_data(&items, &answer, 1));
+    });
     println!(
         "client CPU per real-size range (1,800 lines, {} bytes gzip, {} plain): {per:.1} µs \
          (read_answer: decompress + check; goal ≤ 150 µs; {:.3}x of the scalar path's \
          {before:.1} µs); alone: inflate {inflate:.1} µs (decode_body, fresh buffer), \
-         check {check:.1} µs (scalar only: {scalar:.1} µs)",
+         check {check:.1} µs (scalar only: {scalar:.1} µs); the suspicion check after it \
+         (merge-walk with the old range): {suspect:.2} µs",
         gz.len(),
         body.len(),
         per / before

@@ -97,6 +97,6 @@ pub mod test_util {
     #[cfg(feature = "serve")]
     pub use crate::serve::hash_api::{MAX_BATCH, MAX_BATCH_BYTES};
     #[cfg(feature = "update")]
-    pub use crate::update::{decode_body, read_answer};
+    pub use crate::update::{decode_body, loses_data, read_answer};
     pub use crate::write::sorted::{Checkpoint, SortedWriter, Written};
 }

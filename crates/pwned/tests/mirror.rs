@@ -236,6 +236,10 @@ impl Mirror {
         o.timeout = Duration::from_secs(10);
         o.tries = 1;
         o.proxies = Proxies::none();
+        // The scene's corpora lose hashes from one to the next (a primary
+        // rebuilt), which range by range would be suspect: here the
+        // upstream really removed them.
+        o.accept_removals = true;
         o
     }
 

@@ -162,8 +162,8 @@ pub enum Command {
         #[arg(long, value_name = "CHANGES")]
         bundle_out: Option<PathBuf>,
         /// Write nothing: say whether the upstream holds newer data (exit
-        /// 0 when the index is current, 1 when there is newer data, 2 on
-        /// error). A seekless mirror is asked once (its identity); any
+        /// 0 when the index is current, 1 when there is newer data, 3 when
+        /// some ranges' answers are suspect, 2 on error). A seekless mirror is asked once (its identity); any
         /// other server every range, with the stored validators.
         #[arg(long, conflicts_with_all = ["from_bundle", "bundle_out"])]
         check: bool,
@@ -185,6 +185,12 @@ pub enum Command {
         /// is brought up to date after every update without being asked.
         #[arg(long, conflicts_with = "check")]
         gzip_ranges: bool,
+        /// Take range answers that remove hashes or lower counts as they
+        /// come. By default such an answer (which HIBP never sends) is
+        /// asked again past caches and, if still so, the range keeps what
+        /// the index had and the update exits 3 naming it.
+        #[arg(long, conflicts_with = "from_bundle")]
+        accept_removals: bool,
     },
     /// Compress every range's answer once into INDEX.gz-ranges (gzip
     /// level 6, ~21 bytes a hash), from which `serve` sends gzip answers
@@ -336,6 +342,7 @@ pub fn run(command: Command) -> ExitCode {
             every,
             min_count,
             gzip_ranges,
+            accept_removals,
         } => {
             let run = |index: &std::path::Path, options: &seekless_pwned::UpdateOptions| match every
             {
@@ -359,6 +366,7 @@ pub fn run(command: Command) -> ExitCode {
             options.from_bundle = from_bundle;
             options.bundle_out = bundle_out;
             options.min_count = min_count;
+            options.accept_removals = accept_removals;
             run(&index, &options)
         }
         #[cfg(feature = "update")]

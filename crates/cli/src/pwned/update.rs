@@ -125,12 +125,14 @@ fn update_index(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result
         }
         path => {
             println!(
-                "{} {}: {} ranges checked, {} changed, {} not modified",
+                "{} {}: {} ranges checked, {} changed, {} not modified, {} fetched, {} suspect",
                 if s.created { "wrote" } else { "updated" },
                 index.display(),
                 s.checked,
                 s.changed,
-                s.not_modified
+                s.not_modified,
+                s.fetched,
+                s.suspect.len()
             );
             if let UpdatePath::RangesInstead(why) = path {
                 println!("  range by range: {why}");
@@ -172,11 +174,45 @@ fn update_index(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result
         (None, Some(_)) => println!("  no delta bundle: the corpus did not change"),
         (None, None) => {}
     }
-    Ok(ExitCode::SUCCESS)
+    if s.empty > 0 {
+        println!("  {} ranges empty", s.empty);
+    }
+    if s.past_cache > 0 {
+        println!("  {} ranges asked for past caches", s.past_cache);
+    }
+    Ok(suspect(&s.suspect, "kept what the index had"))
+}
+
+/// Exit 3 when some ranges' answers were suspect (would remove hashes or
+/// lower counts, or from HIBP were empty), naming them (the first 32);
+/// else 0.
+fn suspect(prefixes: &[u32], kept: &str) -> ExitCode {
+    if prefixes.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let mut named: Vec<String> = prefixes
+        .iter()
+        .take(32)
+        .map(|&p| seekless_pwned::prefix_hex(p))
+        .collect();
+    if prefixes.len() > 32 {
+        named.push(format!("and {} more", prefixes.len() - 32));
+    }
+    println!(
+        "  {} suspect ranges ({kept}): {}",
+        prefixes.len(),
+        named.join(" ")
+    );
+    eprintln!(
+        "seekless: {} ranges answered with fewer hashes or lower counts than the index holds (or empty from HIBP), even asked again past caches: {}; a later run asks again (--accept-removals takes such answers)",
+        prefixes.len(),
+        named.join(" ")
+    );
+    ExitCode::from(3)
 }
 
 /// `pwned update INDEX --check`: exit 0 when current, 1 when the upstream
-/// holds newer data.
+/// holds newer data, 3 when some ranges' answers were suspect.
 pub(super) fn update_check(
     index: &Path,
     options: &seekless_pwned::UpdateOptions,
@@ -214,15 +250,21 @@ pub(super) fn update_check(
                 println!("  asked range by range: {why}");
             }
             println!(
-                "{}: {state}: {} of {} ranges changed ({} requests, {} bytes received, {:.1} s)",
+                "{}: {state}: {} of {} ranges changed, {} not modified, {} unchanged, {} suspect ({} requests, {} bytes received, {:.1} s)",
                 index.display(),
                 s.changed.unwrap_or(0),
                 seekless_pwned::RANGES,
+                s.not_modified,
+                s.unchanged,
+                s.suspect.len(),
                 s.requests,
                 s.received,
                 s.seconds
             );
         }
+    }
+    if !s.suspect.is_empty() {
+        return Ok(suspect(&s.suspect, "their data upstream is not known"));
     }
     Ok(if s.current {
         ExitCode::SUCCESS

@@ -25,6 +25,9 @@ pub(super) enum Answers {
     Network {
         answers: tokio::sync::mpsc::Receiver<Result<Answer>>,
         runtime: tokio::runtime::Runtime,
+        /// What asks again, past caches, for an answer that would lose
+        /// data ([`Answers::again`]).
+        fetcher: Arc<Fetcher>,
         kind: Kind,
         /// The digests of the ranges written; `None` when the run goes on
         /// from a checkpoint (those before it are not known).
@@ -58,8 +61,9 @@ impl Answers {
             .map_err(|e| Error::io(None, e))?;
         let (tx, answers) = tokio::sync::mpsc::channel(options.concurrency.max(1));
         let concurrency = options.concurrency.max(1);
+        let fetcher = Arc::new(fetcher);
+        let again = Arc::clone(&fetcher);
         runtime.spawn(async move {
-            let fetcher = Arc::new(fetcher);
             let mut answers = futures_util::stream::iter(start..RANGES)
                 .map(|prefix| {
                     let fetcher = Arc::clone(&fetcher);
@@ -78,6 +82,7 @@ impl Answers {
         Ok(Answers::Network {
             answers,
             runtime,
+            fetcher: again,
             kind: options.kind,
             new: (start == 0).then(Digests::with_capacity),
         })
@@ -177,9 +182,44 @@ impl Answers {
                         }
                     }
                 };
-                Ok(Answer { retries: 0, body })
+                Ok(Answer {
+                    retries: 0,
+                    past_cache: false,
+                    body,
+                })
             }
         }
+    }
+
+    /// Asks for `prefix` again, past caches (an answer that would lose
+    /// data): `None` where the answers are not asked for (a bundle's are
+    /// what a mirror's chain carries, removals included).
+    pub(super) fn again(&mut self, prefix: u32) -> Option<Result<Answer>> {
+        match self {
+            Answers::Network {
+                runtime, fetcher, ..
+            } => Some(runtime.block_on(fetcher.fetch_past_cache(prefix))),
+            Answers::Bundle { .. } => None,
+        }
+    }
+
+    /// Whether an answer that removes hashes or lowers counts is suspect:
+    /// from the network, yes; from a bundle (a seekless mirror's chain,
+    /// whose removals are real), no.
+    pub(super) fn suspicious(&self) -> bool {
+        matches!(self, Answers::Network { .. })
+    }
+
+    /// The validator `prefix` was asked with (the old index's), kept for a
+    /// range whose answer was not taken, so that the next run asks again.
+    pub(super) fn old_validator(&self, prefix: u32) -> Option<Vec<u8>> {
+        let validators = match self {
+            Answers::Network { fetcher, .. } => fetcher.validators.as_ref(),
+            Answers::Bundle { validators, .. } => validators.as_ref(),
+        };
+        validators
+            .and_then(|s| s.validator(prefix))
+            .map(<[u8]>::to_vec)
     }
 
     /// Notes a range's content before (`old`) and as written (`new`;
@@ -215,6 +255,7 @@ impl Answers {
                 runtime,
                 kind,
                 new,
+                ..
             } => {
                 drop(answers);
                 runtime.shutdown_background();

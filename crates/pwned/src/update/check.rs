@@ -13,6 +13,7 @@ use crate::update::answers::Answers;
 use crate::update::fetch::{Body, Fetcher};
 use crate::update::mirror;
 use crate::update::options::{UpdateOptions, UpdateProgress};
+use crate::update::suspect::{Diff, Rule, Settled, settle};
 
 /// What [`check_upstream`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,6 +25,18 @@ pub struct CheckSummary {
     /// Ranges whose hashes or counts differ, where known (asked range by
     /// range; not from a mirror's identity).
     pub changed: Option<u32>,
+    /// Asked range by range: ranges the server said were not modified.
+    pub not_modified: u32,
+    /// Asked range by range: ranges sent whole, the same as the index's.
+    /// With [`changed`](Self::changed), [`not_modified`](Self::not_modified)
+    /// and [`suspect`](Self::suspect): every range (a range that fails
+    /// every try stops the check with an error naming it).
+    pub unchanged: u32,
+    /// Ranges whose answer would remove hashes or lower counts (or from
+    /// HIBP, was empty), asked again past caches and still so: the
+    /// upstream's data is not known for them (see
+    /// [`UpdateSummary::suspect`](crate::UpdateSummary::suspect)).
+    pub suspect: Vec<u32>,
     /// Requests made.
     pub requests: u64,
     /// Bytes of answer bodies received.
@@ -77,24 +90,24 @@ pub fn check_upstream(
         summary.seconds = started.elapsed().as_secs_f64();
         return Ok(summary);
     };
-    let (changed, received) = compare_ranges(&index, client, base, options, progress)?;
+    compare_ranges(&index, client, base, options, progress, &mut summary)?;
     summary.requests += u64::from(RANGES);
-    summary.received = received;
-    summary.changed = Some(changed);
-    summary.current = changed == 0;
+    summary.current = summary.changed == Some(0) && summary.suspect.is_empty();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
 
-/// Every range asked for with the index's validator; of those sent whole,
-/// how many differ from the index's, and the bytes received.
+/// Every range asked for with the index's validator; those sent whole
+/// compared with the index's (a suspect one asked again past caches),
+/// counted into `summary`.
 fn compare_ranges(
     index: &Index,
     client: reqwest::Client,
     base: String,
     options: &UpdateOptions,
     progress: &dyn UpdateProgress,
-) -> Result<(u32, u64)> {
+    summary: &mut CheckSummary,
+) -> Result<()> {
     let min_count = index.stats().min_count;
     let fetcher = Fetcher::new(
         client,
@@ -105,28 +118,40 @@ fn compare_ranges(
         index.source()?,
     );
     let mut answers = Answers::network(fetcher, options, 0)?;
-    let (mut changed, mut received) = (0u32, 0u64);
+    let rule = Rule::of(options, &answers);
+    let mut changed = 0u32;
     let mut held = Vec::new();
     let result = (0..RANGES).try_for_each(|prefix| {
         let answer = answers.next(prefix)?;
-        let (bytes, hashes) = match answer.body {
-            Body::NotModified { .. } => (0, 0),
-            Body::Range {
-                mut entries,
-                received: bytes,
-                ..
-            } => {
-                entries.retain(|&(_, count)| count >= min_count);
-                held.clear();
-                index.range_into(u64::from(prefix), 20, &mut held)?;
-                changed += u32::from(entries != held);
-                (bytes, entries.len() as u64)
+        held.clear();
+        if matches!(answer.body, Body::Range { .. }) {
+            index.range_into(u64::from(prefix), 20, &mut held)?;
+        }
+        let taken = settle(&mut answers, prefix, answer, &held, min_count, rule)?;
+        summary.requests += u64::from(taken.retries);
+        let hashes = match taken.settled {
+            Settled::NotModified { .. } => {
+                summary.not_modified += 1;
+                0
+            }
+            Settled::Range { entries, diff, .. } => {
+                if diff == Diff::default() {
+                    summary.unchanged += 1;
+                } else {
+                    changed += 1;
+                }
+                entries.len() as u64
+            }
+            Settled::Suspect => {
+                summary.suspect.push(prefix);
+                0
             }
         };
-        received += bytes;
-        progress.range(bytes, hashes);
+        summary.received += taken.received;
+        progress.range(taken.received, hashes);
         Ok(())
     });
     answers.finish();
-    result.map(|()| (changed, received))
+    summary.changed = Some(changed);
+    result
 }

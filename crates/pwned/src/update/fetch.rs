@@ -8,7 +8,10 @@ use std::io::Read;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT_ENCODING, CONTENT_ENCODING, ETAG, IF_NONE_MATCH, RETRY_AFTER};
+use reqwest::header::{
+    ACCEPT_ENCODING, AGE, CACHE_CONTROL, CONTENT_ENCODING, ETAG, HeaderMap, IF_NONE_MATCH, PRAGMA,
+    RETRY_AFTER, VIA,
+};
 
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
@@ -21,6 +24,9 @@ use crate::update::client::{describe, refused_certificate};
 /// One range's answer, checked.
 pub(super) struct Answer {
     pub(super) retries: u32,
+    /// Whether the answer taken was asked for past caches
+    /// ([`Fetcher::fetch_past_cache`], or a retry after a cached fault).
+    pub(super) past_cache: bool,
     pub(super) body: Body,
 }
 
@@ -83,10 +89,12 @@ pub(super) const ACCEPTED: &str = "gzip, br;q=0.5";
 
 /// What a retry waits for, and why.
 pub(super) enum Fault {
-    /// Worth another try, after the usual backoff or the server's word.
+    /// Worth another try, after the usual backoff or the server's word;
+    /// past caches when the answer showed signs of one.
     Retry {
         what: String,
         after: Option<Duration>,
+        cached: bool,
     },
     /// Trying again would give the same answer.
     Final(String),
@@ -133,7 +141,20 @@ impl Fetcher {
         range_url(self.template.as_ref(), &self.base, self.kind, prefix)
     }
 
+    /// `prefix`'s answer: tried up to [`tries`](Fetcher::tries) times;
+    /// once an answer shows signs of a cache, the tries after it ask past
+    /// caches (see [`PURGE`]).
     pub(super) async fn fetch(&self, prefix: u32) -> Result<Answer> {
+        self.fetch_from(prefix, false).await
+    }
+
+    /// `prefix`'s answer asked past caches from the first try: for an
+    /// answer that would lose data, asked again.
+    pub(super) async fn fetch_past_cache(&self, prefix: u32) -> Result<Answer> {
+        self.fetch_from(prefix, true).await
+    }
+
+    async fn fetch_from(&self, prefix: u32, mut past_cache: bool) -> Result<Answer> {
         let url = self.url(prefix);
         let validator = self.validators.as_ref().and_then(|s| s.validator(prefix));
         let mut last = String::new();
@@ -141,13 +162,20 @@ impl Fetcher {
         for attempt in 0..self.tries {
             tries += 1;
             let once = match &url {
-                Ok(url) => self.try_once(url.clone(), prefix, validator).await,
-                Err(text) => self.try_once(text.as_str(), prefix, validator).await,
+                Ok(url) => {
+                    self.try_once(url.clone(), prefix, validator, past_cache)
+                        .await
+                }
+                Err(text) => {
+                    self.try_once(text.as_str(), prefix, validator, past_cache)
+                        .await
+                }
             };
             match once {
                 Ok(body) => {
                     return Ok(Answer {
                         retries: attempt,
+                        past_cache,
                         body,
                     });
                 }
@@ -155,8 +183,13 @@ impl Fetcher {
                     last = what;
                     break;
                 }
-                Err(Fault::Retry { what, after }) => {
+                Err(Fault::Retry {
+                    what,
+                    after,
+                    cached,
+                }) => {
                     last = what;
+                    past_cache |= cached;
                     if attempt + 1 < self.tries {
                         let wait = after.unwrap_or_else(|| self.backoff_for(prefix, attempt));
                         tokio::time::sleep(wait).await;
@@ -190,11 +223,22 @@ impl Fetcher {
         url: impl reqwest::IntoUrl,
         prefix: u32,
         validator: Option<&[u8]>,
+        past_cache: bool,
     ) -> std::result::Result<Body, Fault> {
-        let retry = |what: String| Fault::Retry { what, after: None };
+        let retry = |what: String| Fault::Retry {
+            what,
+            after: None,
+            cached: false,
+        };
         let mut request = self.client.get(url).header(ACCEPT_ENCODING, ACCEPTED);
         if let Some(v) = validator {
             request = request.header(IF_NONE_MATCH, v);
+        }
+        if past_cache {
+            request = request
+                .header(CACHE_CONTROL, "no-cache")
+                .header(PRAGMA, "no-cache")
+                .header(PURGE, purge_token(prefix));
         }
         let mut response = request
             .send()
@@ -204,6 +248,12 @@ impl Fetcher {
                 None => retry(describe(&e)),
             })?;
         let status = response.status();
+        let cached = cached(response.headers());
+        let retry = |what: String| Fault::Retry {
+            what,
+            after: None,
+            cached,
+        };
         if status == StatusCode::NOT_MODIFIED {
             return match validator {
                 Some(v) => Ok(Body::NotModified {
@@ -216,8 +266,12 @@ impl Fetcher {
         }
         if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
             return Err(Fault::Retry {
-                what: format!("HTTP {status}"),
+                what: format!(
+                    "HTTP {status}{}",
+                    if cached { " (from a cache)" } else { "" }
+                ),
                 after: retry_after(response.headers()),
+                cached,
             });
         }
         if status != StatusCode::OK {
@@ -246,6 +300,32 @@ impl Fetcher {
             received: wire.len() as u64,
         })
     }
+}
+
+/// The request header a retry past caches sets to a value no cache holds
+/// an answer for. HIBP's answers say `Vary: add-padding, hibp-purge-cache`,
+/// so its CDN keys stored answers on this header (the stored 502s of
+/// PwnedPasswordsDownloader #98 and #100 said so too); any cache that
+/// honours `Vary` (nginx does) misses and asks the origin, and an origin
+/// that does not know the header ignores it.
+pub(super) const PURGE: &str = "hibp-purge-cache";
+
+/// The value of [`PURGE`] for one retry of `prefix`: 16 hex digits that
+/// differ from one retry to the next.
+fn purge_token(prefix: u32) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!("{:016x}", splitmix(nanos ^ u64::from(prefix) << 40))
+}
+
+/// Whether an answer shows signs of coming from (or through) a cache:
+/// `Age`, `CF-Cache-Status`, `X-Cache` or `Via`.
+pub(super) fn cached(headers: &HeaderMap) -> bool {
+    headers.contains_key(AGE)
+        || headers.contains_key("cf-cache-status")
+        || headers.contains_key("x-cache")
+        || headers.contains_key(VIA)
 }
 
 /// A range answer's body as sent (`wire`, with its `Content-Encoding`),

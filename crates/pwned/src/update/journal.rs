@@ -5,7 +5,7 @@
 //! checkpoint after which the partial file holds complete pages only.
 //!
 //! ```text
-//! header:  "SEEKUPJ1" | kind u8 | full u8 | URL length u16 | URL
+//! header:  "SEEKUPJ2" | kind u8 | full u8 | URL length u16 | URL
 //!          | old index length u64 | CRC-32C of the old index's header u32
 //!          | [minimum count u64, only when above 1]
 //!          | CRC-32C of the header's bytes before it u32
@@ -16,7 +16,12 @@
 //!          | removed u64 | counts changed u64 | received u64 | retries u64
 //!          | directory entries u32 | 12 bytes each
 //!          | validators u32 | (length u8 | bytes) each, one per range
+//!          | fetched u32 | empty u32 | past cache u32
+//!          | suspect ranges u32 | prefix u32 each
 //! ```
+//!
+//! (`SEEKUPJ1` journals, without the last line, are not resumed: the
+//! update starts over.)
 //!
 //! All integers little-endian. A torn last record (a kill while appending)
 //! fails its length or checksum and is ignored: the update goes on from the
@@ -29,7 +34,7 @@ use std::path::Path;
 use crate::format::hash::Kind;
 use crate::write::sorted::{Checkpoint, Written};
 
-const MAGIC: &[u8; 8] = b"SEEKUPJ1";
+const MAGIC: &[u8; 8] = b"SEEKUPJ2";
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,10 +44,27 @@ pub struct UpdateSummary {
     pub created: bool,
     /// The range an interrupted update went on from (0: from the start).
     pub resumed_from: u32,
-    /// Ranges asked for (all 1,048,576).
+    /// Ranges asked for (all 1,048,576 once an update is done, counted
+    /// from the start when it resumed): those [`fetched`](Self::fetched),
+    /// [`not_modified`](Self::not_modified) and [`suspect`](Self::suspect)
+    /// add up to it. A range that fails every try stops the update with an
+    /// error naming it, so a summary never counts one.
     pub checked: u32,
+    /// Ranges whose answer (`200`) was taken.
+    pub fetched: u32,
     /// Ranges the server said were not modified (copied from the old index).
     pub not_modified: u32,
+    /// Ranges whose answer would have removed hashes or lowered counts (or
+    /// from HIBP, was empty), asked again past caches and still so: each
+    /// kept what the index had and its old validator, so the next update
+    /// asks again. Their prefixes, in order. Not empty: the update did not
+    /// get the upstream's data whole.
+    pub suspect: Vec<u32>,
+    /// Ranges fetched empty (none from HIBP, where one is suspect).
+    pub empty: u32,
+    /// Ranges asked for past caches (after a cached fault or a suspect
+    /// answer).
+    pub past_cache: u32,
     /// Ranges whose content differs from the old index (all of them when
     /// there was none).
     pub changed: u32,
@@ -172,6 +194,12 @@ impl Record {
             b.push(v.len() as u8);
             b.extend_from_slice(v);
         }
+        for v in [s.fetched, s.empty, s.past_cache, s.suspect.len() as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for prefix in &s.suspect {
+            b.extend_from_slice(&prefix.to_le_bytes());
+        }
         b
     }
 
@@ -190,7 +218,7 @@ impl Record {
             pages: 0,
             bytes: 0,
         };
-        let summary = UpdateSummary {
+        let mut summary = UpdateSummary {
             not_modified: r.u32()?,
             changed: r.u32()?,
             added: r.u64()?,
@@ -209,6 +237,15 @@ impl Record {
             let v = r.take(len)?;
             validators.push((!v.is_empty()).then(|| v.to_vec()));
         }
+        summary.fetched = r.u32()?;
+        summary.empty = r.u32()?;
+        summary.past_cache = r.u32()?;
+        let suspect = r.u32()? as usize;
+        let prefixes = r.take(suspect.checked_mul(4)?)?;
+        summary.suspect = prefixes
+            .chunks_exact(4)
+            .map(|p| u32::from_le_bytes(p.try_into().expect("4 bytes")))
+            .collect();
         if !r.0.is_empty() {
             return None;
         }
@@ -342,6 +379,10 @@ mod tests {
                 counts_changed: 7,
                 received: 8,
                 retries: 9,
+                fetched: 10,
+                empty: 11,
+                past_cache: 12,
+                suspect: vec![0x5baa6, 0xfffff],
                 ..UpdateSummary::default()
             },
             validators: vec![Some(b"\"a\"".to_vec()), None, Some(b"W/\"b\"".to_vec())],

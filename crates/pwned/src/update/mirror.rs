@@ -350,6 +350,7 @@ pub(crate) fn refresh(
         total.received += bytes;
         total.changed += done.changed;
         total.not_modified = done.not_modified;
+        total.fetched = done.fetched;
         total.checked = done.checked;
         total.added += done.added;
         total.removed += done.removed;

@@ -28,7 +28,8 @@
 //! [`applied`] (a bundle applied already), [`mirror`] (a seekless mirror's
 //! identity and bundles, each applied by a run), [`answers`] (ranges from
 //! the network or a bundle, in order), [`fetch`] (one range requested:
-//! validators, retries, decoding), [`journal`] (checkpoints to resume
+//! validators, retries, decoding, asking past caches), [`suspect`]
+//! (answers that would lose data), [`journal`] (checkpoints to resume
 //! from), [`bundle`] (delta bundles), [`client`] (the HTTP client and its
 //! certificates), [`proxies`] (which proxies, as curl reads them),
 //! [`trust`] (which server certificates are trusted, refusals in plain
@@ -46,6 +47,7 @@ mod mirror;
 pub(crate) mod options;
 pub(crate) mod proxies;
 mod run;
+mod suspect;
 #[cfg(test)]
 mod tests;
 mod trust;
@@ -56,6 +58,8 @@ pub use fetch::{decode_body, read_answer};
 pub use options::{
     DEFAULT_BASE_URL, DEFAULT_CONCURRENCY, NoUpdateProgress, UpdateOptions, UpdateProgress,
 };
+#[cfg(feature = "test-util")]
+pub use suspect::loses_data;
 
 use std::path::Path;
 

@@ -60,6 +60,12 @@ pub struct UpdateOptions {
     /// from it too; a lower one needs [`full`](UpdateOptions::full), since
     /// the index lacks the hashes it left out.
     pub min_count: Option<u64>,
+    /// Take range answers that remove hashes or lower counts as they come
+    /// (default: such an answer is suspect, asked again past caches, and
+    /// if still so, the range keeps what the index had; see
+    /// [`UpdateSummary::suspect`](crate::UpdateSummary::suspect)). For an
+    /// operator who knows the upstream removed them.
+    pub accept_removals: bool,
 }
 
 impl Default for UpdateOptions {
@@ -78,6 +84,7 @@ impl Default for UpdateOptions {
             from_bundle: None,
             bundle_out: None,
             min_count: None,
+            accept_removals: false,
         }
     }
 }

@@ -22,10 +22,11 @@ use crate::update::answers::Answers;
 use crate::update::applied;
 use crate::update::bundle::{bundle_name, is_bundle_dir, write_bundle};
 use crate::update::client;
-use crate::update::fetch::{Body, Fetcher};
+use crate::update::fetch::Fetcher;
 use crate::update::files::{Files, beside, lock_partial, sync_parent};
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
 use crate::update::options::{UpdateOptions, UpdateProgress};
+use crate::update::suspect::{Diff, Rule, Settled, Taken, settle};
 use crate::write::sorted::SortedWriter;
 use crate::write::sorted::Written;
 
@@ -114,7 +115,8 @@ pub(super) fn run(
         )?,
         (None, None) => unreachable!("an online update has a client"),
     };
-    let result = filling.take_ranges(&mut answers, old.as_ref(), min_count, progress);
+    let rule = Rule::of(options, &answers);
+    let result = filling.take_ranges(&mut answers, old.as_ref(), min_count, rule, progress);
     let identities = answers.finish();
     // On an error the partial index and its journal stay: a rerun goes on
     // from the last checkpoint. What failed to be written is the partial
@@ -327,85 +329,111 @@ impl<'f> Filling<'f> {
     }
 
     /// Every range from the start on, from `answers` (or the old index where
-    /// unchanged), into the partial index, with a checkpoint in the
-    /// journal every [`CHECKPOINT_RANGES`].
+    /// unchanged, or where the answer was suspect), into the partial
+    /// index, with a checkpoint in the journal every [`CHECKPOINT_RANGES`].
     pub(super) fn take_ranges(
         &mut self,
         answers: &mut Answers,
         old: Option<&Index>,
         min_count: u64,
+        rule: Rule,
         progress: &dyn UpdateProgress,
     ) -> Result<()> {
-        let summary = &mut self.summary;
-        let writer = &mut self.writer;
         let mut old_range = Vec::new();
         for prefix in self.start..RANGES {
             let answer = answers.next(prefix)?;
-            summary.checked += 1;
-            summary.retries += u64::from(answer.retries);
             old_range.clear();
             if let Some(old) = old {
-                old_range = old.range(u64::from(prefix), 20)?;
+                old.range_into(u64::from(prefix), 20, &mut old_range)?;
             }
-            let (received, hashes) = match answer.body {
-                Body::NotModified { validator } => {
-                    summary.not_modified += 1;
-                    // A minimum raised above the old index's leaves some
-                    // out (never from a bundle: it keeps the minimum, so
-                    // its digests of the old range see the whole range).
-                    let before = old_range.len();
-                    old_range.retain(|&(_, count)| count >= min_count);
-                    if old_range.len() < before {
-                        summary.changed += 1;
-                        summary.removed += (before - old_range.len()) as u64;
-                    }
-                    answers.digested(&old_range, None);
-                    for &(key, count) in &old_range {
-                        writer.push(key, count)?;
-                    }
-                    self.fresh_validators.push(validator);
-                    (0, old_range.len())
-                }
-                Body::Range {
-                    validator,
-                    mut entries,
-                    received,
-                } => {
-                    entries.retain(|&(_, count)| count >= min_count);
-                    summary.received += received;
-                    let diff = Diff::of(&old_range, &entries);
-                    if diff != Diff::default() || old.is_none() {
-                        summary.changed += 1;
-                    }
-                    summary.added += diff.added;
-                    summary.removed += diff.removed;
-                    summary.counts_changed += diff.counts_changed;
-                    answers.digested(&old_range, Some(&entries));
-                    for &(key, count) in &entries {
-                        writer.push(key, count)?;
-                    }
-                    self.fresh_validators.push(validator);
-                    (received, entries.len())
-                }
-            };
+            let taken = settle(answers, prefix, answer, &old_range, min_count, rule)?;
+            let (received, hashes) =
+                self.take(answers, prefix, taken, &mut old_range, old, min_count)?;
             progress.range(received, hashes as u64);
             let next_prefix = prefix + 1;
             if next_prefix % CHECKPOINT_RANGES == 0
                 && next_prefix < RANGES
-                && writer.last().is_some()
+                && self.writer.last().is_some()
             {
                 checkpoint(
                     &self.files,
-                    writer,
+                    &mut self.writer,
                     &mut self.journal,
                     &mut self.source,
-                    summary,
+                    &self.summary,
                     &mut self.fresh_validators,
                     next_prefix,
                 )?;
             }
         }
         Ok(())
+    }
+
+    /// One range settled into the partial index: its answer's hashes, or
+    /// the old range's (`old_range`, filtered here by the minimum count)
+    /// where not modified or suspect. The bytes received and the hashes
+    /// written.
+    fn take(
+        &mut self,
+        answers: &mut Answers,
+        prefix: u32,
+        taken: Taken,
+        old_range: &mut Vec<(Key, u64)>,
+        old: Option<&Index>,
+        min_count: u64,
+    ) -> Result<(u64, usize)> {
+        let summary = &mut self.summary;
+        summary.checked += 1;
+        summary.retries += u64::from(taken.retries);
+        summary.received += taken.received;
+        summary.past_cache += u32::from(taken.past_cache);
+        let (validator, kept) = match taken.settled {
+            Settled::Range {
+                validator,
+                entries,
+                diff,
+            } => {
+                summary.fetched += 1;
+                summary.empty += u32::from(taken.empty);
+                if diff != Diff::default() || old.is_none() {
+                    summary.changed += 1;
+                }
+                summary.added += diff.added;
+                summary.removed += diff.removed;
+                summary.counts_changed += diff.counts_changed;
+                answers.digested(old_range, Some(&entries));
+                *old_range = entries;
+                (validator, old_range)
+            }
+            settled => {
+                let validator = match settled {
+                    Settled::NotModified { validator } => {
+                        summary.not_modified += 1;
+                        validator
+                    }
+                    _ => {
+                        summary.suspect.push(prefix);
+                        answers.old_validator(prefix)
+                    }
+                };
+                // A minimum raised above the old index's leaves some
+                // out (never from a bundle: it keeps the minimum, so
+                // its digests of the old range see the whole range).
+                let before = old_range.len();
+                old_range.retain(|&(_, count)| count >= min_count);
+                if old_range.len() < before {
+                    summary.changed += 1;
+                    summary.removed += (before - old_range.len()) as u64;
+                }
+                answers.digested(old_range, None);
+                (validator, old_range)
+            }
+        };
+        for &(key, count) in kept.iter() {
+            self.writer.push(key, count)?;
+        }
+        self.fresh_validators.push(validator);
+        Ok((taken.received, kept.len()))
     }
 
     /// The partial index completed (the source section last), synced, and
@@ -612,39 +640,4 @@ pub(super) fn identity(path: &Path) -> std::io::Result<(u64, u32)> {
 pub(super) fn clone(file: &File, path: &Path) -> Result<File> {
     file.try_clone()
         .map_err(|e| Error::io(path.to_path_buf(), e))
-}
-
-/// How a new range differs from the old one.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Diff {
-    pub(super) added: u64,
-    pub(super) removed: u64,
-    pub(super) counts_changed: u64,
-}
-
-impl Diff {
-    pub(super) fn of(old: &[(Key, u64)], new: &[(Key, u64)]) -> Diff {
-        let mut diff = Diff::default();
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() && j < new.len() {
-            match old[i].0.cmp(&new[j].0) {
-                std::cmp::Ordering::Less => {
-                    diff.removed += 1;
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    diff.added += 1;
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    diff.counts_changed += u64::from(old[i].1 != new[j].1);
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        diff.removed += (old.len() - i) as u64;
-        diff.added += (new.len() - j) as u64;
-        diff
-    }
 }

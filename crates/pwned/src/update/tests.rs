@@ -2,7 +2,7 @@ use super::*;
 use crate::format::hash::Key;
 use crate::range::gzip::gunzip_whole;
 use crate::range::parse::MAX_RANGE_BODY;
-use crate::update::run::Diff;
+use crate::update::suspect::Diff;
 
 fn key(n: u64) -> Key {
     Key {
@@ -17,16 +17,50 @@ fn diffs_count_added_removed_and_changed() {
     let old = [(key(1), 5), (key(2), 1), (key(4), 7)];
     let new = [(key(2), 1), (key(3), 1), (key(4), 8), (key(5), 2)];
     assert_eq!(
-        Diff::of(&old, &new),
+        Diff::of(&old, &new, 1),
         Diff {
             added: 2,
             removed: 1,
-            counts_changed: 1
+            counts_changed: 1,
+            vanished: 1,
+            lowered: 0,
         }
     );
-    assert_eq!(Diff::of(&old, &old), Diff::default());
-    assert_eq!(Diff::of(&[], &new).added, 4);
-    assert_eq!(Diff::of(&old, &[]).removed, 3);
+    assert_eq!(Diff::of(&old, &old, 1), Diff::default());
+    assert_eq!(Diff::of(&[], &new, 1).added, 4);
+    let emptied = Diff::of(&old, &[], 1);
+    assert_eq!((emptied.removed, emptied.vanished), (3, 3));
+}
+
+#[test]
+fn diffs_tell_a_lowered_count_and_a_vanished_hash_from_a_minimum() {
+    let old = [(key(1), 5), (key(2), 3), (key(4), 7)];
+    // One count lowered, nothing else.
+    let lowered = Diff::of(&old, &[(key(1), 5), (key(2), 2), (key(4), 7)], 1);
+    assert_eq!(
+        (lowered.lowered, lowered.vanished, lowered.counts_changed),
+        (1, 0, 1)
+    );
+    // One hash dropped from the middle.
+    let dropped = Diff::of(&old, &[(key(1), 5), (key(4), 7)], 1);
+    assert_eq!(
+        (dropped.vanished, dropped.removed, dropped.lowered),
+        (1, 1, 0)
+    );
+    // A minimum of 4 leaves key 2 out of the new index: removed, but the
+    // answer holds it (not vanished), and key 3 (count 1) is not added.
+    let subset = Diff::of(
+        &old,
+        &[(key(1), 5), (key(2), 3), (key(3), 1), (key(4), 7)],
+        4,
+    );
+    assert_eq!(
+        subset,
+        Diff {
+            removed: 1,
+            ..Diff::default()
+        }
+    );
 }
 
 #[test]
