@@ -393,21 +393,21 @@ impl Generator {
         };
         for _ in 0..4 {
             let pick = if ages.is_empty() || self.recent.len() <= ages.start {
-                self.from_reservoir(height)
+                self.take_old(height)
             } else {
                 let end = ages.end.min(self.recent.len());
                 let age = self.rng.range(ages.start as u64, end as u64 - 1) as usize;
-                self.from_recent(age, height)
+                self.take_recent(age, height)
             };
             if pick.is_some() {
                 return pick;
             }
         }
         // Few coins (the chain's start): any the day has.
-        (0..self.recent.len()).find_map(|age| self.from_recent(age, height))
+        (0..self.recent.len()).find_map(|age| self.take_recent(age, height))
     }
 
-    fn from_recent(&mut self, age: usize, height: u32) -> Option<Spendable> {
+    fn take_recent(&mut self, age: usize, height: u32) -> Option<Spendable> {
         let outputs = &mut self.recent[age];
         if outputs.is_empty() {
             return None;
@@ -421,7 +421,7 @@ impl Generator {
         Some(outputs.swap_remove(i))
     }
 
-    fn from_reservoir(&mut self, height: u32) -> Option<Spendable> {
+    fn take_old(&mut self, height: u32) -> Option<Spendable> {
         if self.reservoir.is_empty() {
             return None;
         }
