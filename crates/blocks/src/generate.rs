@@ -10,6 +10,7 @@ use crate::network::Network;
 use crate::tx::{Transaction, write_compact_size};
 use crate::xor::XorKey;
 
+pub mod mainnet;
 pub mod spends;
 
 /// Regtest's compact target.
