@@ -51,6 +51,7 @@ mod record;
 mod scan;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
+mod txindex;
 mod u256;
 mod utxo;
 mod xor;
@@ -67,6 +68,10 @@ pub use linearize::{
 pub use network::Network;
 pub use record::{BadKind, BadRecord};
 pub use scan::{FileBadRecord, InvalidBlock, ScanOptions, ScanOutput, detect_network, scan};
+pub use txindex::{
+    DEFAULT_TXINDEX_MEMORY, FoundTx, IndexedBlock, IndexedFile, TxIndex, TxIndexOptions,
+    TxIndexReport, TxLocation, build_txindex, tx_json,
+};
 pub use u256::U256;
 pub use utxo::{COINBASE_MATURITY, CoinStore, ConnectReport, MAX_MONEY, MemoryCoins, connect};
 pub use xor::XorKey;
