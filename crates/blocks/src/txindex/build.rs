@@ -294,6 +294,12 @@ impl<'a> Sorter<'a> {
         if self.buffer.len() >= self.capacity {
             self.spill()?;
         }
+        if self.buffer.len() == self.buffer.capacity() {
+            // Grow by doubling, but never past the budget.
+            let room = self.capacity - self.buffer.len();
+            self.buffer
+                .reserve_exact(self.buffer.len().max(1024).min(room));
+        }
         self.buffer.push(record);
         self.total += 1;
         Ok(())
