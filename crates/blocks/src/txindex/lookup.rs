@@ -132,13 +132,16 @@ impl TxIndex {
 
     fn from_source(path: PathBuf, source: Source, len: u64) -> Result<TxIndex> {
         let bad = |bad: Bad| -> Error { bad_index(&path, bad) };
-        let mut head = [0u8; HEADER_LEN];
         if len < HEADER_LEN as u64 {
             return Err(bad(Bad::at(len, "file ends in the header")));
         }
+        // One read for the header and, unless there are thousands of block
+        // files, the metadata too.
+        let mut lead = vec![0u8; len.min(PAGE as u64) as usize];
         source
-            .read_at(&mut head, 0)
+            .read_at(&mut lead, 0)
             .map_err(|e| Error::io(&path, "read", e))?;
+        let head: [u8; HEADER_LEN] = lead[..HEADER_LEN].try_into().expect("64 bytes");
         let header = Header::decode(&head).map_err(bad)?;
         if header.file_len() != len {
             return Err(bad(Bad::at(
@@ -146,10 +149,17 @@ impl TxIndex {
                 "file length is not the one its header gives (truncated or extended)",
             )));
         }
-        let mut meta = vec![0u8; header.meta_len as usize];
-        source
-            .read_at(&mut meta, HEADER_LEN as u64)
-            .map_err(|e| Error::io(&path, "read", e))?;
+        let meta_end = HEADER_LEN + header.meta_len as usize;
+        let meta = match lead.get(HEADER_LEN..meta_end) {
+            Some(meta) => meta.to_vec(),
+            None => {
+                let mut meta = vec![0u8; header.meta_len as usize];
+                source
+                    .read_at(&mut meta, HEADER_LEN as u64)
+                    .map_err(|e| Error::io(&path, "read", e))?;
+                meta
+            }
+        };
         if !Header::check(&head, &meta) {
             return Err(bad(Bad::at(56, "header checksum does not match")));
         }
