@@ -58,6 +58,15 @@ fn write_dir(dir: &Path, chain: &mut SpendingChain) {
 }
 
 fn build(blocks: &Path, out: &Path, memory: u64) -> (TxIndexReport, Vec<BlockFile>) {
+    build_on(blocks, out, memory, 4)
+}
+
+fn build_on(
+    blocks: &Path,
+    out: &Path,
+    memory: u64,
+    threads: usize,
+) -> (TxIndexReport, Vec<BlockFile>) {
     let files = list_block_files(&[blocks.to_path_buf()], None).unwrap();
     let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
     let chain = Chain::build(&mut output);
@@ -66,7 +75,7 @@ fn build(blocks: &Path, out: &Path, memory: u64) -> (TxIndexReport, Vec<BlockFil
         &chain,
         &output.files,
         out,
-        &TxIndexOptions { memory },
+        &TxIndexOptions { memory, threads },
         &mut |n| read += n,
     )
     .unwrap();
@@ -167,14 +176,14 @@ fn every_best_chain_transaction_is_found_and_nothing_else() {
 }
 
 #[test]
-fn a_tiny_memory_spills_and_gives_the_same_index() {
+fn a_tiny_memory_and_one_thread_give_the_same_index() {
     let dir = TempDir::new("txindex-spill");
     let blocks = dir.join("blocks");
     std::fs::create_dir(&blocks).unwrap();
     let (mut chain, _) = chain_with_fork(2, 130);
     write_dir(&blocks, &mut chain);
     let (memory, _) = build(&blocks, &dir.join("a"), 1 << 30);
-    let (spilled, _) = build(&blocks, &dir.join("b"), 1000);
+    let (spilled, _) = build_on(&blocks, &dir.join("b"), 1000, 1);
     assert_eq!(memory.runs, 0);
     assert!(spilled.runs > 5, "{}", spilled.runs);
     assert_eq!(
@@ -326,4 +335,41 @@ fn changed_block_files_are_refused() {
         assert_eq!(&index.get(other).unwrap().unwrap().raw, raw);
     }
     drop(dir);
+}
+
+#[test]
+fn an_unparsable_best_chain_block_is_named_and_nothing_is_left() {
+    let dir = TempDir::new("txindex-unparsable");
+    let blocks = dir.join("blocks");
+    std::fs::create_dir(&blocks).unwrap();
+    let mut chain = SpendingChain::new(8);
+    for _ in 0..30 {
+        chain.extend(2);
+    }
+    // A block whose header is valid and whose body is not: the scan (no
+    // --verify) keeps it on the best chain, the index cannot.
+    let bad = chain.extend(2);
+    chain.builder.blocks[bad].bytes[80] += 1; // one transaction more than there are
+    for _ in 0..40 {
+        chain.extend(2);
+    }
+    write_dir(&blocks, &mut chain);
+    let files = list_block_files(std::slice::from_ref(&blocks), None).unwrap();
+    let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
+    let best = Chain::build(&mut output);
+    for threads in [1, 4] {
+        let options = TxIndexOptions {
+            memory: 1000,
+            threads,
+        };
+        let out = dir.join("index");
+        let error = build_txindex(&best, &output.files, &out, &options, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::UnparsableBlock { height: 31, .. }),
+            "{error}"
+        );
+        one_line(&error);
+        let names: Vec<_> = std::fs::read_dir(&*dir).unwrap().collect();
+        assert_eq!(names.len(), 1, "only the blocks directory is left");
+    }
 }

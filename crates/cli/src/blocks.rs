@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use seekless_blocks::{
     BadKind, BlockFile, Chain, DEFAULT_MAX_FILE_SIZE, LinearizeOptions, Network, ScanOptions,
-    ScanOutput, XorKey, check_linearize_output, linearize, list_block_files, scan,
+    ScanOutput, TxIndexOptions, XorKey, check_linearize_output, linearize, list_block_files, scan,
 };
 use serde_json::{Value, json};
 
@@ -155,7 +155,11 @@ fn run_txindex(source: &Source, output: &Path, memory: u64) -> Result<ExitCode, 
     let inputs: Vec<&Path> = source.paths.iter().map(PathBuf::as_path).collect();
     crate::guard::output_apart(output, &inputs)?;
     let (scanned, chain) = load(source)?;
-    txindex::run_txindex(&scanned, &chain, output, memory)
+    let threads = source
+        .threads
+        .map_or(TxIndexOptions::default().threads, usize::from);
+    let options = TxIndexOptions { memory, threads };
+    txindex::run_txindex(&scanned, &chain, output, &options)
 }
 
 fn load(source: &Source) -> Result<(ScanOutput, Chain), String> {

@@ -9,6 +9,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
 
 use super::format::{
     self, Entry, HEADER_LEN, Header, KEY_LEN, MAX_FILES, MAX_U24, Meta, MetaFile, PAGE, PAGE_SLOTS,
@@ -30,12 +31,16 @@ pub struct TxIndexOptions {
     /// Bytes of transaction records sorted in memory before a sorted run
     /// is spilled to disk (each record takes 56 bytes).
     pub memory: u64,
+    /// Threads that parse and hash blocks (one more reads them); the
+    /// index is the same for any number.
+    pub threads: usize,
 }
 
 impl Default for TxIndexOptions {
     fn default() -> Self {
         TxIndexOptions {
             memory: DEFAULT_TXINDEX_MEMORY,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -132,15 +137,14 @@ pub fn build_txindex(
     let best: Vec<BlockInfo> = chain.best_chain().collect();
     let mut by_file: Vec<&BlockInfo> = best.iter().collect();
     by_file.sort_by_key(|b| (b.file, b.offset));
-    let mut fetcher = BlockFetcher::new(files);
-    let mut block = Vec::new();
-    for info in by_file {
-        fetcher.read(info, &mut block)?;
-        read_block(info, &block, &mut |record| sorter.push(record))?;
+    read_blocks(&by_file, files, options.threads, &mut |records, size| {
         report.blocks += 1;
-        report.block_bytes += block.len() as u64;
-        progress(block.len() as u64);
-    }
+        report.block_bytes += size;
+        progress(size);
+        records
+            .into_iter()
+            .try_for_each(|record| sorter.push(record))
+    })?;
     let total = sorter.total;
     let meta = Meta {
         tip: best.last().map_or([0; 32], |b| b.hash.0),
@@ -169,12 +173,60 @@ pub fn build_txindex(
     Ok(report)
 }
 
-/// The records of one block's transactions.
-fn read_block(
-    info: &BlockInfo,
-    block: &[u8],
-    push: &mut dyn FnMut(Record) -> Result<()>,
+/// Reads `blocks` in the order given on one thread and parses and hashes
+/// them on `threads`; `sink` gets each block's records and size, in no
+/// particular order (the index sorts them).
+fn read_blocks(
+    blocks: &[&BlockInfo],
+    files: &[BlockFile],
+    threads: usize,
+    sink: &mut dyn FnMut(Vec<Record>, u64) -> Result<()>,
 ) -> Result<()> {
+    let threads = threads.max(1);
+    let (work, jobs) = mpsc::sync_channel::<(BlockInfo, Vec<u8>)>(2 * threads);
+    let jobs = Arc::new(Mutex::new(jobs));
+    let (done, results) = mpsc::sync_channel::<Result<(Vec<Record>, u64)>>(2 * threads);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<()> {
+            let mut fetcher = BlockFetcher::new(files);
+            for info in blocks {
+                let mut block = Vec::new();
+                fetcher.read(info, &mut block)?;
+                if work.send((**info, block)).is_err() {
+                    break; // the sink stopped: its error is the one to report
+                }
+            }
+            Ok(())
+        });
+        for _ in 0..threads {
+            let (jobs, done) = (Arc::clone(&jobs), done.clone());
+            scope.spawn(move || {
+                loop {
+                    let job = jobs.lock().map(|jobs| jobs.recv());
+                    let Ok(Ok((info, block))) = job else { break };
+                    let parsed = read_block(&info, &block).map(|r| (r, block.len() as u64));
+                    if done.send(parsed).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        // Only the workers hold the job queue now: when they end, the
+        // reader's sends fail.
+        drop((done, jobs));
+        let consumed = results
+            .into_iter()
+            .try_for_each(|result| result.and_then(|(records, size)| sink(records, size)));
+        // On an error the receiver is dropped here: the workers' sends and
+        // then the reader's fail, and every thread ends.
+        let read = reader.join().expect("the block reader does not panic");
+        consumed.and(read)
+    })
+}
+
+/// The records of one block's transactions.
+fn read_block(info: &BlockInfo, block: &[u8]) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
     let height = info.height.expect("best-chain blocks have heights");
     let unparsable = |e: Error| -> Error {
         ErrorKind::UnparsableBlock {
@@ -203,17 +255,17 @@ fn read_block(
                 .into(),
             ));
         }
-        push(Record {
+        records.push(Record {
             txid: tx.txid(),
             height,
             position: position as u32,
             len: len as u32,
             file: info.file as u32,
             offset: start + at as u64,
-        })?;
+        });
         at += len;
     }
-    Ok(())
+    Ok(records)
 }
 
 fn meta_file(file: &BlockFile) -> Result<MetaFile> {

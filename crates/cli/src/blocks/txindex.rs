@@ -14,18 +14,12 @@ pub(super) fn run_txindex(
     scanned: &ScanOutput,
     chain: &Chain,
     output: &Path,
-    memory: u64,
+    options: &TxIndexOptions,
 ) -> Result<ExitCode, String> {
     let total = chain.best_chain().map(|b| b.size as u64).sum();
     let bar = crate::progress::bytes(total, "txindex");
-    let report = build_txindex(
-        chain,
-        &scanned.files,
-        output,
-        &TxIndexOptions { memory },
-        &mut |n| bar.inc(n),
-    )
-    .map_err(|e| e.to_string())?;
+    let report = build_txindex(chain, &scanned.files, output, options, &mut |n| bar.inc(n))
+        .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     let tip = match chain.tip() {
         Some(tip) => format!("tip {} at height {}", tip.hash, tip.height.unwrap_or(0)),
