@@ -194,13 +194,21 @@ fn a_tiny_memory_and_one_thread_give_the_same_index() {
         std::fs::read(dir.join("a")).unwrap(),
         std::fs::read(dir.join("b")).unwrap()
     );
+    // One record a run: more runs than are merged at once, merged into
+    // one on the way.
+    let (tiny, _) = build_on(&blocks, &dir.join("c"), 1, 2);
+    assert!(tiny.runs > 3 * 64, "{}", tiny.runs);
+    assert_eq!(
+        std::fs::read(dir.join("a")).unwrap(),
+        std::fs::read(dir.join("c")).unwrap()
+    );
     // Nothing is left beside the output but the index.
     let mut names: Vec<String> = std::fs::read_dir(&*dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["a", "b", "blocks"]);
+    assert_eq!(names, ["a", "b", "blocks", "c"]);
 }
 
 #[test]

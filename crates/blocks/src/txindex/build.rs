@@ -57,7 +57,8 @@ pub struct TxIndexReport {
     /// Transactions left out because a later block repeats their txid
     /// (BIP 30's two exceptions on main).
     pub repeated: u64,
-    /// Sorted runs spilled to disk (0: sorted in memory alone).
+    /// Sorted runs written to disk (0: sorted in memory alone), those
+    /// merged from others included (at most 64 are merged at once).
     pub runs: usize,
     /// The index file's length.
     pub index_bytes: u64,
@@ -151,7 +152,6 @@ pub fn build_txindex(
         files: files.iter().map(meta_file).collect::<Result<_>>()?,
     };
     let mut writer = IndexWriter::create(&scratch.temp, meta, total)?;
-    report.runs = sorter.runs.len();
     let mut pending: Option<Record> = None;
     sorter.merge(&mut |record| {
         if let Some(previous) = pending.replace(record) {
@@ -164,6 +164,7 @@ pub fn build_txindex(
         }
         Ok(())
     })?;
+    report.runs = sorter.next_run;
     if let Some(last) = pending {
         writer.push(last.entry())?;
     }
@@ -326,17 +327,20 @@ struct Sorter<'a> {
     capacity: usize,
     buffer: Vec<Record>,
     runs: Vec<PathBuf>,
+    /// The number of the next run file.
+    next_run: usize,
     dir: &'a Path,
     total: u64,
 }
 
 impl<'a> Sorter<'a> {
     fn new(memory: u64, dir: &'a Path) -> Sorter<'a> {
-        let capacity = (memory / RECORD_BYTES as u64).clamp(16, usize::MAX as u64 / 2) as usize;
+        let capacity = (memory / RECORD_BYTES as u64).clamp(1, usize::MAX as u64 / 2) as usize;
         Sorter {
             capacity,
             buffer: Vec::new(),
             runs: Vec::new(),
+            next_run: 0,
             dir,
             total: 0,
         }
@@ -362,16 +366,27 @@ impl<'a> Sorter<'a> {
             std::fs::create_dir_all(self.dir).map_err(|e| Error::io(self.dir, "create", e))?;
         }
         self.buffer.sort_unstable();
-        let path = self.dir.join(format!("run{}", self.runs.len()));
-        let file = File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
-        let mut writer = BufWriter::with_capacity(1 << 16, file);
-        for record in self.buffer.drain(..) {
-            writer
-                .write_all(&record.encode())
-                .map_err(|e| Error::io(&path, "write", e))?;
-        }
-        writer.flush().map_err(|e| Error::io(&path, "write", e))?;
+        let path = self.dir.join(format!("run{}", self.next_run));
+        self.next_run += 1;
+        let mut writer = RunWriter::create(&path)?;
+        self.buffer
+            .drain(..)
+            .try_for_each(|record| writer.write(record))?;
+        writer.finish()?;
         self.runs.push(path);
+        if self.runs.len() >= MAX_RUNS {
+            // Files open at once stay few, whatever the budget: the runs
+            // so far become one.
+            let path = self.dir.join(format!("run{}", self.next_run));
+            self.next_run += 1;
+            let mut writer = RunWriter::create(&path)?;
+            merge_runs(&self.runs, &mut |record| writer.write(record))?;
+            writer.finish()?;
+            for old in self.runs.drain(..) {
+                std::fs::remove_file(&old).map_err(|e| Error::io(&old, "remove", e))?;
+            }
+            self.runs.push(path);
+        }
         Ok(())
     }
 
@@ -384,24 +399,60 @@ impl<'a> Sorter<'a> {
         if !self.buffer.is_empty() {
             self.spill()?;
         }
-        let mut readers = Vec::with_capacity(self.runs.len());
-        let mut heap = BinaryHeap::new();
-        for (i, path) in self.runs.iter().enumerate() {
-            let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-            let mut reader = BufReader::with_capacity(1 << 16, file);
-            if let Some(record) = next_record(&mut reader, path)? {
-                heap.push(Reverse((record, i)));
-            }
-            readers.push(reader);
-        }
-        while let Some(Reverse((record, i))) = heap.pop() {
-            sink(record)?;
-            if let Some(next) = next_record(&mut readers[i], &self.runs[i])? {
-                heap.push(Reverse((next, i)));
-            }
-        }
-        Ok(())
+        merge_runs(&self.runs, sink)
     }
+}
+
+/// Runs merged at once, at most: more are merged into one first.
+const MAX_RUNS: usize = 64;
+
+/// A sorted run being written.
+struct RunWriter<'a> {
+    path: &'a Path,
+    out: BufWriter<File>,
+}
+
+impl<'a> RunWriter<'a> {
+    fn create(path: &'a Path) -> Result<RunWriter<'a>> {
+        let file = File::create(path).map_err(|e| Error::io(path, "create", e))?;
+        Ok(RunWriter {
+            path,
+            out: BufWriter::with_capacity(1 << 16, file),
+        })
+    }
+
+    fn write(&mut self, record: Record) -> Result<()> {
+        self.out
+            .write_all(&record.encode())
+            .map_err(|e| Error::io(self.path, "write", e))
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io(self.path, "write", e))
+    }
+}
+
+/// The records of sorted `runs`, in order.
+fn merge_runs(runs: &[PathBuf], sink: &mut dyn FnMut(Record) -> Result<()>) -> Result<()> {
+    let mut readers = Vec::with_capacity(runs.len());
+    let mut heap = BinaryHeap::new();
+    for (i, path) in runs.iter().enumerate() {
+        let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        if let Some(record) = next_record(&mut reader, path)? {
+            heap.push(Reverse((record, i)));
+        }
+        readers.push(reader);
+    }
+    while let Some(Reverse((record, i))) = heap.pop() {
+        sink(record)?;
+        if let Some(next) = next_record(&mut readers[i], &runs[i])? {
+            heap.push(Reverse((next, i)));
+        }
+    }
+    Ok(())
 }
 
 fn next_record(reader: &mut BufReader<File>, path: &Path) -> Result<Option<Record>> {
