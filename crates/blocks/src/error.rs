@@ -224,6 +224,48 @@ pub enum ErrorKind {
         /// The best chain's tip height (`None`: no genesis found).
         tip: Option<u32>,
     },
+    /// A best-chain block does not parse (the transaction index reads
+    /// every transaction).
+    UnparsableBlock {
+        /// The block's hash (internal byte order).
+        hash: [u8; 32],
+        /// Its height.
+        height: u32,
+        /// What the parser said.
+        detail: String,
+    },
+    /// A transaction index file is damaged or not one.
+    BadTxIndex {
+        /// The index file.
+        path: PathBuf,
+        /// Offset of what is wrong.
+        offset: u64,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A transaction index of a version this build does not know.
+    TxIndexTooNew {
+        /// The index file.
+        path: PathBuf,
+        /// Its version.
+        version: u32,
+    },
+    /// A block file is shorter than when it was indexed.
+    BlockFileShorter {
+        /// The block file.
+        path: PathBuf,
+        /// Its length now.
+        len: u64,
+        /// Its length when indexed.
+        expected: u64,
+    },
+    /// The bytes where the index puts a transaction are not it.
+    TxChanged {
+        /// The block file.
+        path: PathBuf,
+        /// Offset of the transaction.
+        offset: u64,
+    },
 }
 
 /// Why a block does not connect, with Core's reject reason.
@@ -623,6 +665,42 @@ impl fmt::Display for Error {
             ErrorKind::HeightPastTip { height, tip: None } => write!(
                 f,
                 "no best chain to reach height {height} (genesis not found)"
+            ),
+            ErrorKind::UnparsableBlock {
+                hash,
+                height,
+                detail,
+            } => write!(
+                f,
+                "block {} at height {height} does not parse: {detail}",
+                Reversed(hash)
+            ),
+            ErrorKind::BadTxIndex { path, offset, what } => write!(
+                f,
+                "{} is not a valid transaction index: {what} (offset {offset})",
+                path.display()
+            ),
+            ErrorKind::TxIndexTooNew { path, version } => write!(
+                f,
+                "{} is a transaction index of version {version}, made by a newer seekless; \
+                 rebuild it or upgrade",
+                path.display()
+            ),
+            ErrorKind::BlockFileShorter {
+                path,
+                len,
+                expected,
+            } => write!(
+                f,
+                "block file {} is {len} bytes, shorter than the {expected} indexed: \
+                 the block files changed since the index was built; rebuild it",
+                path.display()
+            ),
+            ErrorKind::TxChanged { path, offset } => write!(
+                f,
+                "no indexed transaction at offset {offset} of {}: \
+                 the block files changed since the index was built; rebuild it",
+                path.display()
             ),
         }
     }

@@ -65,6 +65,7 @@ mod snapshot;
 mod stats;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;
+mod txindex;
 mod u256;
 mod utxo;
 mod xor;
@@ -88,6 +89,10 @@ pub use snapshot::{
     SnapshotWriter,
 };
 pub use stats::UtxoStats;
+pub use txindex::{
+    DEFAULT_TXINDEX_MEMORY, FoundTx, IndexedBlock, IndexedFile, TxIndex, TxIndexOptions,
+    TxIndexReport, TxLocation, build_txindex, tx_json,
+};
 pub use u256::U256;
 pub use utxo::{
     COINBASE_MATURITY, CoinStore, ConnectReport, DiskCoins, MemoryCoins, connect, write_snapshot,

@@ -7,12 +7,14 @@ use std::process::ExitCode;
 
 use seekless_blocks::{
     BadKind, BlockFile, Chain, CoinStore, DEFAULT_MAX_FILE_SIZE, DiskCoins, LinearizeOptions,
-    Network, ScanOptions, ScanOutput, XorKey, check_linearize_output, connect, linearize,
-    list_block_files, scan, write_snapshot,
+    Network, ScanOptions, ScanOutput, TxIndexOptions, XorKey, check_linearize_output, connect,
+    linearize, list_block_files, scan, write_snapshot,
 };
 use serde_json::{Value, json};
 
 use crate::report::fail;
+
+mod txindex;
 
 /// Where the blocks are and how to read them.
 #[derive(Debug, clap::Args)]
@@ -108,6 +110,37 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Index every transaction of the best chain by txid (Core's
+    /// `-txindex`, from the block files alone), for `blocks tx`.
+    Txindex {
+        #[command(flatten)]
+        source: Source,
+        /// The index file to write (replaced when complete).
+        #[arg(short = 'o', long = "output", value_name = "INDEX")]
+        output: PathBuf,
+        /// Memory to sort in before spilling sorted runs beside the output
+        /// (suffixes K, M, G); the index is the same for any amount.
+        #[arg(long, value_name = "BYTES", default_value = "1G",
+              value_parser = crate::size::parse_positive)]
+        memory: u64,
+    },
+    /// Print transactions by txid from an index `blocks txindex` wrote: the
+    /// raw transaction as hex, one a line. Exit 1 if one is not there.
+    Tx {
+        /// The index file.
+        index: PathBuf,
+        /// Transaction ids (64 hex digits, as Core shows them).
+        #[arg(required = true, value_name = "TXID")]
+        txids: Vec<String>,
+        /// One JSON object a transaction, as `getrawtransaction TXID 1`
+        /// shows it, with the block's height and the position in it.
+        #[arg(long)]
+        json: bool,
+        /// The directory that holds the block files now (default: where
+        /// they were indexed).
+        #[arg(long, value_name = "DIR")]
+        blocks: Option<PathBuf>,
+    },
 }
 
 /// Run a `seekless blocks` subcommand.
@@ -145,8 +178,31 @@ pub fn run(command: Command) -> ExitCode {
             },
             json,
         ),
+        Command::Txindex {
+            source,
+            output,
+            memory,
+        } => run_txindex(&source, &output, memory),
+        Command::Tx {
+            index,
+            txids,
+            json,
+            blocks,
+        } => txindex::run_tx(&index, &txids, json, blocks.as_deref()),
     };
     result.unwrap_or_else(fail)
+}
+
+/// Refuses an output among the inputs before the scan, then builds.
+fn run_txindex(source: &Source, output: &Path, memory: u64) -> Result<ExitCode, String> {
+    let inputs: Vec<&Path> = source.paths.iter().map(PathBuf::as_path).collect();
+    crate::guard::output_apart(output, &inputs)?;
+    let (scanned, chain) = load(source)?;
+    let threads = source
+        .threads
+        .map_or(TxIndexOptions::default().threads, usize::from);
+    let options = TxIndexOptions { memory, threads };
+    txindex::run_txindex(&scanned, &chain, output, &options)
 }
 
 fn load(source: &Source) -> Result<(ScanOutput, Chain), String> {

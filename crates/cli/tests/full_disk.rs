@@ -426,3 +426,35 @@ fn a_utxo_snapshot_on_a_full_disk_names_it_and_leaves_nothing() {
     let args = ["blocks", "utxo", b, "-o", "{out}/utxo.dat"];
     assert!(fails_cleanly(&dir, &args, 4 << 10) > 0);
 }
+
+#[cfg(feature = "blocks")]
+#[test]
+fn a_txindex_written_to_a_full_disk_names_it_and_leaves_nothing() {
+    use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
+    let dir = TempDir::new("cli-full-txindex");
+    let blocks = dir.join("blocks");
+    std::fs::create_dir(&blocks).unwrap();
+    let mut builder = ChainBuilder::new(5, SizeMix::Realistic);
+    builder.extend_chain(0, 60);
+    let (files, _) = generate::layout_files(
+        seekless_blocks::Network::Regtest,
+        builder.blocks.iter().map(|b| b.bytes.as_slice()),
+        1 << 20,
+        seekless_blocks::XorKey::default(),
+    );
+    for (n, bytes) in files.iter().enumerate() {
+        std::fs::write(blocks.join(format!("blk{n:05}.dat")), bytes).unwrap();
+    }
+    // Hundreds of transactions: pages past the 16 KiB the disk holds,
+    // sorted runs (of 18 records) that fit.
+    let args = [
+        "blocks",
+        "txindex",
+        blocks.to_str().unwrap(),
+        "--memory",
+        "1K",
+        "-o",
+        "{out}/tx.idx",
+    ];
+    assert!(fails_cleanly(&dir, &args, 16 << 10) > 0);
+}
