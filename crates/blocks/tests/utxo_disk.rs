@@ -149,7 +149,11 @@ fn a_block_that_breaks_a_rule_leaves_the_set_at_its_parent() {
     match failure.kind() {
         ErrorKind::NotConnected { height, reject, .. } => {
             assert_eq!(*height, 111);
-            assert!(matches!(reject, Reject::MissingOrSpent { prev, .. } if *prev == ghost));
+            assert!(matches!(
+                reject,
+                Reject::MissingOrSpent { prev_txid, prev_vout, .. }
+                    if (*prev_txid, *prev_vout) == (ghost.txid, ghost.vout)
+            ));
         }
         other => panic!("{other:?}"),
     }
