@@ -552,7 +552,7 @@ mod tests {
         for step in 0..20_000u32 {
             let r = xorshift(&mut rng);
             if r % 5 < 3 || live.is_empty() {
-                let outpoint = if r % 17 == 0 && !live.is_empty() {
+                let outpoint = if r.is_multiple_of(17) && !live.is_empty() {
                     live[(r >> 8) as usize % live.len()]
                 } else {
                     let mut txid = [0u8; 32];
@@ -581,7 +581,7 @@ mod tests {
                 }
                 assert_eq!(old, expected, "step {step}");
             } else {
-                let outpoint = if r % 11 == 0 {
+                let outpoint = if r.is_multiple_of(11) {
                     OutPoint {
                         txid: [0xee; 32],
                         vout: 1,
