@@ -43,19 +43,19 @@ pub trait CoinStore {
 }
 
 /// Bytes of an outpoint as a key: the txid, then the index little-endian.
-type Key = [u8; 36];
+pub(super) type Key = [u8; 36];
 
 /// Bytes of a coin as stored: value (8, little-endian), code (4), script.
-const COIN_HEADER: usize = 12;
+pub(super) const COIN_HEADER: usize = 12;
 
-fn key(outpoint: &OutPoint) -> Key {
+pub(super) fn key(outpoint: &OutPoint) -> Key {
     let mut key = [0u8; 36];
     key[..32].copy_from_slice(&outpoint.txid);
     key[32..].copy_from_slice(&outpoint.vout.to_le_bytes());
     key
 }
 
-fn outpoint(key: &Key) -> OutPoint {
+pub(super) fn outpoint(key: &Key) -> OutPoint {
     OutPoint {
         txid: key[..32].try_into().expect("32 bytes"),
         vout: u32::from_le_bytes(key[32..].try_into().expect("4 bytes")),
@@ -63,7 +63,7 @@ fn outpoint(key: &Key) -> OutPoint {
 }
 
 /// Fills `coin` from its stored bytes, reusing its script's allocation.
-fn unpack_into(bytes: &[u8], coin: &mut Coin) {
+pub(super) fn unpack_into(bytes: &[u8], coin: &mut Coin) {
     let code = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
     coin.value = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
     coin.height = code >> 1;

@@ -20,11 +20,11 @@ use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
 use file_at::{read_exact_at, write_all_at};
-use pages::{Change, INLINE_MAX, KEY, Key, PAGE, POINTER, POINTER_LEN, Pages};
+use pages::{Change, INLINE_MAX, Key, PAGE, POINTER, POINTER_LEN, Pages};
 
 use crate::coin::{Coin, OutPoint};
 use crate::error::{Error, Result};
-use crate::utxo::store::CoinStore;
+use crate::utxo::store::{COIN_HEADER, CoinStore, key, outpoint, unpack_into};
 
 /// Partitions: one per value of the txid's first byte.
 const PARTITIONS: usize = 256;
@@ -33,10 +33,6 @@ const PARTITIONS: usize = 256;
 /// tables at their smallest (a table once used keeps its allocation).
 #[cfg(test)]
 const MIN_TABLES: u64 = (PARTITIONS * 256) as u64;
-
-/// Bytes of a cached coin before its script: value (u64) and code (u32),
-/// little-endian.
-const RAW_HEADER: usize = 12;
 
 /// A coin in the cache is not on disk: spending it forgets it.
 const FRESH: u8 = 0;
@@ -89,30 +85,6 @@ impl std::fmt::Debug for Pages {
             .field("count", &self.count())
             .finish()
     }
-}
-
-fn key(outpoint: &OutPoint) -> Key {
-    let mut key = [0u8; KEY];
-    key[..32].copy_from_slice(&outpoint.txid);
-    key[32..].copy_from_slice(&outpoint.vout.to_le_bytes());
-    key
-}
-
-fn outpoint(key: &Key) -> OutPoint {
-    OutPoint {
-        txid: key[..32].try_into().expect("32 bytes"),
-        vout: u32::from_le_bytes(key[32..].try_into().expect("4 bytes")),
-    }
-}
-
-/// Fills `coin` from a cached coin's bytes.
-fn unpack_into(bytes: &[u8], coin: &mut Coin) {
-    let code = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    coin.value = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-    coin.height = code >> 1;
-    coin.coinbase = code & 1 == 1;
-    coin.script.clear();
-    coin.script.extend_from_slice(&bytes[RAW_HEADER..]);
 }
 
 fn empty_coin() -> Coin {
@@ -222,7 +194,7 @@ impl DiskCoins {
         self.arena.extend_from_slice(&value.to_le_bytes());
         self.arena.extend_from_slice(&code.to_le_bytes());
         self.arena.extend_from_slice(script);
-        (at, (RAW_HEADER + script.len()) as u16)
+        (at, (COIN_HEADER + script.len()) as u16)
     }
 
     fn cached_coin(&self, slot: Slot) -> Coin {
@@ -357,7 +329,7 @@ impl DiskCoins {
     ) -> Result<Option<Coin>> {
         let key = key(outpoint);
         let p = key[0] as usize;
-        self.make_room(p, RAW_HEADER + script.len())?;
+        self.make_room(p, COIN_HEADER + script.len())?;
         let (replaced, state) = match self.cache[p].get(&key).copied() {
             Some(slot) if slot.state == SPENT => (None, DIRTY),
             Some(slot) => (Some(self.cached_coin(slot)), slot.state),
