@@ -1,7 +1,7 @@
 //! The chainstate: the best chain's blocks connected in height order into
 //! a UTXO set, as Core's reindex does after loading the block index.
 //!
-//! [`connect`] reads each best-chain block once at the position the scan
+//! [`connect()`] reads each best-chain block once at the position the scan
 //! found it (`fetch.rs`), parses its transactions and connects them
 //! (`connect.rs`: Core's `CheckBlock`, `CheckTransaction`, `CheckTxInputs`
 //! and `AddCoins`, scripts not executed) into a [`CoinStore`]
@@ -26,7 +26,7 @@ use crate::fetch::BlockFetcher;
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
 
-/// What [`connect`] did.
+/// What [`connect()`] did.
 #[derive(Debug)]
 pub struct ConnectReport {
     /// The height the set is at: the last block connected (genesis, whose
