@@ -73,8 +73,10 @@ impl Answers {
             while let Some(joined) = answers.next().await {
                 let answer = joined
                     .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
-                let failed = answer.is_err();
-                if tx.send(answer).await.is_err() || failed {
+                // A range that failed goes on too: the run decides
+                // whether to finish without it (and drops the receiver
+                // when it stops).
+                if tx.send(answer).await.is_err() {
                     break;
                 }
             }

@@ -14,7 +14,7 @@
 //! The comparison is one merge-walk of the answer with the old range the
 //! update has decoded anyway (to count what changed): nothing more is read.
 
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::format::hash::Key;
 use crate::update::answers::Answers;
 use crate::update::fetch::{Answer, Body};
@@ -132,6 +132,9 @@ pub(super) enum Settled {
     },
     /// Suspect after every try: the range keeps what the index had.
     Suspect,
+    /// No answer after every try (a fault each time): the range keeps
+    /// what the index had.
+    Failed,
 }
 
 /// A range's answer settled, and what it took.
@@ -145,6 +148,76 @@ pub(super) struct Taken {
     pub(super) received: u64,
     /// Whether the answer taken was an empty range.
     pub(super) empty: bool,
+}
+
+/// Ranges a refresh finishes without, after failing every try, before it
+/// stops instead: this many in a row (an upstream that is down fails
+/// every range, and asking a million times helps nobody)...
+pub(super) const FAILED_IN_A_ROW: u32 = 64;
+
+/// ... or this many in all (0.1% of the ranges: more is no passing
+/// fault).
+pub(super) const MAX_FAILED: u32 = 1024;
+
+/// The ranges that failed every try so far, and when that stops a run.
+#[derive(Debug, Default)]
+pub(super) struct Failures {
+    in_a_row: u32,
+    all: u32,
+}
+
+impl Failures {
+    /// A range's answer as asked: `Ok(Ok(answer))` to settle;
+    /// `Ok(Err(taken))` for a range that failed every try where the run
+    /// goes on without it (`keeps`: the index holds the range already);
+    /// the error where it cannot (not a fault of the upstream's, nothing
+    /// to keep, or [`FAILED_IN_A_ROW`] or [`MAX_FAILED`] reached). The
+    /// error names the range, and the run stops resumable.
+    pub(super) fn asked(
+        &mut self,
+        asked: Result<Answer>,
+        keeps: bool,
+    ) -> Result<std::result::Result<Answer, Taken>> {
+        let e = match asked {
+            Ok(answer) => {
+                self.in_a_row = 0;
+                return Ok(Ok(answer));
+            }
+            Err(e) => e,
+        };
+        let ErrorKind::Fetch {
+            prefix,
+            what,
+            tries,
+        } = e.kind()
+        else {
+            return Err(e);
+        };
+        if !keeps {
+            return Err(e);
+        }
+        self.in_a_row += 1;
+        self.all += 1;
+        let stop = if self.in_a_row >= FAILED_IN_A_ROW {
+            format!("{} ranges in a row", self.in_a_row)
+        } else if self.all >= MAX_FAILED {
+            format!("{} ranges", self.all)
+        } else {
+            return Ok(Err(Taken {
+                settled: Settled::Failed,
+                retries: tries.saturating_sub(1),
+                past_cache: false,
+                received: 0,
+                empty: false,
+            }));
+        };
+        Err(ErrorKind::Fetch {
+            prefix: prefix.clone(),
+            what: format!("{what}; {stop} failed every try, so the run stops"),
+            tries: *tries,
+        }
+        .into())
+    }
 }
 
 /// `answer` for `prefix` judged against `old` (the index's range) under
