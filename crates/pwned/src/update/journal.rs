@@ -61,7 +61,8 @@ pub struct UpdateSummary {
     /// get the upstream's data whole.
     pub suspect: Vec<u32>,
     /// Ranges of a refresh that failed every try (connection errors,
-    /// 5xx, bodies that do not decode): each kept what the index had and
+    /// 5xx, bodies that do not decode; a refused certificate or a 4xx
+    /// stops the update instead, every range would meet it): each kept what the index had and
     /// its old validator, so the next update asks again. Their prefixes,
     /// in order. Not empty: the update did not get the upstream's data
     /// whole. (Building a new index, a range that fails every try stops

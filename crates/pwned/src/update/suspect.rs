@@ -11,13 +11,17 @@
 //! removes hashes for real), nor anything with
 //! [`accept_removals`](crate::update::UpdateOptions::accept_removals).
 //!
+//! A range that fails every try in a refresh keeps what the index had
+//! the same way ([`Failures`]); building a new index, or once too many
+//! have failed, the run stops instead.
+//!
 //! The comparison is one merge-walk of the answer with the old range the
 //! update has decoded anyway (to count what changed): nothing more is read.
 
 use crate::error::{ErrorKind, Result};
 use crate::format::hash::Key;
 use crate::update::answers::Answers;
-use crate::update::fetch::{Answer, Body};
+use crate::update::fetch::{Answer, Body, Unanswered};
 use crate::update::options::{DEFAULT_BASE_URL, UpdateOptions};
 
 /// Times a suspect answer is asked for again, past caches, before the
@@ -162,6 +166,9 @@ pub(super) const MAX_FAILED: u32 = 1024;
 /// The ranges that failed every try so far, and when that stops a run.
 #[derive(Debug, Default)]
 pub(super) struct Failures {
+    /// The failure that began the current run of failed ranges, and how
+    /// many there are in it.
+    first: Option<crate::error::Error>,
     in_a_row: u32,
     all: u32,
 }
@@ -170,39 +177,39 @@ impl Failures {
     /// A range's answer as asked: `Ok(Ok(answer))` to settle;
     /// `Ok(Err(taken))` for a range that failed every try where the run
     /// goes on without it (`keeps`: the index holds the range already);
-    /// the error where it cannot (not a fault of the upstream's, nothing
-    /// to keep, or [`FAILED_IN_A_ROW`] or [`MAX_FAILED`] reached). The
-    /// error names the range, and the run stops resumable.
+    /// the error where it cannot (no passing fault, nothing to keep, or
+    /// [`FAILED_IN_A_ROW`] or [`MAX_FAILED`] reached: then the first
+    /// range of the run in a row, or the last, named). The run stops
+    /// resumable.
     pub(super) fn asked(
         &mut self,
-        asked: Result<Answer>,
+        asked: std::result::Result<Answer, Unanswered>,
         keeps: bool,
     ) -> Result<std::result::Result<Answer, Taken>> {
         let e = match asked {
             Ok(answer) => {
+                self.first = None;
                 self.in_a_row = 0;
                 return Ok(Ok(answer));
             }
-            Err(e) => e,
+            Err(Unanswered { error, passing }) if passing && keeps => error,
+            Err(Unanswered { error, .. }) => return Err(error),
         };
-        let ErrorKind::Fetch {
-            prefix,
-            what,
-            tries,
-        } = e.kind()
-        else {
+        let &ErrorKind::Fetch { tries, .. } = e.kind() else {
             return Err(e);
         };
-        if !keeps {
-            return Err(e);
-        }
         self.in_a_row += 1;
         self.all += 1;
-        let stop = if self.in_a_row >= FAILED_IN_A_ROW {
-            format!("{} ranges in a row", self.in_a_row)
+        let (named, stop) = if self.in_a_row >= FAILED_IN_A_ROW {
+            let after = self.in_a_row - 1;
+            (
+                self.first.take().unwrap_or(e),
+                format!("so did the {after} ranges after it"),
+            )
         } else if self.all >= MAX_FAILED {
-            format!("{} ranges", self.all)
+            (e, format!("{} ranges failed every try", self.all))
         } else {
+            self.first.get_or_insert(e);
             return Ok(Err(Taken {
                 settled: Settled::Failed,
                 retries: tries.saturating_sub(1),
@@ -211,12 +218,19 @@ impl Failures {
                 empty: false,
             }));
         };
-        Err(ErrorKind::Fetch {
-            prefix: prefix.clone(),
-            what: format!("{what}; {stop} failed every try, so the run stops"),
-            tries: *tries,
+        match named.into_kind() {
+            ErrorKind::Fetch {
+                prefix,
+                what,
+                tries,
+            } => Err(ErrorKind::Fetch {
+                prefix,
+                what: format!("{what}; {stop}, so the run stops"),
+                tries,
+            }
+            .into()),
+            other => Err(other.into()),
         }
-        .into())
     }
 }
 
