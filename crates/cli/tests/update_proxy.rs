@@ -4,7 +4,8 @@
 //! forward proxy (absolute-form requests and `CONNECT` tunnels) and range
 //! servers, plain or TLS with certificates from CAs made here. The
 //! environment is the child's own: each run starts without the machine's
-//! proxy and certificate variables, and sets those it tests.
+//! proxy and certificate variables, and sets those it tests. Also the
+//! exit status and words of a refresh where one range fails every try.
 #![cfg(feature = "update")]
 
 use std::collections::BTreeSet;
@@ -169,11 +170,22 @@ struct Upstream {
 
 impl Upstream {
     fn start(tls: Option<Arc<rustls::ServerConfig>>, stop_at: u32) -> Upstream {
+        Upstream::failing(tls, stop_at, Arc::default())
+    }
+
+    /// As [`start`](Upstream::start), with the range `failing` holds (if
+    /// not 0) answering 503 to every request.
+    fn failing(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        stop_at: u32,
+        failing: Arc<AtomicU64>,
+    ) -> Upstream {
         let index = Arc::new(seekless_pwned::sample::index().unwrap());
         let served = Arc::new(AtomicU64::new(0));
         let via_proxy = Arc::new(AtomicU64::new(0));
         let (s, v) = (served.clone(), via_proxy.clone());
         let listening = Listening::start(move |stream| {
+            let stop_at = (stop_at, failing.load(Ordering::Relaxed) as u32);
             let _ = match &tls {
                 Some(config) => match rustls::ServerConnection::new(config.clone()) {
                     Ok(conn) => answer(
@@ -204,7 +216,7 @@ impl Upstream {
 fn answer(
     stream: impl Read + Write,
     index: &Index,
-    stop: u32,
+    (stop, failing): (u32, u32),
     served: &AtomicU64,
     via_proxy: &AtomicU64,
 ) -> io::Result<()> {
@@ -219,6 +231,9 @@ fn answer(
         // One write a response: over TLS, one record.
         let mut response = Vec::new();
         match prefix {
+            Some(prefix) if prefix == failing && failing != 0 => response.extend_from_slice(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
+            ),
             Some(prefix) => {
                 let items = index.range(u64::from(prefix), 20).unwrap();
                 let body = seekless_pwned::test_util::range_body(Kind::Sha1, &items);
@@ -677,5 +692,49 @@ fn bad_ca_files_and_proxy_urls_stop_the_update_before_any_request() {
         listener.accept().map(|_| ()).unwrap_err().kind(),
         io::ErrorKind::WouldBlock,
         "no request was sent"
+    );
+}
+
+/// A refresh where one range fails every try (503) finishes the others,
+/// names it, says so in its summary and exits 3; the range keeps what the
+/// index had; healed, the next run ends with exit 0.
+#[test]
+fn a_range_failing_every_try_is_named_and_the_refresh_exits_3() {
+    let dir = TempDir::new("cli-update-failed-range");
+    let failing = Arc::new(AtomicU64::new(0));
+    let upstream = Upstream::failing(None, 1 << 20, failing.clone());
+    let base = upstream.url("http", "127.0.0.1");
+    let index = dir.join("pwned.idx");
+    let out = update(&index, &base, &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = std::fs::read(&index).unwrap();
+    failing.store(0x5BAA6, Ordering::Relaxed);
+    let out = update(&index, &base, &[], &["--tries", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", stderr(&out));
+    assert!(
+        stdout.contains("1048575 fetched, 0 suspect, 1 failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  1 failed ranges (kept what the index had): 5BAA6\n"),
+        "{stdout}"
+    );
+    assert!(stderr(&out).contains("1 ranges failed every try: 5BAA6"));
+    let (old, new) = (
+        Index::from_bytes(before).unwrap(),
+        Index::open(&index).unwrap(),
+    );
+    assert_eq!(
+        old.range(0x5BAA6, 20).unwrap(),
+        new.range(0x5BAA6, 20).unwrap()
+    );
+    failing.store(0, Ordering::Relaxed);
+    let out = update(&index, &base, &[], &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", stderr(&out));
+    assert!(
+        stdout.contains("1048576 fetched, 0 suspect, 0 failed"),
+        "{stdout}"
     );
 }

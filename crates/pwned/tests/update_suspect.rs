@@ -41,6 +41,8 @@ enum Reply {
     TruncatedGzip,
     /// 304 whatever the request.
     NotModified,
+    /// The connection closed without an answer.
+    Reset,
 }
 
 /// `faults(prefix, attempt)`: attempts count from 0 per prefix.
@@ -246,6 +248,7 @@ fn serve(
                 out,
                 "HTTP/1.1 304 Not Modified\r\netag: \"stale\"\r\nage: 30\r\n{CACHED}\r\n"
             )?,
+            Some(Reply::Reset) => return Ok(()),
         }
         out.flush()?;
     }
@@ -317,7 +320,7 @@ fn holds(path: &Path, corpus: &Corpus) -> bool {
 fn adds_up(s: &UpdateSummary) {
     assert_eq!(s.checked, RANGES, "{s:?}");
     assert_eq!(
-        s.fetched + s.not_modified + s.suspect.len() as u32,
+        s.fetched + s.not_modified + s.suspect.len() as u32 + s.failed.len() as u32,
         s.checked,
         "{s:?}"
     );
@@ -411,50 +414,125 @@ fn answers_that_would_lose_data_keep_the_index_and_are_asked_again() {
 }
 
 /// Faults that persist at the origin: a stored 502 with `Age`, a cached
-/// truncated gzip, a 304 for a range the index has no validator for. Each
-/// is asked past caches, then stops the update naming the range with the
-/// index as it was; the healed upstream's run ends right.
+/// truncated gzip, a 304 for a range the index has no validator for, a
+/// 503, a connection closed without an answer. Each is asked past caches
+/// where it shows one; the refresh finishes the other ranges, names the
+/// failed ones, and they keep what the index had byte for byte (and no
+/// validator: the next run asks again); `--check` counts them too. The
+/// healed upstream's run ends right.
 #[test]
-fn faults_that_persist_past_caches_stop_the_update_and_keep_the_index() {
+fn ranges_failing_every_try_keep_the_index_and_the_refresh_finishes() {
     let dir = TempDir::new("pwned-update-stored-faults");
-    let faults: [(u32, Reply, &str); 3] = [
-        (0x00010, Reply::Status(502, "age: 689562\r\n"), "502"),
-        (0x00020, Reply::TruncatedGzip, "compressed body"),
-        (0x00030, Reply::NotModified, "304"),
+    let faults: [(u32, Reply, u32); 5] = [
+        (0x00010, Reply::Status(502, "age: 689562\r\n"), 3),
+        (0x00020, Reply::TruncatedGzip, 3),
+        (0x00030, Reply::NotModified, 3),
+        (0x00040, Reply::Status(503, ""), 0),
+        (0x00050, Reply::Reset, 0),
     ];
     let prefixes: Vec<u32> = faults.iter().map(|f| f.0).collect();
     let old = corpus(5_000, 4, &prefixes);
     let path = built(&dir, &old);
-    let before = std::fs::read(&path).unwrap();
+    let range_of = |path: &Path, prefix: u32| {
+        let mut range = Vec::new();
+        Index::open(path)
+            .unwrap()
+            .range_into(u64::from(prefix), 20, &mut range)
+            .unwrap();
+        range
+    };
+    let before: Vec<_> = prefixes.iter().map(|&p| range_of(&path, p)).collect();
     let mut served = old.clone();
     served.insert(in_range(&mut Rng::splitmix64(5), 0x00020), 4);
+    let elsewhere = in_range(&mut Rng::splitmix64(6), 0x44444);
+    served.insert(elsewhere, 7);
     let server = Server::start(served.clone());
-    for (prefix, reply, says) in faults {
-        server.misbehave(move |p, _| (p == prefix).then(|| reply.clone()));
-        let e = update(&path, &options(&server.url()), &NoUpdateProgress).unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::Fetch { .. }), "{e}");
-        let text = e.to_string();
-        assert!(
-            text.contains(&format!("{prefix:05X}")) && text.contains(says),
-            "{text}"
-        );
-        // Every try after the first (which showed a cache) asked past it.
-        assert_eq!(
-            server.seen(prefix),
-            Seen {
-                requests: 4,
-                past_cache: 3
-            },
-            "{says}"
-        );
-        assert_eq!(std::fs::read(&path).unwrap(), before, "{says}: the index");
+    let replies: HashMap<u32, Reply> = faults.iter().map(|f| (f.0, f.1.clone())).collect();
+    server.misbehave(move |p, _| replies.get(&p).cloned());
+    let s = update(&path, &options(&server.url()), &NoUpdateProgress).unwrap();
+    adds_up(&s);
+    assert_eq!(s.failed, prefixes);
+    assert!(s.suspect.is_empty());
+    // The new hash elsewhere taken; the one in the failed range not.
+    assert_eq!((s.added, s.removed, s.retries), (1, 0, 5 * 3));
+    for (i, (prefix, _, past_cache)) in faults.iter().enumerate() {
+        // Every try after the first that showed a cache asked past it.
+        let want = Seen {
+            requests: 4,
+            past_cache: *past_cache,
+        };
+        assert_eq!(server.seen(*prefix), want, "{prefix:05X}");
+        assert_eq!(range_of(&path, *prefix), before[i], "{prefix:05X}: kept");
     }
+    let source = Index::open(&path).unwrap().source().unwrap().unwrap();
+    for prefix in &prefixes {
+        assert_eq!(source.validator(*prefix), None, "{prefix:05X}");
+    }
+    assert_eq!(pairs(&path).len(), old.len() + 1);
+
+    // `--check` against the same faults: counted, not current.
+    let c = check_upstream(&path, &options(&server.url()), &NoUpdateProgress).unwrap();
+    assert_eq!(c.failed, prefixes);
+    assert!(!c.current);
+    assert_eq!(
+        c.not_modified + c.unchanged + c.changed.unwrap() + c.failed.len() as u32,
+        RANGES
+    );
+
     server.heal();
     let s = update(&path, &options(&server.url()), &NoUpdateProgress).unwrap();
     adds_up(&s);
-    assert!(s.suspect.is_empty());
-    assert_eq!((s.added, s.removed), (1, 0));
+    assert!(s.suspect.is_empty() && s.failed.is_empty(), "{s:?}");
+    assert_eq!((s.fetched, s.added, s.removed), (5, 1, 0));
     assert!(holds(&path, &served));
+}
+
+/// Building a new index, a range that fails every try has nothing to keep:
+/// the update stops naming it, resumable, and no index is written; the
+/// healed upstream's run goes on from the last checkpoint and ends right.
+#[test]
+fn a_failing_range_stops_a_fresh_build() {
+    let dir = TempDir::new("pwned-update-fresh-fault");
+    let served = corpus(5_000, 7, &[0x60000]);
+    let path = dir.join("new.idx");
+    let server = Server::start(served.clone());
+    server.misbehave(|p, _| (p == 0x60000).then_some(Reply::Status(503, "")));
+    let e = update(&path, &options(&server.url()), &NoUpdateProgress).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Fetch { .. }), "{e}");
+    assert!(e.to_string().contains("60000"), "{e}");
+    assert!(!path.exists());
+    server.heal();
+    let s = update(&path, &options(&server.url()), &NoUpdateProgress).unwrap();
+    adds_up(&s);
+    assert!(s.created && s.failed.is_empty());
+    assert_eq!(s.resumed_from, 0x60000 / (1 << 14) * (1 << 14));
+    assert!(holds(&path, &served));
+}
+
+/// An upstream that is down fails every range: a refresh stops after 64
+/// in a row instead of asking a million times, naming the first, and
+/// leaves the index as it was.
+#[test]
+fn an_upstream_that_is_down_stops_the_refresh_early() {
+    let dir = TempDir::new("pwned-update-down");
+    let old = corpus(2_000, 8, &[]);
+    let path = built(&dir, &old);
+    let before = std::fs::read(&path).unwrap();
+    let server = Server::start(old);
+    server.misbehave(|_, _| Some(Reply::Status(503, "")));
+    let mut o = options(&server.url());
+    o.tries = 1;
+    let e = update(&path, &o, &NoUpdateProgress).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.starts_with("range 00000: HTTP 503") && text.contains("so did the 63 ranges after it"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let asked = (0..RANGES).filter(|&p| server.seen(p).requests > 0).count();
+    // The run stops at the 64th; the window of concurrent requests and
+    // the answers waiting to be taken may have asked a few more.
+    assert!((64..1024).contains(&asked), "{asked}");
 }
 
 /// nginx, as a child process on 127.0.0.1 with everything under `dir`.

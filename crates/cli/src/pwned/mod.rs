@@ -163,7 +163,8 @@ pub enum Command {
         bundle_out: Option<PathBuf>,
         /// Write nothing: say whether the upstream holds newer data (exit
         /// 0 when the index is current, 1 when there is newer data, 3 when
-        /// some ranges' answers are suspect, 2 on error). A seekless mirror is asked once (its identity); any
+        /// some ranges' answers are suspect or failed every try, 2 on
+        /// error). A seekless mirror is asked once (its identity); any
         /// other server every range, with the stored validators.
         #[arg(long, conflicts_with_all = ["from_bundle", "bundle_out"])]
         check: bool,

@@ -125,14 +125,15 @@ fn update_index(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result
         }
         path => {
             println!(
-                "{} {}: {} ranges checked, {} changed, {} not modified, {} fetched, {} suspect",
+                "{} {}: {} ranges checked, {} changed, {} not modified, {} fetched, {} suspect, {} failed",
                 if s.created { "wrote" } else { "updated" },
                 index.display(),
                 s.checked,
                 s.changed,
                 s.not_modified,
                 s.fetched,
-                s.suspect.len()
+                s.suspect.len(),
+                s.failed.len()
             );
             if let UpdatePath::RangesInstead(why) = path {
                 println!("  range by range: {why}");
@@ -180,39 +181,56 @@ fn update_index(index: &Path, options: &seekless_pwned::UpdateOptions) -> Result
     if s.past_cache > 0 {
         println!("  {} ranges asked for past caches", s.past_cache);
     }
-    Ok(suspect(&s.suspect, "kept what the index had"))
+    Ok(not_taken(&s.suspect, &s.failed, "kept what the index had"))
 }
 
-/// Exit 3 when some ranges' answers were suspect (would remove hashes or
-/// lower counts, or from HIBP were empty), naming them (the first 32);
-/// else 0.
-fn suspect(prefixes: &[u32], kept: &str) -> ExitCode {
-    if prefixes.is_empty() {
+/// Exit 3 when some ranges were not taken: their answers were suspect
+/// (would remove hashes or lower counts, or from HIBP were empty) or
+/// failed every try; each kind named (the first 32). Else 0.
+fn not_taken(suspect: &[u32], failed: &[u32], kept: &str) -> ExitCode {
+    if suspect.is_empty() && failed.is_empty() {
         return ExitCode::SUCCESS;
     }
-    let mut named: Vec<String> = prefixes
-        .iter()
-        .take(32)
-        .map(|&p| seekless_pwned::prefix_hex(p))
-        .collect();
-    if prefixes.len() > 32 {
-        named.push(format!("and {} more", prefixes.len() - 32));
+    let named = |prefixes: &[u32]| {
+        let mut named: Vec<String> = prefixes
+            .iter()
+            .take(32)
+            .map(|&p| seekless_pwned::prefix_hex(p))
+            .collect();
+        if prefixes.len() > 32 {
+            named.push(format!("and {} more", prefixes.len() - 32));
+        }
+        named.join(" ")
+    };
+    if !suspect.is_empty() {
+        println!(
+            "  {} suspect ranges ({kept}): {}",
+            suspect.len(),
+            named(suspect)
+        );
+        eprintln!(
+            "seekless: {} ranges answered with fewer hashes or lower counts than the index holds (or empty from HIBP), even asked again past caches: {}; a later run asks again (--accept-removals takes such answers)",
+            suspect.len(),
+            named(suspect)
+        );
     }
-    println!(
-        "  {} suspect ranges ({kept}): {}",
-        prefixes.len(),
-        named.join(" ")
-    );
-    eprintln!(
-        "seekless: {} ranges answered with fewer hashes or lower counts than the index holds (or empty from HIBP), even asked again past caches: {}; a later run asks again (--accept-removals takes such answers)",
-        prefixes.len(),
-        named.join(" ")
-    );
+    if !failed.is_empty() {
+        println!(
+            "  {} failed ranges ({kept}): {}",
+            failed.len(),
+            named(failed)
+        );
+        eprintln!(
+            "seekless: {} ranges failed every try: {}; a later run asks again",
+            failed.len(),
+            named(failed)
+        );
+    }
     ExitCode::from(3)
 }
 
 /// `pwned update INDEX --check`: exit 0 when current, 1 when the upstream
-/// holds newer data, 3 when some ranges' answers were suspect.
+/// holds newer data, 3 when some ranges' answers were suspect or failed.
 pub(super) fn update_check(
     index: &Path,
     options: &seekless_pwned::UpdateOptions,
@@ -250,21 +268,26 @@ pub(super) fn update_check(
                 println!("  asked range by range: {why}");
             }
             println!(
-                "{}: {state}: {} of {} ranges changed, {} not modified, {} unchanged, {} suspect ({} requests, {} bytes received, {:.1} s)",
+                "{}: {state}: {} of {} ranges changed, {} not modified, {} unchanged, {} suspect, {} failed ({} requests, {} bytes received, {:.1} s)",
                 index.display(),
                 s.changed.unwrap_or(0),
                 seekless_pwned::RANGES,
                 s.not_modified,
                 s.unchanged,
                 s.suspect.len(),
+                s.failed.len(),
                 s.requests,
                 s.received,
                 s.seconds
             );
         }
     }
-    if !s.suspect.is_empty() {
-        return Ok(suspect(&s.suspect, "their data upstream is not known"));
+    if !s.suspect.is_empty() || !s.failed.is_empty() {
+        return Ok(not_taken(
+            &s.suspect,
+            &s.failed,
+            "their data upstream is not known",
+        ));
     }
     Ok(if s.current {
         ExitCode::SUCCESS

@@ -17,13 +17,13 @@ use crate::range::parse::parse_range;
 use crate::range::validator::range_digest;
 use crate::read::identity::Digests;
 use crate::read::index::Index;
-use crate::update::fetch::{Answer, Body, Fetcher};
+use crate::update::fetch::{Answer, Body, Fetcher, Unanswered};
 use crate::update::options::UpdateOptions;
 
 /// Where the ranges' answers come from: the network, or a bundle.
 pub(super) enum Answers {
     Network {
-        answers: tokio::sync::mpsc::Receiver<Result<Answer>>,
+        answers: tokio::sync::mpsc::Receiver<std::result::Result<Answer, Unanswered>>,
         runtime: tokio::runtime::Runtime,
         /// What asks again, past caches, for an answer that would lose
         /// data ([`Answers::again`]).
@@ -71,10 +71,13 @@ impl Answers {
                 })
                 .buffered(concurrency);
             while let Some(joined) = answers.next().await {
-                let answer = joined
-                    .unwrap_or_else(|e| Err(Error::io(None, std::io::Error::other(e.to_string()))));
-                let failed = answer.is_err();
-                if tx.send(answer).await.is_err() || failed {
+                let answer = joined.unwrap_or_else(|e| {
+                    Err(Error::io(None, std::io::Error::other(e.to_string())).into())
+                });
+                // A range that failed goes on too: the run decides
+                // whether to finish without it (and drops the receiver
+                // when it stops).
+                if tx.send(answer).await.is_err() {
                     break;
                 }
             }
@@ -142,7 +145,7 @@ impl Answers {
     }
 
     /// The answer for `prefix` (asked in order).
-    pub(super) fn next(&mut self, prefix: u32) -> Result<Answer> {
+    pub(super) fn next(&mut self, prefix: u32) -> std::result::Result<Answer, Unanswered> {
         match self {
             Answers::Network { answers, .. } => answers.blocking_recv().ok_or_else(|| {
                 Error::io(None, std::io::Error::other("the fetching tasks stopped"))

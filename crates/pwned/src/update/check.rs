@@ -13,7 +13,7 @@ use crate::update::answers::Answers;
 use crate::update::fetch::{Body, Fetcher};
 use crate::update::mirror;
 use crate::update::options::{UpdateOptions, UpdateProgress};
-use crate::update::suspect::{Diff, Rule, Settled, settle};
+use crate::update::suspect::{Diff, Failures, Rule, Settled, settle};
 
 /// What [`check_upstream`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -29,14 +29,18 @@ pub struct CheckSummary {
     pub not_modified: u32,
     /// Asked range by range: ranges sent whole, the same as the index's.
     /// With [`changed`](Self::changed), [`not_modified`](Self::not_modified)
-    /// and [`suspect`](Self::suspect): every range (a range that fails
-    /// every try stops the check with an error naming it).
+    /// [`suspect`](Self::suspect) and [`failed`](Self::failed): every
+    /// range.
     pub unchanged: u32,
     /// Ranges whose answer would remove hashes or lower counts (or from
     /// HIBP, was empty), asked again past caches and still so: the
     /// upstream's data is not known for them (see
     /// [`UpdateSummary::suspect`](crate::UpdateSummary::suspect)).
     pub suspect: Vec<u32>,
+    /// Ranges that failed every try: the upstream's data is not known for
+    /// them. (64 in a row, or 1,024 in all, stop the check with an error
+    /// naming the last.)
+    pub failed: Vec<u32>,
     /// Requests made.
     pub requests: u64,
     /// Bytes of answer bodies received.
@@ -92,7 +96,8 @@ pub fn check_upstream(
     };
     compare_ranges(&index, client, base, options, progress, &mut summary)?;
     summary.requests += u64::from(RANGES);
-    summary.current = summary.changed == Some(0) && summary.suspect.is_empty();
+    summary.current =
+        summary.changed == Some(0) && summary.suspect.is_empty() && summary.failed.is_empty();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -121,13 +126,18 @@ fn compare_ranges(
     let rule = Rule::of(options, &answers);
     let mut changed = 0u32;
     let mut held = Vec::new();
+    let mut failures = Failures::default();
     let result = (0..RANGES).try_for_each(|prefix| {
-        let answer = answers.next(prefix)?;
-        held.clear();
-        if matches!(answer.body, Body::Range { .. }) {
-            index.range_into(u64::from(prefix), 20, &mut held)?;
-        }
-        let taken = settle(&mut answers, prefix, answer, &held, min_count, rule)?;
+        let taken = match failures.asked(answers.next(prefix), true)? {
+            Ok(answer) => {
+                held.clear();
+                if matches!(answer.body, Body::Range { .. }) {
+                    index.range_into(u64::from(prefix), 20, &mut held)?;
+                }
+                settle(&mut answers, prefix, answer, &held, min_count, rule)?
+            }
+            Err(failed) => failed,
+        };
         summary.requests += u64::from(taken.retries);
         let hashes = match taken.settled {
             Settled::NotModified { .. } => {
@@ -144,6 +154,10 @@ fn compare_ranges(
             }
             Settled::Suspect => {
                 summary.suspect.push(prefix);
+                0
+            }
+            Settled::Failed => {
+                summary.failed.push(prefix);
                 0
             }
         };

@@ -13,7 +13,7 @@ use reqwest::header::{
     RETRY_AFTER, VIA,
 };
 
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::hash::{Key, Kind};
 use crate::format::source::Source;
 use crate::range::gzip::{Inflater, gunzip_whole};
@@ -40,6 +40,25 @@ pub(super) enum Body {
         entries: Vec<(Key, u64)>,
         received: u64,
     },
+}
+
+/// A range with no answer after every try.
+pub(super) struct Unanswered {
+    pub(super) error: Error,
+    /// Whether it was a fault of the moment (a connection error, a 5xx, a
+    /// body that does not decode) that other ranges need not meet; not so
+    /// for one of the setup that every range would meet (a refused
+    /// certificate, a 4xx), nor for anything but a request's.
+    pub(super) passing: bool,
+}
+
+impl From<Error> for Unanswered {
+    fn from(error: Error) -> Unanswered {
+        Unanswered {
+            error,
+            passing: false,
+        }
+    }
 }
 
 /// The text of `prefix`'s range URL under `base`.
@@ -144,21 +163,26 @@ impl Fetcher {
     /// `prefix`'s answer: tried up to [`tries`](Fetcher::tries) times;
     /// once an answer shows signs of a cache, the tries after it ask past
     /// caches (see [`PURGE`]).
-    pub(super) async fn fetch(&self, prefix: u32) -> Result<Answer> {
+    pub(super) async fn fetch(&self, prefix: u32) -> std::result::Result<Answer, Unanswered> {
         self.fetch_from(prefix, false).await
     }
 
     /// `prefix`'s answer asked past caches from the first try: for an
     /// answer that would lose data, asked again.
     pub(super) async fn fetch_past_cache(&self, prefix: u32) -> Result<Answer> {
-        self.fetch_from(prefix, true).await
+        self.fetch_from(prefix, true).await.map_err(|u| u.error)
     }
 
-    async fn fetch_from(&self, prefix: u32, mut past_cache: bool) -> Result<Answer> {
+    async fn fetch_from(
+        &self,
+        prefix: u32,
+        mut past_cache: bool,
+    ) -> std::result::Result<Answer, Unanswered> {
         let url = self.url(prefix);
         let validator = self.validators.as_ref().and_then(|s| s.validator(prefix));
         let mut last = String::new();
         let mut tries = 0;
+        let mut passing = true;
         for attempt in 0..self.tries {
             tries += 1;
             let once = match &url {
@@ -181,6 +205,7 @@ impl Fetcher {
                 }
                 Err(Fault::Final(what)) => {
                     last = what;
+                    passing = false;
                     break;
                 }
                 Err(Fault::Retry {
@@ -197,12 +222,15 @@ impl Fetcher {
                 }
             }
         }
-        Err(ErrorKind::Fetch {
-            prefix: prefix_hex(prefix),
-            what: last,
-            tries,
-        }
-        .into())
+        Err(Unanswered {
+            error: ErrorKind::Fetch {
+                prefix: prefix_hex(prefix),
+                what: last,
+                tries,
+            }
+            .into(),
+            passing,
+        })
     }
 
     /// Exponential backoff with jitter (0.5–1.5 times), at most 30 s.

@@ -5,7 +5,7 @@
 //! checkpoint after which the partial file holds complete pages only.
 //!
 //! ```text
-//! header:  "SEEKUPJ2" | kind u8 | full u8 | URL length u16 | URL
+//! header:  "SEEKUPJ3" | kind u8 | full u8 | URL length u16 | URL
 //!          | old index length u64 | CRC-32C of the old index's header u32
 //!          | [minimum count u64, only when above 1]
 //!          | CRC-32C of the header's bytes before it u32
@@ -18,10 +18,11 @@
 //!          | validators u32 | (length u8 | bytes) each, one per range
 //!          | fetched u32 | empty u32 | past cache u32
 //!          | suspect ranges u32 | prefix u32 each
+//!          | failed ranges u32 | prefix u32 each
 //! ```
 //!
-//! (`SEEKUPJ1` journals, without the last line, are not resumed: the
-//! update starts over.)
+//! (`SEEKUPJ1` and `SEEKUPJ2` journals, without the last two lines or the
+//! last one, are not resumed: the update starts over.)
 //!
 //! All integers little-endian. A torn last record (a kill while appending)
 //! fails its length or checksum and is ignored: the update goes on from the
@@ -34,7 +35,7 @@ use std::path::Path;
 use crate::format::hash::Kind;
 use crate::write::sorted::{Checkpoint, Written};
 
-const MAGIC: &[u8; 8] = b"SEEKUPJ2";
+const MAGIC: &[u8; 8] = b"SEEKUPJ3";
 
 /// What an update did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,9 +47,8 @@ pub struct UpdateSummary {
     pub resumed_from: u32,
     /// Ranges asked for (all 1,048,576 once an update is done, counted
     /// from the start when it resumed): those [`fetched`](Self::fetched),
-    /// [`not_modified`](Self::not_modified) and [`suspect`](Self::suspect)
-    /// add up to it. A range that fails every try stops the update with an
-    /// error naming it, so a summary never counts one.
+    /// [`not_modified`](Self::not_modified), [`suspect`](Self::suspect)
+    /// and [`failed`](Self::failed) add up to it.
     pub checked: u32,
     /// Ranges whose answer (`200`) was taken.
     pub fetched: u32,
@@ -60,6 +60,16 @@ pub struct UpdateSummary {
     /// asks again. Their prefixes, in order. Not empty: the update did not
     /// get the upstream's data whole.
     pub suspect: Vec<u32>,
+    /// Ranges of a refresh that failed every try (connection errors,
+    /// 5xx, bodies that do not decode; a refused certificate or a 4xx
+    /// stops the update instead, every range would meet it): each kept what the index had and
+    /// its old validator, so the next update asks again. Their prefixes,
+    /// in order. Not empty: the update did not get the upstream's data
+    /// whole. (Building a new index, a range that fails every try stops
+    /// the update with an error naming it, resumable: there is nothing to
+    /// keep; so does a refresh where 64
+    /// ranges in a row fail, or 1,024 in all.)
+    pub failed: Vec<u32>,
     /// Ranges fetched empty (none from HIBP, where one is suspect).
     pub empty: u32,
     /// Ranges asked for past caches (after a cached fault or a suspect
@@ -194,11 +204,14 @@ impl Record {
             b.push(v.len() as u8);
             b.extend_from_slice(v);
         }
-        for v in [s.fetched, s.empty, s.past_cache, s.suspect.len() as u32] {
+        for v in [s.fetched, s.empty, s.past_cache] {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        for prefix in &s.suspect {
-            b.extend_from_slice(&prefix.to_le_bytes());
+        for list in [&s.suspect, &s.failed] {
+            b.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for prefix in list {
+                b.extend_from_slice(&prefix.to_le_bytes());
+            }
         }
         b
     }
@@ -240,12 +253,8 @@ impl Record {
         summary.fetched = r.u32()?;
         summary.empty = r.u32()?;
         summary.past_cache = r.u32()?;
-        let suspect = r.u32()? as usize;
-        let prefixes = r.take(suspect.checked_mul(4)?)?;
-        summary.suspect = prefixes
-            .chunks_exact(4)
-            .map(|p| u32::from_le_bytes(p.try_into().expect("4 bytes")))
-            .collect();
+        summary.suspect = r.prefixes()?;
+        summary.failed = r.prefixes()?;
         if !r.0.is_empty() {
             return None;
         }
@@ -281,6 +290,17 @@ impl<'a> Reader<'a> {
     }
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    /// A count, then that many prefixes (bounded by the bytes there are).
+    fn prefixes(&mut self) -> Option<Vec<u32>> {
+        let count = self.u32()? as usize;
+        let bytes = self.take(count.checked_mul(4)?)?;
+        Some(
+            bytes
+                .chunks_exact(4)
+                .map(|p| u32::from_le_bytes(p.try_into().expect("4 bytes")))
+                .collect(),
+        )
     }
 }
 
@@ -383,6 +403,7 @@ mod tests {
                 empty: 11,
                 past_cache: 12,
                 suspect: vec![0x5baa6, 0xfffff],
+                failed: vec![0x00010],
                 ..UpdateSummary::default()
             },
             validators: vec![Some(b"\"a\"".to_vec()), None, Some(b"W/\"b\"".to_vec())],

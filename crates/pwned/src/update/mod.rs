@@ -29,7 +29,7 @@
 //! identity and bundles, each applied by a run), [`answers`] (ranges from
 //! the network or a bundle, in order), [`fetch`] (one range requested:
 //! validators, retries, decoding, asking past caches), [`suspect`]
-//! (answers that would lose data), [`journal`] (checkpoints to resume
+//! (answers that would lose data, ranges that failed), [`journal`] (checkpoints to resume
 //! from), [`bundle`] (delta bundles), [`client`] (the HTTP client and its
 //! certificates), [`proxies`] (which proxies, as curl reads them),
 //! [`trust`] (which server certificates are trusted, refusals in plain

@@ -26,7 +26,7 @@ use crate::update::fetch::Fetcher;
 use crate::update::files::{Files, beside, lock_partial, sync_parent};
 use crate::update::journal::{Journal, Record, Terms, UpdatePath, UpdateSummary};
 use crate::update::options::{UpdateOptions, UpdateProgress};
-use crate::update::suspect::{Diff, Rule, Settled, Taken, settle};
+use crate::update::suspect::{Diff, Failures, Rule, Settled, Taken, settle};
 use crate::write::sorted::SortedWriter;
 use crate::write::sorted::Written;
 
@@ -329,7 +329,7 @@ impl<'f> Filling<'f> {
     }
 
     /// Every range from the start on, from `answers` (or the old index where
-    /// unchanged, or where the answer was suspect), into the partial
+    /// unchanged, or where the answer was suspect or failed), into the partial
     /// index, with a checkpoint in the journal every [`CHECKPOINT_RANGES`].
     pub(super) fn take_ranges(
         &mut self,
@@ -340,13 +340,19 @@ impl<'f> Filling<'f> {
         progress: &dyn UpdateProgress,
     ) -> Result<()> {
         let mut old_range = Vec::new();
+        let mut failures = Failures::default();
         for prefix in self.start..RANGES {
-            let answer = answers.next(prefix)?;
+            // A range that fails every try keeps what the old index had;
+            // with none, there is nothing to keep and the run stops.
+            let asked = failures.asked(answers.next(prefix), old.is_some())?;
             old_range.clear();
             if let Some(old) = old {
                 old.range_into(u64::from(prefix), 20, &mut old_range)?;
             }
-            let taken = settle(answers, prefix, answer, &old_range, min_count, rule)?;
+            let taken = match asked {
+                Ok(answer) => settle(answers, prefix, answer, &old_range, min_count, rule)?,
+                Err(failed) => failed,
+            };
             let (received, hashes) =
                 self.take(answers, prefix, taken, &mut old_range, old, min_count)?;
             progress.range(received, hashes as u64);
@@ -371,7 +377,7 @@ impl<'f> Filling<'f> {
 
     /// One range settled into the partial index: its answer's hashes, or
     /// the old range's (`old_range`, filtered here by the minimum count)
-    /// where not modified or suspect. The bytes received and the hashes
+    /// where not modified, suspect or failed. The bytes received and the hashes
     /// written.
     fn take(
         &mut self,
@@ -410,6 +416,10 @@ impl<'f> Filling<'f> {
                     Settled::NotModified { validator } => {
                         summary.not_modified += 1;
                         validator
+                    }
+                    Settled::Failed => {
+                        summary.failed.push(prefix);
+                        answers.old_validator(prefix)
                     }
                     _ => {
                         summary.suspect.push(prefix);

@@ -11,13 +11,17 @@
 //! removes hashes for real), nor anything with
 //! [`accept_removals`](crate::update::UpdateOptions::accept_removals).
 //!
+//! A range that fails every try in a refresh keeps what the index had
+//! the same way ([`Failures`]); building a new index, or once too many
+//! have failed, the run stops instead.
+//!
 //! The comparison is one merge-walk of the answer with the old range the
 //! update has decoded anyway (to count what changed): nothing more is read.
 
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::format::hash::Key;
 use crate::update::answers::Answers;
-use crate::update::fetch::{Answer, Body};
+use crate::update::fetch::{Answer, Body, Unanswered};
 use crate::update::options::{DEFAULT_BASE_URL, UpdateOptions};
 
 /// Times a suspect answer is asked for again, past caches, before the
@@ -132,6 +136,9 @@ pub(super) enum Settled {
     },
     /// Suspect after every try: the range keeps what the index had.
     Suspect,
+    /// No answer after every try (a fault each time): the range keeps
+    /// what the index had.
+    Failed,
 }
 
 /// A range's answer settled, and what it took.
@@ -145,6 +152,86 @@ pub(super) struct Taken {
     pub(super) received: u64,
     /// Whether the answer taken was an empty range.
     pub(super) empty: bool,
+}
+
+/// Ranges a refresh finishes without, after failing every try, before it
+/// stops instead: this many in a row (an upstream that is down fails
+/// every range, and asking a million times helps nobody)...
+pub(super) const FAILED_IN_A_ROW: u32 = 64;
+
+/// ... or this many in all (0.1% of the ranges: more is no passing
+/// fault).
+pub(super) const MAX_FAILED: u32 = 1024;
+
+/// The ranges that failed every try so far, and when that stops a run.
+#[derive(Debug, Default)]
+pub(super) struct Failures {
+    /// The failure that began the current run of failed ranges, and how
+    /// many there are in it.
+    first: Option<crate::error::Error>,
+    in_a_row: u32,
+    all: u32,
+}
+
+impl Failures {
+    /// A range's answer as asked: `Ok(Ok(answer))` to settle;
+    /// `Ok(Err(taken))` for a range that failed every try where the run
+    /// goes on without it (`keeps`: the index holds the range already);
+    /// the error where it cannot (no passing fault, nothing to keep, or
+    /// [`FAILED_IN_A_ROW`] or [`MAX_FAILED`] reached: then the first
+    /// range of the run in a row, or the last, named). The run stops
+    /// resumable.
+    pub(super) fn asked(
+        &mut self,
+        asked: std::result::Result<Answer, Unanswered>,
+        keeps: bool,
+    ) -> Result<std::result::Result<Answer, Taken>> {
+        let e = match asked {
+            Ok(answer) => {
+                self.first = None;
+                self.in_a_row = 0;
+                return Ok(Ok(answer));
+            }
+            Err(Unanswered { error, passing }) if passing && keeps => error,
+            Err(Unanswered { error, .. }) => return Err(error),
+        };
+        let &ErrorKind::Fetch { tries, .. } = e.kind() else {
+            return Err(e);
+        };
+        self.in_a_row += 1;
+        self.all += 1;
+        let (named, stop) = if self.in_a_row >= FAILED_IN_A_ROW {
+            let after = self.in_a_row - 1;
+            (
+                self.first.take().unwrap_or(e),
+                format!("so did the {after} ranges after it"),
+            )
+        } else if self.all >= MAX_FAILED {
+            (e, format!("{} ranges failed every try", self.all))
+        } else {
+            self.first.get_or_insert(e);
+            return Ok(Err(Taken {
+                settled: Settled::Failed,
+                retries: tries.saturating_sub(1),
+                past_cache: false,
+                received: 0,
+                empty: false,
+            }));
+        };
+        match named.into_kind() {
+            ErrorKind::Fetch {
+                prefix,
+                what,
+                tries,
+            } => Err(ErrorKind::Fetch {
+                prefix,
+                what: format!("{what}; {stop}, so the run stops"),
+                tries,
+            }
+            .into()),
+            other => Err(other.into()),
+        }
+    }
 }
 
 /// `answer` for `prefix` judged against `old` (the index's range) under
