@@ -16,14 +16,27 @@ one line a fault) when:
   a module re-exporting what its own submodules define (`pub use
   child::Item`) presents them, it does not import them: that is no edge;
 - a module file (every .rs under crates/*/src, crates/*/tests/common and
-  crates/*/benches) is not named exactly once in ARCHITECTURE.md, in its
+  crates/*/benches) or a test file (a .rs, .sh or .py directly in
+  crates/*/tests) is not named exactly once in ARCHITECTURE.md, in its
   crate's part of the module list, by its path from the crate's folder
-  (`src/serve/state.rs`, `tests/common/mod.rs`, `benches/stores.rs`), or a
-  path named there is no file;
-- ARCHITECTURE.md does not state LAYERS as written here.
+  (`src/serve/state.rs`, `tests/common/mod.rs`, `benches/stores.rs`,
+  `tests/api.rs`), or a path named there is no file;
+- a test file of a crate with `autotests = false` (the CLI's) is neither a
+  [[test]] program nor a `mod` of one, so it would never run;
+- ARCHITECTURE.md does not state LAYERS as written here;
+- a source file (SIZED below) is over the line limit ARCHITECTURE.md
+  states ("No source file is over N lines and no function over M lines"),
+  or a function in one is over the function limit and not among the
+  exceptions listed under that rule (`- `PATH::NAME`: why`); or an
+  exception listed there is no function, or no longer over the limit; or
+  the rule's paragraph does not name each of SIZED. A function is measured
+  from its `fn` line to its matching closing brace, braces in comments and
+  literals left out, nested functions each measured too;
+- .ci/run's "The N targets" comment does not count its fuzz_targets list
+  (N in words), or the list and fuzz/fuzz_targets differ.
 
-Prints `check-layers: ok (N files, M imports)` otherwise. Python's standard
-library only; well under a second.
+Each fault names a file and line. Prints `check-layers: ok (N files, M
+imports)` otherwise. Python's standard library only; about a second.
 """
 
 import re
@@ -71,6 +84,10 @@ TOKEN = re.compile(
     """,
     re.S | re.X,
 )
+
+
+# Each file's tokens, read once: path -> tokens(its text).
+TOKENS = {}
 
 
 def tokens(text):
@@ -149,7 +166,7 @@ def parse_use(toks, i, prefix, out):
 
 def read_modules(path, module):
     """The file's module and the modules written inside it."""
-    toks = tokens(path.read_text(encoding="utf-8"))
+    toks = TOKENS[path] = tokens(path.read_text(encoding="utf-8"))
     scope = [Module(path, module)]  # the module each token is in
     found = list(scope)
     opened = []  # brace depth at which each inline module opened
@@ -363,43 +380,263 @@ def chain(prev, v):
     return out[::-1]
 
 
+# The module list ------------------------------------------------------------
+
 MODULE_FILE = re.compile(r"(?<![\w/.<-])((?:src|benches|tests/common)/[\w/]*\.rs)(?![\w/.-])")
+# A test file: directly in a crate's tests/, a test program or a script.
+TEST_FILE = re.compile(r"(?<![\w/.<-])(tests/\w+\.(?:rs|sh|py))(?![\w/.-])")
+TEST_SUFFIXES = (".rs", ".sh", ".py")
 
 
-def architecture_faults(crates):
-    text = (ROOT / ARCHITECTURE).read_text(encoding="utf-8")
-    faults = []
-    if LAYERS not in text:
-        faults.append(f"{ARCHITECTURE}: does not state LAYERS as written in scripts/check-layers.py")
-    sections = {}  # crate folder -> its part of the module list
+def module_list(text):
+    """{crate folder: [(line number, line)]}: each crate's part of the list."""
+    sections = {}
     current = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         m = re.match(r"(crates/[\w-]+)/\s", line + " ")
         if m:
             current = m.group(1)
-            sections[current] = []
+            sections[current] = [(number, line)]
         elif line[:1].strip():
             current = None
-        if current:
-            sections[current].append(line)
+        elif current:
+            sections[current].append((number, line))
+    return sections
+
+
+def architecture_faults(crates, text):
+    """One line per module or test file the module list misnames."""
+    faults = []
+    if LAYERS not in text:
+        faults.append(f"{ARCHITECTURE}: does not state LAYERS as written in scripts/check-layers.py")
+    sections = module_list(text)
     for crate_dir in crates:
         name = rel(crate_dir)
+        lines = sections.get(name, [(1, "")])
         files = {
             f.relative_to(crate_dir).as_posix()
             for sub in ("src", "tests/common", "benches")
             for f in (crate_dir / sub).rglob("*.rs")
         }
-        named = {}
-        for line in sections.get(name, []):
-            for m in MODULE_FILE.finditer(line):
-                named[m.group(1)] = named.get(m.group(1), 0) + 1
+        tests = crate_dir / "tests"
+        files |= {
+            f.relative_to(crate_dir).as_posix()
+            for f in (tests.iterdir() if tests.is_dir() else ())
+            if f.is_file() and f.suffix in TEST_SUFFIXES
+        }
+        named = {}  # path -> the lines naming it
+        for number, line in lines:
+            for pattern in (MODULE_FILE, TEST_FILE):
+                for m in pattern.finditer(line):
+                    named.setdefault(m.group(1), []).append(number)
+        heading = lines[0][0]
         for f in sorted(files):
             if f not in named:
-                faults.append(f"{ARCHITECTURE}: {name}/{f} is not named (as {f}, under {name}/)")
-            elif named[f] > 1:
-                faults.append(f"{ARCHITECTURE}: {name}/{f} is named {named[f]} times")
+                faults.append(f"{ARCHITECTURE}:{heading}: {name}/{f} is not named (as {f}, under {name}/)")
+            elif len(named[f]) > 1:
+                faults.append(f"{ARCHITECTURE}:{named[f][1]}: {name}/{f} is named {len(named[f])} times")
         for f in sorted(set(named) - files):
-            faults.append(f"{ARCHITECTURE}: {f} is named under {name}/ but there is no such file")
+            faults.append(f"{ARCHITECTURE}:{named[f][0]}: {f} is named under {name}/, but is no file")
+    return faults
+
+
+# Sizes ---------------------------------------------------------------------
+
+# What ARCHITECTURE.md's size rule covers: every .rs file under these
+# folders (test programs and benchmarks are not held to it). The rule's
+# paragraph names each of them as written here.
+SIZED = ("crates/*/src", "crates/*/examples", "crates/*/tests/common", "fuzz/")
+SIZE_RULE = re.compile(r"No source file is over (\d+) lines\s+and no function over (\d+) lines")
+# An exception in the list under the rule: `PATH::FUNCTION` opening a line.
+EXCEPTION = re.compile(r"- `((?:crates|fuzz)/[\w/.-]+\.rs)::(\w+)`")
+
+
+def functions(toks):
+    """(name, first line, lines) of every `fn` with a body, nested ones too:
+    from the `fn` to its matching closing brace (comments and literals are
+    not in toks, so their braces do not count)."""
+    out = []
+    for i, (t, line) in enumerate(toks):
+        if t != "fn" or i + 1 >= len(toks) or not re.match(r"[A-Za-z_]", toks[i + 1][0]):
+            continue  # `fn(u8) -> u8` is a type; `fn $name` a macro's
+        depth, j = 0, i + 2
+        while j < len(toks):  # the body's `{`, past parameters and bounds
+            x = toks[j][0]
+            if x in "([":
+                depth += 1
+            elif x in ")]":
+                depth -= 1
+            elif depth == 0 and x in "{;":
+                break
+            j += 1
+        if j == len(toks) or toks[j][0] == ";":
+            continue  # a declaration without a body
+        depth = 0
+        for k in range(j, len(toks)):
+            x = toks[k][0]
+            depth += x == "{"
+            depth -= x == "}"
+            if depth == 0:
+                break
+        out.append((toks[i + 1][0], line, toks[k][1] - line + 1))
+    return out
+
+
+def paragraphs(text):
+    """(first line's number, [lines]) of each run of non-blank lines."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if out and out[-1][0] + len(out[-1][1]) == number:
+            out[-1][1].append(line)
+        else:
+            out.append((number, [line]))
+    return out
+
+
+def size_rule(text):
+    """The rule: (file limit, function limit, its paragraph's line, its
+    paragraph, {(path, function): line} of the exceptions listed after it),
+    or None when ARCHITECTURE.md states none."""
+    blocks = paragraphs(text)
+    for k, (number, lines) in enumerate(blocks):
+        paragraph = " ".join(" ".join(lines).split())
+        m = SIZE_RULE.search(paragraph)
+        if not m:
+            continue
+        exceptions = {}
+        following = blocks[k + 1] if k + 1 < len(blocks) else (0, [])
+        for at, line in enumerate(following[1], following[0]):
+            e = EXCEPTION.match(line)
+            if e:
+                exceptions[(e.group(1), e.group(2))] = at
+        return int(m.group(1)), int(m.group(2)), number, paragraph, exceptions
+    return None
+
+
+def sized_files():
+    """Every .rs file the size rule covers."""
+    return sorted(
+        f
+        for folder in SIZED
+        for f in ROOT.glob(folder.rstrip("/") + "/**/*.rs")
+        if "target" not in f.relative_to(ROOT).parts
+    )
+
+
+def size_faults(text, token_cache):
+    """One line per file or function over ARCHITECTURE.md's limits, and per
+    exception it names that is not over them."""
+    rule = size_rule(text)
+    if rule is None:
+        return [f"{ARCHITECTURE}: states no size rule (the script reads {SIZE_RULE.pattern!r})"]
+    file_limit, fn_limit, where, paragraph, exceptions = rule
+    rule_at = f"{ARCHITECTURE}:{where}"
+    faults = [
+        f"{ARCHITECTURE}:{where}: the size rule does not name {folder}, which the script holds to it"
+        for folder in SIZED
+        if folder not in paragraph
+    ]
+    sized = sized_files()
+    lengths = {}  # (path, name) -> [(line, length)] of every sized fn
+    for f in sized:
+        path = rel(f)
+        text_f = f.read_text(encoding="utf-8")
+        count = len(text_f.splitlines())
+        if count > file_limit:
+            faults.append(f"{path}:{file_limit + 1}: {count} lines, over the {file_limit} of {rule_at}")
+        toks = token_cache[f] if f in token_cache else tokens(text_f)
+        for name, line, length in functions(toks):
+            lengths.setdefault((path, name), []).append((line, length))
+    for (path, name), found in sorted(lengths.items()):
+        if (path, name) in exceptions:
+            continue
+        for line, length in found:
+            if length > fn_limit:
+                faults.append(
+                    f"{path}:{line}: fn {name} is {length} lines, over the {fn_limit} of"
+                    f" {rule_at} (split it, or name it there with its reason)"
+                )
+    for (path, name), line in sorted(exceptions.items(), key=lambda e: e[1]):
+        longest = max((length for _, length in lengths.get((path, name), ())), default=None)
+        named = f"{ARCHITECTURE}:{line}: names {path}::{name}"
+        if not (ROOT / path).is_file():
+            faults.append(f"{named}, but there is no such file")
+        elif ROOT / path not in sized:
+            faults.append(f"{named}, but the size rule does not cover {path}")
+        elif longest is None:
+            faults.append(f"{named}, but {path} has no fn {name}")
+        elif longest <= fn_limit:
+            faults.append(f"{named}, {longest} lines now, not over {fn_limit}: take it off the list")
+    return faults
+
+
+def test_program_faults(crates):
+    """One line per test file that never runs: in a crate with `autotests =
+    false`, a .rs directly in tests/ that is neither a [[test]] program nor
+    a `mod` of one."""
+    faults = []
+    for crate_dir in crates:
+        manifest = (crate_dir / "Cargo.toml").read_text(encoding="utf-8")
+        if not re.search(r"^autotests\s*=\s*false", manifest, re.M):
+            continue
+        programs = re.findall(r'^path\s*=\s*"(tests/[\w/]+\.rs)"', manifest, re.M)
+        declared = set()
+        for program in programs:
+            toks = [t for t, _ in tokens((crate_dir / program).read_text(encoding="utf-8"))]
+            declared |= {toks[i + 1] for i in range(len(toks) - 2) if toks[i] == "mod" and toks[i + 2] == ";"}
+        for f in sorted((crate_dir / "tests").glob("*.rs")):
+            name = f.relative_to(crate_dir).as_posix()
+            if name not in programs and f.stem not in declared:
+                faults.append(
+                    f"{rel(f)}:1: never runs: autotests = false, and it is no [[test]]"
+                    f" and no `mod {f.stem};` of {', '.join(programs) or 'one'}"
+                )
+    return faults
+
+
+# Counts in words -----------------------------------------------------------
+
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+        " fifteen sixteen seventeen eighteen nineteen twenty twenty-one twenty-two twenty-three"
+        " twenty-four twenty-five".split()
+    )
+}
+CI = ".ci/run"
+
+
+def fuzz_faults():
+    """.ci/run's fuzz comment ("The fifteen targets") against its list, and
+    the list against fuzz/fuzz_targets."""
+    lines = (ROOT / CI).read_text(encoding="utf-8").splitlines()
+    said = start = None
+    for n, line in enumerate(lines, 1):
+        m = re.match(r"# The ([\w-]+) targets", line)
+        said = said or (m and (n, m.group(1)))
+        start = start or (line.startswith("fuzz_targets=(") and n)
+    if not said or not start:
+        return [f"{CI}: no `# The N targets` comment or no fuzz_targets=( list (the script reads both)"]
+    listed = {}
+    for n in range(start, len(lines)):
+        line = lines[n].strip()
+        if line == ")":
+            break
+        if line.startswith('"'):
+            listed.setdefault(line.strip('"').split()[0], n + 1)
+    faults = []
+    number, word = said
+    if (int(word) if word.isdigit() else NUMBER_WORDS.get(word.lower())) != len(listed):
+        faults.append(f"{CI}:{number}: says {word} targets, fuzz_targets lists {len(listed)}")
+    files = {f.stem for f in (ROOT / "fuzz/fuzz_targets").glob("*.rs")}
+    for target, line in listed.items():
+        if target not in files:
+            faults.append(f"{CI}:{line}: fuzz target {target}: no fuzz/fuzz_targets/{target}.rs")
+    for target in sorted(files - set(listed)):
+        faults.append(f"{CI}:{start}: fuzz/fuzz_targets/{target}.rs is not in fuzz_targets")
     return faults
 
 
@@ -417,7 +654,11 @@ def main():
         if rel(src) == LAYERED:
             faults += layer_faults(crate, edges)
         faults += circles(crate, edges)
-    faults += architecture_faults(crate_dirs)
+    text = (ROOT / ARCHITECTURE).read_text(encoding="utf-8")
+    faults += architecture_faults(crate_dirs, text)
+    faults += size_faults(text, TOKENS)
+    faults += test_program_faults(crate_dirs)
+    faults += fuzz_faults()
     for fault in faults:
         print(fault)
     if faults:

@@ -400,10 +400,16 @@ pub fn run(command: Command) -> ExitCode {
         #[cfg(feature = "serve")]
         Command::Probe(args) => return probe::run(&args),
     };
+    report(result)
+}
+
+/// A command's result as its exit status, an error reported on one line.
+fn report(result: crate::report::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // A bad input line is reported as `FILE:LINE: what is wrong`.
+            // A bad input line is reported as `FILE:LINE: what is wrong`,
+            // as compilers print it.
             let located = e.downcast_ref::<seekless_pwned::Error>().is_some_and(|e| {
                 matches!(
                     e.kind(),
@@ -411,7 +417,6 @@ pub fn run(command: Command) -> ExitCode {
                 )
             });
             if located {
-                // `FILE:LINE: …`, as compilers print it.
                 eprintln!("{e}");
                 ExitCode::from(2)
             } else {
