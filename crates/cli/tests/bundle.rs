@@ -284,7 +284,9 @@ fn update_from_a_bundle_killed_at_any_moment_ends_at_its_result() {
         .windows(2)
         .flat_map(|w| [0.25, 0.5, 0.75].map(|f| w[0] + (w[1] - w[0]).mul_f64(f)))
         .collect();
-    delays.push(whole.mul_f64(1.2));
+    // Past the end, by more and more: a loaded machine runs the apply
+    // slower than the measured one, and a kill after it ended must land.
+    delays.extend([1.2, 2.0, 4.0].map(|f| whole.mul_f64(f)));
     let mut hit = std::collections::BTreeMap::new();
     let mut mid_write: Option<Vec<u8>> = None;
     for (round, &delay) in delays.iter().enumerate() {
