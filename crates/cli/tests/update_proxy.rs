@@ -697,7 +697,8 @@ fn bad_ca_files_and_proxy_urls_stop_the_update_before_any_request() {
 
 /// A refresh where one range fails every try (503) finishes the others,
 /// names it, says so in its summary and exits 3; the range keeps what the
-/// index had; healed, the next run ends with exit 0.
+/// index had. (The healed rerun is pwned's tests/update_suspect.rs: each
+/// run here asks all 2^20 ranges.)
 #[test]
 fn a_range_failing_every_try_is_named_and_the_refresh_exits_3() {
     let dir = TempDir::new("cli-update-failed-range");
@@ -728,13 +729,5 @@ fn a_range_failing_every_try_is_named_and_the_refresh_exits_3() {
     assert_eq!(
         old.range(0x5BAA6, 20).unwrap(),
         new.range(0x5BAA6, 20).unwrap()
-    );
-    failing.store(0, Ordering::Relaxed);
-    let out = update(&index, &base, &[], &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", stderr(&out));
-    assert!(
-        stdout.contains("1048576 fetched, 0 suspect, 0 failed"),
-        "{stdout}"
     );
 }
