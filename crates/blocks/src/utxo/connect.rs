@@ -34,18 +34,25 @@ pub(crate) struct BlockCounts {
     pub(crate) transactions: u64,
 }
 
-/// Connects `block` at `height` to `coins`; on a broken rule, `coins` is
-/// left as it was.
-pub(crate) fn connect_block(
+/// Where each transaction of a checked block starts, and its txid: what
+/// [`check_block`] hands to [`connect_checked`].
+pub(crate) type CheckedTxs = Vec<(usize, [u8; 32])>;
+
+/// Connects `block` at `height` to `coins`, its transactions as
+/// [`check_block`] found them; on a broken rule, `coins` is left as it was.
+pub(crate) fn connect_checked(
     block: &[u8],
+    txs: &CheckedTxs,
     height: u32,
     coins: &mut (impl CoinStore + ?Sized),
 ) -> Result<BlockCounts, Broken> {
-    let txs = check_block(block)?;
     let mut changes = Vec::new();
-    let result = txs
-        .iter()
-        .try_for_each(|(tx, txid)| connect_tx(tx, txid, height, coins, &mut changes));
+    let result = txs.iter().try_for_each(|(start, txid)| {
+        // Parsed once already by check_block: it cannot fail here.
+        let (tx, _) = Transaction::parse(&block[*start..], *start)
+            .map_err(|e| (Some(*txid), unparsable(e)))?;
+        connect_tx(&tx, txid, height, coins, &mut changes)
+    });
     if let Err(broken) = result {
         undo(changes, coins);
         return Err(broken);
@@ -55,19 +62,19 @@ pub(crate) fn connect_block(
     })
 }
 
+fn unparsable(e: crate::error::Error) -> Reject {
+    Reject::Unparsable {
+        detail: e.to_string(),
+    }
+}
+
 /// `CheckBlock` without proof of work (the scan checked it) and without
 /// the witness commitment (`--verify` checks it): the transactions parse,
 /// the first and only the first is a coinbase, the merkle root matches and
 /// the tree is not mutated, and each transaction passes `CheckTransaction`.
-fn check_block(block: &[u8]) -> Result<Vec<(Transaction<'_>, [u8; 32])>, Broken> {
-    let unparsable = |e: crate::error::Error| {
-        (
-            None,
-            Reject::Unparsable {
-                detail: e.to_string(),
-            },
-        )
-    };
+/// Needs no coin, so it runs ahead of connecting (on the reader thread).
+pub(crate) fn check_block(block: &[u8]) -> Result<CheckedTxs, Broken> {
+    let unparsable = |e| (None, unparsable(e));
     let malformed = |reason| (None, Reject::Malformed { reason });
     let mut c = Cursor::new(block, 0);
     c.take(HEADER_LEN, "block header").map_err(unparsable)?;
@@ -84,7 +91,7 @@ fn check_block(block: &[u8]) -> Result<Vec<(Transaction<'_>, [u8; 32])>, Broken>
         }
         let txid = tx.txid();
         check_transaction(&tx).map_err(|reject| (Some(txid), reject))?;
-        txs.push((tx, txid));
+        txs.push((at, txid));
     }
     if txs.is_empty() {
         return Err(malformed("bad-cb-missing"));

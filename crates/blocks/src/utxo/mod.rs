@@ -2,10 +2,11 @@
 //! a UTXO set, as Core's reindex does after loading the block index.
 //!
 //! [`connect()`] reads each best-chain block once at the position the scan
-//! found it (`fetch.rs`), parses its transactions and connects them
-//! (`connect.rs`: Core's `CheckBlock`, `CheckTransaction`, `CheckTxInputs`
-//! and `AddCoins`, scripts not executed) into a [`CoinStore`]
-//! (`store.rs`). A block that breaks a rule stops the run at its parent:
+//! found it (`fetch.rs`) and checks it (`connect.rs`: Core's `CheckBlock`
+//! and `CheckTransaction`, txids and merkle root) on a reader thread, a few
+//! blocks ahead, while the calling thread connects the blocks checked
+//! before (`CheckTxInputs` and `AddCoins`, scripts not executed) into a
+//! [`CoinStore`] (`store.rs`). A block that breaks a rule stops the run at its parent:
 //! the set and the report describe the last good height, and the report
 //! names the failure. [`write_snapshot`] (`dump.rs`) then writes the set as
 //! Core's snapshot with `gettxoutsetinfo`'s totals.
@@ -20,11 +21,50 @@ pub use disk::DiskCoins;
 pub use dump::write_snapshot;
 pub use store::{CoinStore, MemoryCoins};
 
-use crate::chain::Chain;
+use std::sync::mpsc;
+
+use crate::chain::{BlockInfo, Chain};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fetch::BlockFetcher;
 use crate::files::BlockFile;
 use crate::hash::BlockHash;
+
+/// Blocks read and checked ahead of the one connecting: enough to keep the
+/// reader busy while a large block connects, a few MB at most.
+const READ_AHEAD: usize = 8;
+
+/// A block as the reader hands it over: its bytes and its transactions as
+/// `CheckBlock` found them (or the rule it broke), or the read's error.
+type Checked = (
+    BlockInfo,
+    Result<(
+        Vec<u8>,
+        std::result::Result<connect::CheckedTxs, connect::Broken>,
+    )>,
+);
+
+/// The reader thread: each block of `best` read (into a buffer the
+/// connecting thread gave back, when there is one) and checked, in order,
+/// until the blocks end, a read fails, or the receiver is gone.
+fn read_ahead(
+    files: &[BlockFile],
+    best: impl Iterator<Item = BlockInfo>,
+    sender: mpsc::SyncSender<Checked>,
+    buffers: mpsc::Receiver<Vec<u8>>,
+) {
+    let mut fetcher = BlockFetcher::new(files);
+    for info in best {
+        let mut block = buffers.try_recv().unwrap_or_default();
+        let read = fetcher.read(&info, &mut block).map(|()| {
+            let txs = connect::check_block(&block);
+            (block, txs)
+        });
+        let failed = read.is_err();
+        if sender.send((info, read)).is_err() || failed {
+            return;
+        }
+    }
+}
 
 /// What [`connect()`] did.
 #[derive(Debug)]
@@ -70,8 +110,6 @@ pub fn connect(
             .into());
         }
     };
-    let mut fetcher = BlockFetcher::new(files);
-    let mut block = Vec::new();
     let mut report = ConnectReport {
         height: 0,
         hash: chain.network().genesis(),
@@ -79,41 +117,49 @@ pub fn connect(
         bytes: 0,
         failure: None,
     };
-    for info in chain.best_chain().take(stop as usize + 1) {
-        let at = info.height.expect("best chain blocks have heights");
-        if at == 0 {
-            // Core's ConnectBlock returns before anything for genesis: its
-            // coinbase is never spendable.
-            report.hash = info.hash;
-            progress(info.size as u64);
-            continue;
-        }
-        fetcher.read(&info, &mut block)?;
-        let connected = connect::connect_block(&block, at, coins);
-        if let Some(error) = coins.take_error() {
-            return Err(error);
-        }
-        match connected {
-            Ok(counts) => {
-                report.height = at;
-                report.hash = info.hash;
-                report.transactions += counts.transactions;
-                report.bytes += block.len() as u64;
-            }
-            Err((txid, reject)) => {
-                report.failure = Some(
-                    ErrorKind::NotConnected {
-                        hash: info.hash.0,
-                        height: at,
-                        txid,
-                        reject,
-                    }
-                    .into(),
-                );
-                break;
-            }
-        }
-        progress(info.size as u64);
+    let mut best = chain.best_chain().take(stop as usize + 1);
+    if let Some(genesis) = best.next() {
+        // Core's ConnectBlock returns before anything for genesis: its
+        // coinbase is never spendable.
+        report.hash = genesis.hash;
+        progress(genesis.size as u64);
     }
+    std::thread::scope(|scope| -> Result<()> {
+        let (sender, checked) = mpsc::sync_channel(READ_AHEAD);
+        let (recycle, buffers) = mpsc::channel();
+        scope.spawn(move || read_ahead(files, best, sender, buffers));
+        for (info, read) in checked {
+            let (block, txs) = read?;
+            let at = info.height.expect("best chain blocks have heights");
+            let connected = txs.and_then(|txs| connect::connect_checked(&block, &txs, at, coins));
+            if let Some(error) = coins.take_error() {
+                return Err(error);
+            }
+            match connected {
+                Ok(counts) => {
+                    report.height = at;
+                    report.hash = info.hash;
+                    report.transactions += counts.transactions;
+                    report.bytes += block.len() as u64;
+                }
+                Err((txid, reject)) => {
+                    report.failure = Some(
+                        ErrorKind::NotConnected {
+                            hash: info.hash.0,
+                            height: at,
+                            txid,
+                            reject,
+                        }
+                        .into(),
+                    );
+                    // Dropping `checked` stops the reader.
+                    return Ok(());
+                }
+            }
+            progress(info.size as u64);
+            let _ = recycle.send(block);
+        }
+        Ok(())
+    })?;
     Ok(report)
 }
