@@ -114,11 +114,12 @@ impl Slot {
     }
 }
 
-/// The UTXO set in memory: a hash table from an outpoint
-/// to one allocation holding value, height, coinbase flag and script.
-/// 120 to 160 bytes a coin with mainnet's script lengths (a 57-byte slot: the outpoint, a pointer and a control byte,
-/// in a table 44 to 87% full, and an allocation of 12 bytes and the
-/// script, 48 bytes for most): see [`MemoryCoins::memory_bytes`].
+/// The UTXO set in memory: a hash table from an outpoint to one
+/// allocation holding value, height, coinbase flag and script. 120 to 160
+/// bytes a coin with mainnet's script lengths (a 57-byte slot, the
+/// outpoint, a pointer and a control byte, in a table 44 to 87% full, and
+/// an allocation of 12 bytes and the script, 48 bytes for most): see
+/// [`MemoryCoins::memory_bytes`].
 /// The table hashes with hashbrown's default hasher, seeded per process:
 /// txids are chosen by whoever makes a transaction, so a fixed hash of
 /// their bytes could be ground into collisions.
