@@ -19,11 +19,17 @@
 //! rusty-blockparser is not measured: it starts from Core's LevelDB block
 //! index (`blocks/index`), which generated files do not have.
 //!
+//! `-- --txindex` measures `blocks txindex` and cold lookups on the same
+//! chain instead (`chainstate/txindex.rs`).
+//!
 //! Run: `cargo bench -p seekless-blocks --bench chainstate`. Environment:
 //! `SEEKLESS_CHAINSTATE_BLOCKS` (best-chain blocks, default 3,000: about
 //! 1.5 GB), `SEEKLESS_CHAINSTATE_TX_SCALE` (factor on transactions a block,
 //! default 1), `SEEKLESS_CHAINSTATE_KEEP` (share of outputs never spent,
 //! default 0.12), `SEEKLESS_BENCH_RUNS` (default 3), `SEEKLESS_BENCH_DATA`.
+
+#[path = "chainstate/txindex.rs"]
+mod txindex;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -221,6 +227,9 @@ fn main() {
     std::fs::create_dir_all(&root).expect("bench data dir");
     let (dir, summary) = chain_dir(&root, &shape);
     println!("== {}", summary.splitn(4, ' ').nth(3).unwrap_or(""));
+    if args.iter().any(|a| a == "--txindex") {
+        return txindex::run(&root, &dir);
+    }
     let files = list_block_files(std::slice::from_ref(&dir), None).expect("list");
     let bytes: u64 = files.iter().map(|f| f.len).sum();
     let snapshot = root.join("utxo.snapshot");
