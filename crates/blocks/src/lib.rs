@@ -95,7 +95,8 @@ pub use txindex::{
 };
 pub use u256::U256;
 pub use utxo::{
-    COINBASE_MATURITY, CoinStore, ConnectReport, DiskCoins, MemoryCoins, connect, write_snapshot,
+    COINBASE_MATURITY, CoinStore, ConnectReport, ConnectedBlock, DiskCoins, MemoryCoins, connect,
+    connect_each, write_snapshot,
 };
 pub use xor::XorKey;
 

@@ -12,7 +12,7 @@ use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
     COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MAX_MONEY, MemoryCoins,
     Network, OutPoint, Reject, ScanOptions, SnapshotReader, UtxoStats, XorKey, connect,
-    is_unspendable, list_block_files, scan, write_snapshot,
+    connect_each, is_unspendable, list_block_files, scan, write_snapshot,
 };
 use seekless_testkit::TempDir;
 
@@ -592,4 +592,87 @@ fn the_snapshot_holds_the_set_in_core_order_with_its_totals() {
     assert_eq!(read, expected);
     // Nothing but the snapshot beside it.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
+/// `connect_each` shows every best-chain block once connected, in height
+/// order: its transactions (txids as the generator made them) and, for
+/// every input of every transaction but the coinbase, in order, the coin
+/// it spent, equal to the output it names as created. An error from the
+/// visitor stops the run with it.
+#[test]
+fn each_block_is_shown_with_the_coin_every_input_spent() {
+    let mut chain = valid_chain(7, 150, 8);
+    let tip = chain.tip();
+    chain.builder.extend_chain(path_to(&chain, tip)[100], 2);
+    let dir = TempDir::new("utxo-each");
+    write_dir(&dir, &mut chain);
+    let path = path_to(&chain, tip);
+    let mut created: HashMap<OutPoint, Coin> = HashMap::new();
+    for &index in &path[1..] {
+        let at = chain.builder.blocks[index].height;
+        for tx in &chain.txs[index] {
+            for (vout, (value, script)) in tx.outputs.iter().enumerate() {
+                let coin = Coin {
+                    value: *value as u64,
+                    height: at,
+                    coinbase: tx.coinbase,
+                    script: script.clone(),
+                };
+                let vout = vout as u32;
+                created.insert(
+                    OutPoint {
+                        txid: tx.txid,
+                        vout,
+                    },
+                    coin,
+                );
+            }
+        }
+    }
+
+    let files = list_block_files(&[dir.to_path_buf()], None).unwrap();
+    let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
+    let best = Chain::build(&mut output);
+    let mut coins = MemoryCoins::new();
+    let (mut shown, mut inputs) = (0u32, 0usize);
+    let report = connect_each(&best, &output.files, None, &mut coins, &mut |block| {
+        shown += 1;
+        let index = path[shown as usize];
+        assert_eq!(block.info().height, Some(shown));
+        assert_eq!(block.info().hash, chain.builder.blocks[index].hash);
+        assert_eq!(block.bytes(), chain.builder.blocks[index].bytes);
+        let txids: Vec<[u8; 32]> = block.transactions().map(|(_, txid)| txid).collect();
+        let want: Vec<[u8; 32]> = chain.txs[index].iter().map(|tx| tx.txid).collect();
+        assert_eq!(txids, want);
+        let named: Vec<&OutPoint> = chain.txs[index].iter().flat_map(|tx| &tx.inputs).collect();
+        let spent: Vec<(&OutPoint, &Coin)> = block.spent().collect();
+        assert_eq!(spent.len(), named.len());
+        for ((outpoint, coin), want) in spent.into_iter().zip(named) {
+            assert_eq!(outpoint, want);
+            assert_eq!(Some(coin), created.get(want), "{want:?}");
+        }
+        inputs += block.spent().count();
+        Ok(())
+    })
+    .unwrap();
+    assert!(report.failure.is_none());
+    assert_eq!((report.height, shown), (150, 150));
+    assert!(inputs > 300, "{inputs}");
+
+    // The visitor's error stops the run at that block.
+    let mut coins = MemoryCoins::new();
+    let mut last = 0;
+    let e = connect_each(&best, &output.files, None, &mut coins, &mut |block| {
+        last = block.info().height.unwrap();
+        match last {
+            40 => Err(seekless_blocks::Error::from(ErrorKind::HeightPastTip {
+                height: 40,
+                tip: None,
+            })),
+            _ => Ok(()),
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::HeightPastTip { .. }), "{e}");
+    assert_eq!(last, 40);
 }

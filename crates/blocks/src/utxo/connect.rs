@@ -6,6 +6,7 @@
 //! breaks a rule half-way is undone and the set stays at its parent.
 
 use crate::block::merkle_root;
+use crate::chain::BlockInfo;
 use crate::coin::{Coin, OutPoint, is_unspendable};
 use crate::error::Reject;
 use crate::header::HEADER_LEN;
@@ -21,7 +22,8 @@ pub const COINBASE_MATURITY: u32 = 100;
 pub(crate) type Broken = (Option<[u8; 32]>, Reject);
 
 /// One change made to the set, kept until the block is connected.
-enum Change {
+#[derive(Debug)]
+pub(crate) enum Change {
     /// A coin spent (to put back).
     Spent(OutPoint, Coin),
     /// A coin added, and the coin it replaced (a duplicate coinbase).
@@ -40,26 +42,71 @@ pub(crate) type CheckedTxs = Vec<(usize, [u8; 32])>;
 
 /// Connects `block` at `height` to `coins`, its transactions as
 /// [`check_block`] found them; on a broken rule, `coins` is left as it was.
+/// `changes` (cleared first, its room reused block after block) ends
+/// holding what the block did, in order.
 pub(crate) fn connect_checked(
     block: &[u8],
     txs: &CheckedTxs,
     height: u32,
     coins: &mut (impl CoinStore + ?Sized),
+    changes: &mut Vec<Change>,
 ) -> Result<BlockCounts, Broken> {
-    let mut changes = Vec::new();
+    changes.clear();
     let result = txs.iter().try_for_each(|(start, txid)| {
         // Parsed once already by check_block: it cannot fail here.
         let (tx, _) = Transaction::parse(&block[*start..], *start)
             .map_err(|e| (Some(*txid), unparsable(e)))?;
-        connect_tx(&tx, txid, height, coins, &mut changes)
+        connect_tx(&tx, txid, height, coins, changes)
     });
     if let Err(broken) = result {
-        undo(changes, coins);
+        undo(changes.drain(..), coins);
         return Err(broken);
     }
     Ok(BlockCounts {
         transactions: txs.len() as u64,
     })
+}
+
+/// A block just connected, as [`connect_each`](crate::connect_each) shows
+/// it: where it is, its transactions, and the coin each of their inputs
+/// spent (what blocks_iterator calls prevouts; Core's undo data).
+#[derive(Debug)]
+pub struct ConnectedBlock<'a> {
+    pub(crate) info: BlockInfo,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) txs: &'a [(usize, [u8; 32])],
+    pub(crate) changes: &'a [Change],
+}
+
+impl<'a> ConnectedBlock<'a> {
+    /// The block as the chain knows it (height, hash, file and offset).
+    pub fn info(&self) -> &BlockInfo {
+        &self.info
+    }
+
+    /// Its serialization (XOR undone), header first.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Its transactions in order, each with its txid.
+    pub fn transactions(&self) -> impl Iterator<Item = (Transaction<'a>, [u8; 32])> + '_ {
+        let bytes = self.bytes;
+        // Each parsed when the block was checked: none fails here.
+        self.txs.iter().filter_map(move |(start, txid)| {
+            let (tx, _) = Transaction::parse(&bytes[*start..], *start).ok()?;
+            Some((tx, *txid))
+        })
+    }
+
+    /// The coin each input spent, with the outpoint it was at: every input
+    /// of every transaction but the coinbase, in the block's order.
+    pub fn spent(&self) -> impl Iterator<Item = (&'a OutPoint, &'a Coin)> + '_ {
+        self.changes.iter().filter_map(|change| match change {
+            Change::Spent(outpoint, coin) => Some((outpoint, coin)),
+            Change::Added(..) => None,
+        })
+    }
 }
 
 fn unparsable(e: crate::error::Error) -> Reject {
@@ -236,8 +283,8 @@ fn connect_tx(
 }
 
 /// Puts back what `changes` changed, last first.
-fn undo(changes: Vec<Change>, coins: &mut (impl CoinStore + ?Sized)) {
-    for change in changes.into_iter().rev() {
+fn undo(changes: impl DoubleEndedIterator<Item = Change>, coins: &mut (impl CoinStore + ?Sized)) {
+    for change in changes.rev() {
         match change {
             Change::Spent(outpoint, coin) => {
                 coins.add(&outpoint, coin.value, coin.code(), &coin.script);

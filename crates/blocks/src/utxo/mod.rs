@@ -16,7 +16,7 @@ mod disk;
 mod dump;
 mod store;
 
-pub use connect::COINBASE_MATURITY;
+pub use connect::{COINBASE_MATURITY, ConnectedBlock};
 pub use disk::DiskCoins;
 pub use dump::write_snapshot;
 pub use store::{CoinStore, MemoryCoins};
@@ -98,6 +98,26 @@ pub fn connect(
     coins: &mut (impl CoinStore + ?Sized),
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConnectReport> {
+    if let Some(genesis) = chain.best_chain().next() {
+        progress(genesis.size as u64);
+    }
+    connect_each(chain, files, height, coins, &mut |block| {
+        progress(block.info().size as u64);
+        Ok(())
+    })
+}
+
+/// [`connect()`], showing `visit` each block once it is connected (genesis,
+/// which connects nothing, is not shown): its transactions and the coin
+/// each input spent, the best chain's blocks with their previous outputs
+/// resolved. An error from `visit` stops the run and is returned.
+pub fn connect_each(
+    chain: &Chain,
+    files: &[BlockFile],
+    height: Option<u32>,
+    coins: &mut (impl CoinStore + ?Sized),
+    visit: &mut dyn FnMut(&ConnectedBlock<'_>) -> Result<()>,
+) -> Result<ConnectReport> {
     let tip = chain.tip().and_then(|tip| tip.height);
     let stop = match (height, tip) {
         (None, Some(tip)) => tip,
@@ -122,25 +142,34 @@ pub fn connect(
         // Core's ConnectBlock returns before anything for genesis: its
         // coinbase is never spendable.
         report.hash = genesis.hash;
-        progress(genesis.size as u64);
     }
     std::thread::scope(|scope| -> Result<()> {
         let (sender, checked) = mpsc::sync_channel(READ_AHEAD);
         let (recycle, buffers) = mpsc::channel();
         scope.spawn(move || read_ahead(files, best, sender, buffers));
+        let mut changes = Vec::new();
         for (info, read) in checked {
             let (block, txs) = read?;
             let at = info.height.expect("best chain blocks have heights");
-            let connected = txs.and_then(|txs| connect::connect_checked(&block, &txs, at, coins));
+            let connected = txs.and_then(|txs| {
+                let counts = connect::connect_checked(&block, &txs, at, coins, &mut changes)?;
+                Ok((counts, txs))
+            });
             if let Some(error) = coins.take_error() {
                 return Err(error);
             }
             match connected {
-                Ok(counts) => {
+                Ok((counts, txs)) => {
                     report.height = at;
                     report.hash = info.hash;
                     report.transactions += counts.transactions;
                     report.bytes += block.len() as u64;
+                    visit(&ConnectedBlock {
+                        info,
+                        bytes: &block,
+                        txs: &txs,
+                        changes: &changes,
+                    })?;
                 }
                 Err((txid, reject)) => {
                     report.failure = Some(
@@ -156,7 +185,6 @@ pub fn connect(
                     return Ok(());
                 }
             }
-            progress(info.size as u64);
             let _ = recycle.send(block);
         }
         Ok(())
