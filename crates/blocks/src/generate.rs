@@ -340,6 +340,22 @@ pub fn headers_first_order(mut order: Vec<usize>, window: usize, rng: &mut Rng) 
     order
 }
 
+/// Writes `files` into `dir` as `blk00000.dat`…, and `key` as `xor.dat`
+/// beside them when there is one.
+pub fn write_block_files(
+    dir: &std::path::Path,
+    files: &[Vec<u8>],
+    key: Option<XorKey>,
+) -> std::io::Result<()> {
+    for (n, bytes) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes)?;
+    }
+    if let Some(key) = key {
+        std::fs::write(dir.join("xor.dat"), key.0)?;
+    }
+    Ok(())
+}
+
 /// One file record: magic, little-endian size, block.
 pub fn record(network: Network, block: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + block.len());

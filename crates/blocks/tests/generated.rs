@@ -477,15 +477,6 @@ fn model(builder: &ChainBuilder, written: &[usize]) -> Model {
     }
 }
 
-fn write_dir(dir: &Path, files: &[Vec<u8>], key: Option<XorKey>) {
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    if let Some(key) = key {
-        std::fs::write(dir.join("xor.dat"), key.0).unwrap();
-    }
-}
-
 /// Scans `dir`; one thread and three give the same output (`threads.rs`
 /// checks that in depth).
 fn scan_dir(dir: &Path, xor: Option<XorKey>, options: &ScanOptions) -> (ScanOutput, Chain) {
@@ -573,7 +564,7 @@ fn forks_reorgs_out_of_order_split_and_obfuscated() {
 
     // With the key file.
     let dir = TempDir::new("blocks-gen-xor-file");
-    write_dir(&dir, &files, Some(key));
+    generate::write_block_files(&dir, &files, Some(key)).unwrap();
     let inline = ScanOptions {
         read_ahead: false,
         chunk_size: 5000,
@@ -625,7 +616,7 @@ fn ties_go_to_the_first_seen_and_duplicates_are_kept_once() {
             XorKey::default(),
         );
         let dir = TempDir::new("blocks-gen-ties");
-        write_dir(&dir, &files, None);
+        generate::write_block_files(&dir, &files, None).unwrap();
         let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
         assert_eq!(output.records as usize, written.len());
         assert_eq!(chain.duplicates(), 6);
@@ -667,7 +658,7 @@ fn missing_blocks_make_orphans() {
             XorKey::default(),
         );
         let dir = TempDir::new("blocks-gen-orphans");
-        write_dir(&dir, &files, None);
+        generate::write_block_files(&dir, &files, None).unwrap();
         let (_, chain) = scan_dir(&dir, None, &ScanOptions::default());
         check_against_model(&chain, &model(&builder, &written));
     }
@@ -690,7 +681,7 @@ fn verify_moves_the_tip_below(
         XorKey::default(),
     );
     let dir = TempDir::new(&format!("blocks-gen-{name}"));
-    write_dir(&dir, &files, None);
+    generate::write_block_files(&dir, &files, None).unwrap();
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     assert!(output.invalid.is_empty());
     assert_eq!(chain.tip().unwrap().hash, builder.blocks[tip].hash);
@@ -834,7 +825,7 @@ fn linearize_streams_the_best_chain_in_height_order() {
         key,
     );
     let dir = TempDir::new("blocks-gen-linearize-in");
-    write_dir(&dir, &files, Some(key));
+    generate::write_block_files(&dir, &files, Some(key)).unwrap();
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     let best: Vec<BlockHash> = chain.best_chain().map(|b| b.hash).collect();
     for max in [1u64, 2_500, 1 << 30] {
@@ -891,7 +882,7 @@ fn linearize_that_fails_half_way_leaves_nothing() {
         XorKey::default(),
     );
     let dir = TempDir::new("blocks-gen-linearize-changed");
-    write_dir(&dir, &files, None);
+    generate::write_block_files(&dir, &files, None).unwrap();
     let (output, chain) = scan_dir(&dir, None, &ScanOptions::default());
     // The tip's header changes on disk after the scan: the copy stops there,
     // after every block below it was written.
@@ -932,7 +923,7 @@ fn obfuscated_files_end_in_raw_zero_padding() {
     key.apply(&mut bytes, 0);
     bytes.resize(bytes.len() + 50_001, 0);
     let dir = TempDir::new("blocks-gen-raw-zeros");
-    write_dir(&dir, &[bytes.clone()], Some(key));
+    generate::write_block_files(&dir, &[bytes.clone()], Some(key)).unwrap();
     for map_files in [true, false] {
         let options = ScanOptions {
             map_files,
@@ -952,7 +943,7 @@ fn obfuscated_files_end_in_raw_zero_padding() {
     bytes.extend_from_slice(&[0; 16]);
     bytes.extend_from_slice(&file[records[4].0..]);
     key.apply(&mut bytes, 0);
-    write_dir(&dir, &[bytes], Some(key));
+    generate::write_block_files(&dir, &[bytes], Some(key)).unwrap();
     for map_files in [true, false] {
         let options = ScanOptions {
             map_files,

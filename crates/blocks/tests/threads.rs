@@ -141,21 +141,13 @@ fn damaged_files(seed: u64, key: XorKey) -> Vec<Vec<u8>> {
     files
 }
 
-fn write_dir(dir: &Path, files: &[Vec<u8>], key: Option<XorKey>) {
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    if let Some(key) = key {
-        std::fs::write(dir.join("xor.dat"), key.0).unwrap();
-    }
-}
-
 #[test]
 fn damaged_out_of_order_files_plain_and_obfuscated() {
     let key = XorKey(*b"\x13\x57\x9b\xdf\x02\x46\x8a\xce");
     for (name, key) in [("plain", None), ("xor", Some(key))] {
         let dir = TempDir::new(&format!("blocks-threads-{name}"));
-        write_dir(&dir, &damaged_files(7, key.unwrap_or_default()), key);
+        let files = damaged_files(7, key.unwrap_or_default());
+        generate::write_block_files(&dir, &files, key).unwrap();
         let texts = same_for_any_threads(&dir, None, Network::Regtest);
         // The damage is there to be found.
         let verify = &texts[4];
@@ -183,7 +175,7 @@ fn real_mainnet_blocks_with_duplicates() {
             file
         })
         .collect();
-    write_dir(&dir, &files, None);
+    generate::write_block_files(&dir, &files, None).unwrap();
     let texts = same_for_any_threads(&dir, None, Network::Main);
     assert!(!texts[4].contains("error"), "{}", texts[4]);
 }
@@ -191,7 +183,7 @@ fn real_mainnet_blocks_with_duplicates() {
 #[test]
 fn a_missing_file_fails_the_same_way() {
     let dir = TempDir::new("blocks-threads-missing");
-    write_dir(&dir, &damaged_files(8, XorKey::default()), None);
+    generate::write_block_files(&dir, &damaged_files(8, XorKey::default()), None).unwrap();
     let files = list_block_files(&[dir.to_path_buf()], None).unwrap();
     // Gone between listing and scanning: the first missing file is named.
     std::fs::remove_file(&files[4].path).unwrap();

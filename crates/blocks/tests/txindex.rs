@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use seekless_blocks::generate::Rng;
 use seekless_blocks::generate::spends::{SUBSIDY, SpendingChain};
-use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
-    BlockFile, Chain, ErrorKind, Network, ScanOptions, Transaction, TxIndex, TxIndexOptions,
-    TxIndexReport, XorKey, build_txindex, list_block_files, scan, tx_json,
+    BlockFile, Chain, ErrorKind, ScanOptions, Transaction, TxIndex, TxIndexOptions, TxIndexReport,
+    XorKey, build_txindex, list_block_files, scan, tx_json,
 };
 use seekless_testkit::TempDir;
 use sha2::{Digest, Sha256};
@@ -35,26 +35,6 @@ fn path_to(chain: &SpendingChain, tip: usize) -> Vec<usize> {
     }
     path.reverse();
     path
-}
-
-/// Writes the blocks as Core would: headers-first order, files of at most
-/// 8 kB, XOR'd with xor.dat beside them.
-fn write_dir(dir: &Path, chain: &mut SpendingChain) {
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 12, chain.rng());
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        8_000,
-        KEY,
-    );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), KEY.0).unwrap();
 }
 
 fn build(blocks: &Path, out: &Path, memory: u64) -> (TxIndexReport, Vec<BlockFile>) {
@@ -105,7 +85,7 @@ fn setup(name: &str, seed: u64) -> (TempDir, SpendingChain, usize, PathBuf) {
     let blocks = dir.join("blocks");
     std::fs::create_dir(&blocks).unwrap();
     let (mut chain, stale) = chain_with_fork(seed, 130);
-    write_dir(&blocks, &mut chain);
+    chain.write_dir(&blocks, 8_000, KEY).unwrap();
     let index = dir.join("index");
     build(&blocks, &index, 1 << 30);
     (dir, chain, stale, index)
@@ -181,7 +161,7 @@ fn a_tiny_memory_and_one_thread_give_the_same_index() {
     let blocks = dir.join("blocks");
     std::fs::create_dir(&blocks).unwrap();
     let (mut chain, _) = chain_with_fork(2, 130);
-    write_dir(&blocks, &mut chain);
+    chain.write_dir(&blocks, 8_000, KEY).unwrap();
     let (memory, _) = build(&blocks, &dir.join("a"), 1 << 30);
     let (spilled, _) = build_on(&blocks, &dir.join("b"), 1000, 1);
     assert_eq!(memory.runs, 0);
@@ -228,7 +208,7 @@ fn a_repeated_txid_is_indexed_at_the_later_block() {
     let txid = chain.txs[first][0].txid;
     assert_eq!(txid, chain.txs[chain.tip()][0].txid);
     chain.extend(2);
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 8_000, KEY).unwrap();
     let (report, _) = build(&dir, &dir.join("index"), 1 << 30);
     assert_eq!(report.repeated, 1);
     let index = TxIndex::open(&dir.join("index")).unwrap();
@@ -361,7 +341,7 @@ fn an_unparsable_best_chain_block_is_named_and_nothing_is_left() {
     for _ in 0..40 {
         chain.extend(2);
     }
-    write_dir(&blocks, &mut chain);
+    chain.write_dir(&blocks, 8_000, KEY).unwrap();
     let files = list_block_files(std::slice::from_ref(&blocks), None).unwrap();
     let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
     let best = Chain::build(&mut output);

@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use seekless_blocks::generate::Rng;
 use seekless_blocks::generate::spends::{GenTx, SUBSIDY, SpendingChain};
-use seekless_blocks::generate::{self, Rng};
 use seekless_blocks::{
     COINBASE_MATURITY, Chain, Coin, CoinStore, ConnectReport, ErrorKind, MAX_MONEY, MemoryCoins,
     Network, OutPoint, Reject, ScanOptions, SnapshotReader, UtxoStats, XorKey, connect,
@@ -61,32 +61,6 @@ fn model(chain: &SpendingChain, path: &[usize], height: u32) -> HashMap<OutPoint
     set
 }
 
-/// Writes every block of `chain` into `dir` as Core would: in headers-first
-/// order, split in files, XORed with xor.dat beside them. Returns each
-/// block's (file, offset) by block index.
-fn write_dir(dir: &Path, chain: &mut SpendingChain) -> Vec<(usize, u64)> {
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 12, chain.rng());
-    let (files, positions) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        40_000,
-        KEY,
-    );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), KEY.0).unwrap();
-    let mut by_block = vec![(0, 0); order.len()];
-    for (k, &i) in order.iter().enumerate() {
-        by_block[i] = positions[k];
-    }
-    by_block
-}
-
 fn run(dir: &Path, height: Option<u32>) -> (ConnectReport, MemoryCoins) {
     let files = list_block_files(&[dir.to_path_buf()], None).unwrap();
     let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
@@ -126,7 +100,7 @@ fn the_set_matches_the_model_at_the_tip_and_below() {
     let fork_base = path_to(&chain, tip)[120];
     chain.builder.extend_chain(fork_base, 3);
     let dir = TempDir::new("utxo-model");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let path = path_to(&chain, tip);
 
     // The generator made what the test is about.
@@ -218,7 +192,7 @@ fn more_seeds_match_the_model() {
     for seed in 30..34 {
         let mut chain = valid_chain(seed, 115, 12);
         let dir = TempDir::new("utxo-seeds");
-        write_dir(&dir, &mut chain);
+        chain.write_dir(&dir, 40_000, KEY).unwrap();
         let (report, coins) = run(&dir, None);
         assert!(report.failure.is_none(), "{seed}: {:?}", report.failure);
         let path = path_to(&chain, chain.tip());
@@ -402,7 +376,7 @@ fn a_block_that_breaks_a_rule_is_named_and_the_set_stays_at_its_parent() {
         // Blocks on top of the bad one are never reached.
         chain.extend(2);
         let dir = TempDir::new("utxo-bad");
-        write_dir(&dir, &mut chain);
+        chain.write_dir(&dir, 40_000, KEY).unwrap();
         let (report, coins) = run(&dir, None);
         assert_eq!(report.height, 110, "{case}");
         assert_eq!(report.hash, chain.builder.blocks[good].hash);
@@ -464,7 +438,7 @@ fn a_repeated_coinbase_overwrites_the_coin_it_repeats() {
     assert_eq!(chain.txs[first][0].txid, chain.txs[second][0].txid);
     chain.extend(0);
     let dir = TempDir::new("utxo-bip30");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let (report, coins) = run(&dir, None);
     assert!(report.failure.is_none());
     let path = path_to(&chain, chain.tip());
@@ -487,7 +461,7 @@ fn a_torn_record_removes_only_the_blocks_it_cuts_off() {
     let tip = chain.tip();
     let path = path_to(&chain, tip);
     let dir = TempDir::new("utxo-torn");
-    let positions = write_dir(&dir, &mut chain);
+    let positions = chain.write_dir(&dir, 40_000, KEY).unwrap();
     let mut rng = Rng::new(5);
     for (lost_height, how) in [(117u32, "magic"), (125, "size")] {
         let (file, offset) = positions[path[lost_height as usize]];
@@ -510,7 +484,7 @@ fn a_body_changed_under_its_header_stops_the_run_at_its_parent() {
     let mut chain = valid_chain(6, 125, 5);
     let path = path_to(&chain, chain.tip());
     let dir = TempDir::new("utxo-body");
-    let positions = write_dir(&dir, &mut chain);
+    let positions = chain.write_dir(&dir, 40_000, KEY).unwrap();
     let block = &chain.builder.blocks[path[120]];
     let (file, offset) = positions[path[120]];
     let name = dir.join(format!("blk{file:05}.dat"));
@@ -605,7 +579,7 @@ fn each_block_is_shown_with_the_coin_every_input_spent() {
     let tip = chain.tip();
     chain.builder.extend_chain(path_to(&chain, tip)[100], 2);
     let dir = TempDir::new("utxo-each");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let path = path_to(&chain, tip);
     let mut created: HashMap<OutPoint, Coin> = HashMap::new();
     for &index in &path[1..] {

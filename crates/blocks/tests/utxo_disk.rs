@@ -8,7 +8,6 @@
 use std::path::{Path, PathBuf};
 
 use seekless_blocks::generate::spends::{GenTx, SpendingChain};
-use seekless_blocks::generate::{self};
 use seekless_blocks::{
     Chain, Coin, CoinStore, ConnectReport, DiskCoins, ErrorKind, MemoryCoins, Network, OutPoint,
     Reject, ScanOptions, ScanOutput, SnapshotWriter, XorKey, connect, list_block_files, scan,
@@ -16,25 +15,6 @@ use seekless_blocks::{
 use seekless_testkit::TempDir;
 
 const KEY: XorKey = XorKey([0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87, 0x98]);
-
-/// Writes the chain's blocks into `dir` in headers-first order, XORed.
-fn write_dir(dir: &Path, chain: &mut SpendingChain) {
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 12, chain.rng());
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        40_000,
-        KEY,
-    );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), KEY.0).unwrap();
-}
 
 fn scanned(dir: &Path) -> (Chain, ScanOutput) {
     let files = list_block_files(&[dir.to_path_buf()], None).unwrap();
@@ -78,7 +58,7 @@ fn a_tiny_budget_gives_the_set_in_memory_at_the_tip_and_below() {
         chain.extend(14);
     }
     let dir = TempDir::new("utxo-disk");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     for height in [None, Some(0), Some(1), Some(100), Some(139)] {
         let mut memory = MemoryCoins::new();
         let expected = run(&dir, height, &mut memory);
@@ -106,7 +86,7 @@ fn the_snapshot_is_the_same_bytes_whatever_the_budget() {
         chain.extend(20);
     }
     let dir = TempDir::new("utxo-disk-bytes");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let mut memory = MemoryCoins::new();
     let report = run(&dir, None, &mut memory);
     let expected = snapshot(&memory, &report);
@@ -138,7 +118,7 @@ fn a_block_that_breaks_a_rule_leaves_the_set_at_its_parent() {
     ];
     chain.extend_with(&[1, 111, 0], &[(50, vec![0x51])], txs);
     let dir = TempDir::new("utxo-disk-bad");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let mut memory = MemoryCoins::new();
     let expected = run(&dir, None, &mut memory);
     let work = TempDir::new("utxo-disk-bad-store");
@@ -168,7 +148,7 @@ fn an_io_error_stops_the_run_with_the_file_named() {
         chain.extend(10);
     }
     let dir = TempDir::new("utxo-disk-io");
-    write_dir(&dir, &mut chain);
+    chain.write_dir(&dir, 40_000, KEY).unwrap();
     let work = TempDir::new("utxo-disk-io-store");
     let store = store_dir(&work);
     let mut disk = DiskCoins::create(&store, 1 << 10).unwrap();

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use seekless_blocks::generate::spends::SpendingChain;
-use seekless_blocks::generate::{self};
-use seekless_blocks::{BlockHash, Network, Transaction, XorKey};
+use seekless_blocks::{BlockHash, Transaction, XorKey};
 use serde_json::Value;
 
 use seekless_testkit::TempDir;
@@ -36,22 +35,8 @@ fn write_chain(dir: &Path) -> (Vec<Tx>, Vec<String>) {
         chain.extend(4);
     }
     let stale = chain.builder.extend_chain(30, 2);
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 10, chain.rng());
     let key = XorKey([3, 1, 4, 1, 5, 9, 2, 6]);
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        10_000,
-        key,
-    );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), key.0).unwrap();
+    chain.write_dir(dir, 10_000, key).unwrap();
     let txs_of = |index: usize| -> Vec<Tx> {
         let block = &chain.builder.blocks[index];
         let (mut at, mut out) = (81, Vec::new());

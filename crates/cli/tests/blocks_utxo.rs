@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use seekless_blocks::generate;
 use seekless_blocks::generate::spends::{GenTx, SpendingChain};
 use seekless_blocks::{
     Coin, Network, OutPoint, SnapshotMetadata, SnapshotReader, UtxoStats, XorKey, is_unspendable,
@@ -55,22 +54,8 @@ fn write_spending_chain(dir: &Path, bad: bool) -> (SpendingChain, Vec<usize>) {
         let tx = GenTx::spend(&[ghost], &[(5, vec![0x51])], false);
         chain.extend_with(&[1, 2, 3], &[(50, vec![0x51])], vec![tx]);
     }
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 10, chain.rng());
     let key = XorKey([3, 1, 4, 1, 5, 9, 2, 6]);
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        30_000,
-        key,
-    );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), key.0).unwrap();
+    chain.write_dir(dir, 30_000, key).unwrap();
     (chain, path)
 }
 

@@ -10,11 +10,15 @@
 //! about half the spends use the segwit serialization, so txid and wtxid
 //! differ, with the coinbase committing to their witnesses (BIP 141).
 
+use std::path::Path;
+
 use super::{ChainBuilder, Rng, SizeMix};
 use crate::block::merkle_root;
 use crate::coin::{OutPoint, is_unspendable};
 use crate::hash::sha256d;
+use crate::network::Network;
 use crate::tx::{Transaction, write_compact_size};
+use crate::xor::XorKey;
 
 /// One generated transaction, as the bytes say it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -188,6 +192,32 @@ impl SpendingChain {
     /// The random generator, for choices in tests.
     pub fn rng(&mut self) -> &mut Rng {
         &mut self.rng
+    }
+
+    /// Writes every block (the stale ones too) into `dir` as Core would:
+    /// in headers-first order (shuffled in windows of 12), split in
+    /// `blk00000.dat`… of at most `file_size` bytes, XORed with `key`,
+    /// `xor.dat` beside them. Returns each block's (file, offset) by
+    /// block index.
+    pub fn write_dir(
+        &mut self,
+        dir: &Path,
+        file_size: usize,
+        key: XorKey,
+    ) -> std::io::Result<Vec<(usize, u64)>> {
+        let mut order: Vec<usize> = (0..self.builder.blocks.len()).collect();
+        order.sort_by_key(|&i| self.builder.blocks[i].height);
+        let order = super::headers_first_order(order, 12, &mut self.rng);
+        let blocks = order
+            .iter()
+            .map(|&i| self.builder.blocks[i].bytes.as_slice());
+        let (files, positions) = super::layout_files(Network::Regtest, blocks, file_size, key);
+        super::write_block_files(dir, &files, Some(key))?;
+        let mut by_block = vec![(0, 0); order.len()];
+        for (k, &i) in order.iter().enumerate() {
+            by_block[i] = positions[k];
+        }
+        Ok(by_block)
     }
 
     /// A random output script: mostly the common shapes, some `OP_RETURN`,
