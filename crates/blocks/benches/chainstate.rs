@@ -26,7 +26,9 @@
 //! `SEEKLESS_CHAINSTATE_BLOCKS` (best-chain blocks, default 3,000: about
 //! 1.5 GB), `SEEKLESS_CHAINSTATE_TX_SCALE` (factor on transactions a block,
 //! default 1), `SEEKLESS_CHAINSTATE_KEEP` (share of outputs never spent,
-//! default 0.12), `SEEKLESS_BENCH_RUNS` (default 3), `SEEKLESS_BENCH_DATA`.
+//! default 0.12), `SEEKLESS_CHAINSTATE_MEMORY` (bytes: ours in `DiskCoins`
+//! under that budget, as `blocks utxo --memory`; unset, `MemoryCoins`),
+//! `SEEKLESS_BENCH_RUNS` (default 3), `SEEKLESS_BENCH_DATA`.
 
 #[path = "chainstate/txindex.rs"]
 mod txindex;
@@ -37,8 +39,8 @@ use std::time::Instant;
 
 use seekless_blocks::generate::mainnet::{MainnetShape, write_mainnet_chain};
 use seekless_blocks::{
-    Chain, CoinStore, MemoryCoins, ScanOptions, connect, is_unspendable, list_block_files, scan,
-    write_snapshot,
+    Chain, CoinStore, DiskCoins, MemoryCoins, ScanOptions, connect, is_unspendable,
+    list_block_files, scan, write_snapshot,
 };
 use seekless_testkit::measure::{Sample, drop_cache, median_sample as median, time};
 
@@ -69,22 +71,43 @@ struct Outcome {
 }
 
 /// Child: the UTXO set at `height` with the library, as `blocks utxo
-/// --height` builds it, written as a snapshot.
+/// --height` builds it, written as a snapshot: in `MemoryCoins`, or with
+/// `SEEKLESS_CHAINSTATE_MEMORY` set (bytes) in `DiskCoins` under that
+/// budget, its files beside the snapshot (as `blocks utxo --memory`).
 fn child_ours(dir: &Path, height: u32, snapshot: &Path) {
     let start = Instant::now();
     let files = list_block_files(&[dir.to_path_buf()], None).expect("list");
     let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).expect("scan");
     let chain = Chain::build(&mut output);
     let scanned = start.elapsed().as_secs_f64();
-    let mut coins = MemoryCoins::new();
-    let report =
-        connect(&chain, &output.files, Some(height), &mut coins, &mut |_| {}).expect("connect");
+    let budget: Option<u64> = std::env::var("SEEKLESS_CHAINSTATE_MEMORY")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse().expect("SEEKLESS_CHAINSTATE_MEMORY: bytes"));
+    let store_dir = snapshot.with_extension("store");
+    let mut coins: Box<dyn CoinStore> = match budget {
+        None => Box::new(MemoryCoins::new()),
+        Some(budget) => {
+            let _ = std::fs::remove_dir_all(&store_dir);
+            Box::new(DiskCoins::create(&store_dir, budget).expect("disk store"))
+        }
+    };
+    let report = connect(
+        &chain,
+        &output.files,
+        Some(height),
+        &mut *coins,
+        &mut |_| {},
+    )
+    .expect("connect");
     assert!(report.failure.is_none(), "{:?}", report.failure);
     let connected = start.elapsed().as_secs_f64();
-    let stats = write_snapshot(&coins, chain.network(), report.hash, snapshot, &mut |_| {})
+    let stats = write_snapshot(&*coins, chain.network(), report.hash, snapshot, &mut |_| {})
         .expect("snapshot");
     let written = start.elapsed().as_secs_f64();
     assert_eq!(stats.coins, coins.len());
+    drop(coins);
+    let _ = std::fs::remove_dir_all(&store_dir);
     println!(
         "{} {} {} {} scan+chain {scanned:.2}s, connect {:.2}s, snapshot {:.2}s",
         report.height,
