@@ -15,7 +15,7 @@ mod block;
 mod error;
 mod snapshot;
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use seekless_blocks::{
@@ -293,13 +293,11 @@ pub(crate) struct BlockIterator {
 
 impl BlockIterator {
     /// Stops the thread (it sees the receiver gone at its next block) and
-    /// waits for it, so that its files are removed.
-    fn stop(&self) {
+    /// waits for it, so that its files are removed; false if it panicked.
+    fn stop(&self) -> bool {
         *self.receiver.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
+        thread.is_none_or(|thread| thread.join().is_ok())
     }
 }
 
@@ -324,10 +322,14 @@ impl BlockIterator {
                 py.detach(|| self.stop());
                 Err(to_py(e))
             }
-            Some(Err(mpsc::RecvError)) => {
-                py.detach(|| self.stop());
-                Ok(None)
-            }
+            // The thread ended: the blocks did, or it panicked (a bug),
+            // which must not pass for the end of the chain.
+            Some(Err(mpsc::RecvError)) => match py.detach(|| self.stop()) {
+                true => Ok(None),
+                false => Err(PyRuntimeError::new_err(
+                    "the thread reading the blocks panicked",
+                )),
+            },
         }
     }
 

@@ -13,6 +13,7 @@ use pyo3::types::PyBytes;
 use seekless_blocks::{
     BlockFile, BlockHash, BlockInfo, Coin as CoreCoin, ConnectedBlock, ErrorKind,
 };
+use sha2::{Digest, Sha256};
 
 use super::error::io;
 
@@ -98,12 +99,21 @@ pub(super) fn owned(block: &ConnectedBlock<'_>, prevouts: bool) -> OwnedBlock {
     }
 }
 
+/// A block file record's prefix before the block: network magic and size.
+const RECORD_PREFIX: u64 = 8;
+
+fn sha256d(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(Sha256::digest(data)).into()
+}
+
 /// Genesis, which `connect_each` does not show (it connects nothing): read
-/// from its file, its one transaction (a legacy coinbase) parsed here; its
-/// txid is the header's merkle root.
+/// from its file where the scan found it, its header checked against the
+/// hash the scan saw (as the engine checks every block it reads), its one
+/// transaction (a legacy coinbase, as every network's) parsed here and
+/// held to the header's merkle root.
 pub(super) fn genesis(files: &[BlockFile], info: &BlockInfo) -> Item {
     let file = &files[info.file];
-    let start = info.offset + 8;
+    let start = info.offset + RECORD_PREFIX;
     let mut bytes = vec![0u8; info.size as usize];
     let mut handle = File::open(&file.path).map_err(|e| io(&file.path, "open", e))?;
     handle
@@ -111,6 +121,13 @@ pub(super) fn genesis(files: &[BlockFile], info: &BlockInfo) -> Item {
         .and_then(|_| handle.read_exact(&mut bytes))
         .map_err(|e| io(&file.path, "read", e))?;
     file.xor.apply(&mut bytes, start);
+    if bytes.len() < 80 || sha256d(&bytes[..80]) != info.hash.0 {
+        return Err(ErrorKind::BlockChanged {
+            path: file.path.clone(),
+            offset: info.offset,
+        }
+        .into());
+    }
     let unparsable = |detail: &str| -> seekless_blocks::Error {
         ErrorKind::UnparsableBlock {
             hash: info.hash.0,
@@ -120,6 +137,11 @@ pub(super) fn genesis(files: &[BlockFile], info: &BlockInfo) -> Item {
         .into()
     };
     let tx = legacy_coinbase(&bytes).ok_or_else(|| unparsable("not one legacy coinbase"))?;
+    if sha256d(&bytes[tx.raw.clone()]) != tx.txid {
+        return Err(unparsable(
+            "its transaction is not the header's merkle root",
+        ));
+    }
     Ok(OwnedBlock {
         height: 0,
         hash: info.hash.0,
