@@ -285,7 +285,8 @@ x86_64_tests() {
 }
 
 # What each interpreter runs with a wheel's unpacked directory: builds an
-# index from a few lines, looks them up, decodes bencode; prints what it
+# index from a few lines, looks them up, decodes bencode, walks the Python
+# tests' regtest chain with prevouts and reads its snapshot; prints what it
 # found (the same lines on every platform) and checks it.
 answer_py() {
     cat >"$work/answer.py" <<'EOF'
@@ -308,13 +309,29 @@ with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
 value = seekless.bencode.decode(b"d3:cow3:moo4:spaml1:ai-3eee")
+# The Python tests' regtest chain (XOR'd): every block with its prevouts,
+# on the iterator's thread, the set in files under a small budget.
+chain = seekless.blocks.Blocks(os.path.join(sys.argv[2], "blocks"))
+fees = created = 0
+with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+    for block in chain.iter(memory=1 << 14, tmp_dir=tmp):
+        for tx in block.transactions:
+            out = sum(o.value for o in tx.outputs)
+            created += out
+            if not tx.coinbase:
+                fees += sum(i.prevout.value for i in tx.inputs) - out
+    left = os.listdir(tmp)
+rows = list(seekless.blocks.read_snapshot(os.path.join(sys.argv[2], "utxo.dat")))
 print("version", seekless.__version__)
 print("built", summary["kind"], summary["lines"], summary["hashes"], summary["bytes"])
 print("index", sorted(stats.items()))
 print("index sha256", digest)
 print("counts", counts)
 print("bencode", value)
+print("blocks", chain.network, chain.height, chain.tip, len(chain), created, fees)
+print("snapshot", len(rows), sum(row[2] for row in rows), rows[0][0])
 assert counts == [9545824, 4222, 0, 1], counts
+assert fees > 0 and left == [], (fees, left)
 assert value == {b"cow": b"moo", b"spam": [b"a", -3]}, value
 print("module", os.path.basename(seekless._seekless.__file__), file=sys.stderr)
 EOF
@@ -331,7 +348,7 @@ same_answers() {
 
 host_answers() {
     answer_py
-    python3 -I "$work/answer.py" "$x86_dir" >"$work/host.out" \
+    python3 -I "$work/answer.py" "$x86_dir" "$PWD/crates/python/tests/data" >"$work/host.out" \
         || fail "the host's python3 with the x86_64 wheel failed"
     sed 's/^/wheels:   /' "$work/host.out"
 }
@@ -361,7 +378,7 @@ arm64_answers() {
     arm64_root
     # The interpreter finds its standard library from where it is;
     # -I keeps the host's PYTHON* variables and user site out.
-    qemu-aarch64-static -L "$root" "$root/usr/bin/python3.11" -I "$work/answer.py" "$arm_dir" \
+    qemu-aarch64-static -L "$root" "$root/usr/bin/python3.11" -I "$work/answer.py" "$arm_dir" "$PWD/crates/python/tests/data" \
         >"$work/arm64.out" || fail "arm64 CPython under qemu with the aarch64 wheel failed"
     say "under qemu: $(qemu-aarch64-static -L "$root" "$root/usr/bin/python3.11" -c 'import platform, sys; print(platform.machine(), sys.version.split()[0])')"
     same_answers "aarch64 under qemu" "$work/arm64.out"
@@ -431,7 +448,7 @@ windows_answers() {
     # standard handle is a regular file ("init_sys_streams: ... Invalid
     # handle"), so its stdout and stderr are pipes, each into its file.
     local status=0
-    { wine "$python/python.exe" -I "Z:$work/answer.py" "Z:$win_dir" </dev/null 2>&1 >&3 3>&- \
+    { wine "$python/python.exe" -I "Z:$work/answer.py" "Z:$win_dir" "Z:$PWD/crates/python/tests/data" </dev/null 2>&1 >&3 3>&- \
         | cat >"$work/windows.err"; } 3>&1 | cat >"$work/windows.raw" || status=$?
     if [ "$status" != 0 ]; then
         cat "$work/windows.err" >&2

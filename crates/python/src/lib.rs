@@ -1,9 +1,12 @@
 //! Python bindings: `seekless.PwnedIndex` (the pwned engine), an index
 //! opened once (memory-mapped) and shared by every thread, answering each
 //! password with one page read, and `seekless.build_index`, which builds
-//! one; and bencode decoding and torrent metadata (the bencode engine).
+//! one; bencode decoding and torrent metadata (the bencode engine); and
+//! Bitcoin Core's block files (`blocks.rs`, the blocks engine).
 //! The Python package (`python/seekless`) re-exports these and adds the
 //! Django validator.
+
+mod blocks;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -587,5 +590,6 @@ fn _seekless(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bencode_decode, m)?)?;
     m.add_function(wrap_pyfunction!(torrent_info_json, m)?)?;
     m.add("CorruptIndexError", m.py().get_type::<CorruptIndexError>())?;
+    blocks::register(m)?;
     Ok(())
 }

@@ -27,6 +27,7 @@ def run(args, **kwargs) -> str:
 def test_typing_usage_runs(tmp_path, sha1_index):
     typing_usage.pwned(tmp_path)
     typing_usage.bencode(tmp_path)
+    typing_usage.blocks(HERE / "data", tmp_path)
     typing_usage.torrent((HERE.parents[1] / "bencode" / "tests" / "data" / "sample.torrent").read_bytes())
     with override_settings(SEEKLESS_PWNED={"INDEX": str(sha1_index)}):
         typing_usage.django()

@@ -9,10 +9,22 @@ the check)."""
 
 import mmap
 import pathlib
-from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Union, assert_type
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    Union,
+    assert_type,
+)
 
 import seekless
 import seekless.bencode
+import seekless.blocks
 import seekless.torrent
 from seekless import BuildSummary, CorruptIndexError, IndexStats, PwnedIndex
 from seekless.django import PwnedPasswordsValidator
@@ -103,6 +115,86 @@ def torrent(data: bytes) -> None:
     seekless.torrent.info(bytearray(data))
     if TYPE_CHECKING:
         info["piece length"]  # type: ignore[typeddict-item]
+
+
+def blocks(data: pathlib.Path, tmp: pathlib.Path) -> None:
+    from seekless.blocks import (
+        Block,
+        Blocks,
+        Coin,
+        CorruptBlocksError,
+        Input,
+        Output,
+        Snapshot,
+        SnapshotRow,
+        Transaction,
+        TxIndex,
+    )
+
+    chain = Blocks(data / "blocks")
+    Blocks(str(data / "blocks"), xor=None)
+    Blocks([data / "blocks" / "blk00000.dat"], xor=(data / "blocks" / "xor.dat").read_bytes())
+    assert_type(chain.network, str)
+    assert_type(chain.height, int)
+    assert_type(chain.tip, str)
+    assert_type(len(chain), int)
+    fees: List[int] = []
+    for block in chain.iter(stop=3, memory=1 << 20, tmp_dir=tmp):
+        assert_type(block, Block)
+        assert_type(block.height, int)
+        assert_type(block.hash, str)
+        assert_type(block.raw, bytes)
+        fee = 0
+        for tx in block.transactions:
+            assert_type(tx, Transaction)
+            assert_type(tx.txid, str)
+            assert_type(tx.raw, bytes)
+            assert_type(tx.coinbase, bool)
+            for i in tx.inputs:
+                assert_type(i, Input)
+                assert_type(i.prev_txid, str)
+                assert_type(i.vout, int)
+                assert_type(i.prevout, Optional[Coin])
+                if i.prevout is not None:
+                    assert_type(i.prevout.value, int)
+                    assert_type(i.prevout.script, bytes)
+                    assert_type(i.prevout.height, int)
+                    assert_type(i.prevout.coinbase, bool)
+                    fee += i.prevout.value
+            for o in tx.outputs:
+                assert_type(o, Output)
+                assert_type(o.script, bytes)
+                fee -= o.value if not tx.coinbase else 0
+        fees.append(fee)
+    walk = chain.iter(prevouts=False)
+    assert_type(next(walk), Block)
+    walk.close()
+    for block in chain:
+        assert_type(block, Block)
+        break
+    snapshot = seekless.blocks.read_snapshot(data / "utxo.dat")
+    assert_type(snapshot, Snapshot)
+    assert_type(snapshot.network, str)
+    assert_type(snapshot.base, str)
+    assert_type(snapshot.coins, int)
+    rows: Iterator[SnapshotRow] = iter(snapshot)
+    for row in rows:
+        assert_type(row, Tuple[str, int, int, bool, int, bytes])
+        break
+    index = chain.build_txindex(tmp / "tx.idx", memory=1 << 20)
+    assert_type(index, TxIndex)
+    found = TxIndex(tmp / "tx.idx", blocks=data / "blocks").get("00" * 32)
+    assert_type(found, Optional[Tuple[bytes, int, int]])
+    assert_type(index.tip, Optional[Tuple[str, int]])
+    try:
+        Blocks(tmp / "absent")
+    except (FileNotFoundError, CorruptBlocksError):
+        pass
+    if TYPE_CHECKING:
+        chain.iter(True)  # type: ignore[call-arg]
+        chain.iter(stop="3")  # type: ignore[arg-type]
+        index.get(b"00")  # type: ignore[arg-type]
+        block.height = 3  # type: ignore[misc]
 
 
 def django() -> None:
