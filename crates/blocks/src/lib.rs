@@ -36,12 +36,18 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "export")]
+mod address;
+#[cfg(feature = "export")]
+mod balances;
 mod block;
 mod chain;
 mod coin;
 mod compress;
 mod entry;
 mod error;
+#[cfg(feature = "export")]
+mod export;
 mod fetch;
 mod files;
 #[cfg(any(test, feature = "test-util"))]
@@ -70,10 +76,16 @@ mod u256;
 mod utxo;
 mod xor;
 
+#[cfg(feature = "export")]
+pub use address::script_address;
+#[cfg(feature = "export")]
+pub use balances::{BalanceOptions, BalancesReport, BalancesTo, balances};
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
 pub use compress::{MAX_MONEY, compress_amount, decompress_amount};
 pub use error::{Error, ErrorKind, Reject, Result};
+#[cfg(feature = "export")]
+pub use export::{ExportFormat, export_utxos};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
 pub use linearize::{
