@@ -328,6 +328,53 @@ fn a_chains_snapshot_in_every_format_reads_back_as_its_coins() {
 }
 
 #[test]
+fn a_snapshot_core_wrote_exports_as_utxo_to_sqlite_py_does() {
+    // The rows utxo_to_sqlite.py (Core's contrib/utxo-tools, run by hand)
+    // wrote from this file: the first, the 58th and the last.
+    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/utxo-signet-100.dat");
+    let dir = TempDir::new("export-core");
+    let out = dir.join("core.sqlite");
+    export_utxos(&snapshot, &out, ExportFormat::Sqlite, &mut |_| {}).unwrap();
+    let rows = utxos_from_sqlite(&out).1;
+    let row = |txid: &str, height, script: &str| {
+        (
+            txid.to_string(),
+            0,
+            5_000_000_000,
+            1,
+            height,
+            script.to_string(),
+        )
+    };
+    assert_eq!(rows.len(), 100);
+    assert_eq!(
+        rows[0],
+        row(
+            "02a01f18b83e4fbd80c8e8f7c49b1e70fb42e28c45e6e3b5d631e4a6e6f73d00",
+            96,
+            "0014a529eefabb26f5771ef5d761efe21092bb7908ef"
+        )
+    );
+    assert_eq!(
+        rows[57],
+        row(
+            "c74b3e1b600c85916842bb164fe1546ade0ca54c9a342a612910cdf94074e296",
+            25,
+            "00149082064217020ebaf25eaef1fed79205764886fc"
+        )
+    );
+    assert_eq!(
+        rows[99],
+        row(
+            "2aa9ffa429bd3054e60cea5abc44db992bdaa516ae69c4bcd9fd1887f67d9afd",
+            45,
+            "00148764ef08df6dd3afa0e34447c7b55a9ea3147da2"
+        )
+    );
+    assert_eq!(rows.iter().map(|r| r.2).sum::<i64>(), 500_000_000_000);
+}
+
+#[test]
 fn made_coins_export_with_every_script_shape() {
     let dir = TempDir::new("export-made");
     let snapshot = dir.join("made.dat");

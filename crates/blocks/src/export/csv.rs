@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
-use crate::export::{Cell, Sink, Table};
+use crate::export::table::{Cell, Sink, Table};
 
 /// Rows to a stream as CSV lines.
 pub(crate) struct CsvSink<W: Write> {

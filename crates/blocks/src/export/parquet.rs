@@ -20,7 +20,7 @@ use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::parser::parse_message_type;
 
 use crate::error::{Error, Result};
-use crate::export::{Cell, Kind, Sink, Table, write_error};
+use crate::export::table::{Cell, Kind, Sink, Table, write_error};
 
 /// The most rows of a row group.
 pub(crate) const GROUP_ROWS: usize = 1 << 20;
@@ -254,9 +254,36 @@ fn error(out: &Path, error: ParquetError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balances::BALANCES;
+    use crate::export::table::Column;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
+
+    /// A table of the balances' shape: a nullable text column first.
+    const BALANCES: Table = Table {
+        name: "balances",
+        columns: &[
+            Column {
+                name: "address",
+                kind: Kind::Text,
+                nullable: true,
+            },
+            Column {
+                name: "scriptpubkey",
+                kind: Kind::Text,
+                nullable: false,
+            },
+            Column {
+                name: "balance",
+                kind: Kind::Int64,
+                nullable: false,
+            },
+            Column {
+                name: "coins",
+                kind: Kind::Int64,
+                nullable: false,
+            },
+        ],
+    };
 
     #[test]
     fn row_groups_are_bounded_and_nulls_kept() {

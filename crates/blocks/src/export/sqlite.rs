@@ -11,7 +11,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ToSql};
 
 use crate::error::{Error, Result};
-use crate::export::{Cell, Sink, Table, write_error};
+use crate::export::table::{Cell, Sink, Table, write_error};
 
 /// Rows into a new database's table.
 pub(crate) struct SqliteSink {
