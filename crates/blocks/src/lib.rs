@@ -23,6 +23,12 @@
 //! and hashes a UTXO set as `gettxoutsetinfo` does ([`MuHash3072`],
 //! [`UtxoStats`]).
 //!
+//! With the `export` feature, a snapshot's coins become a table in CSV,
+//! SQLite (the schema of Core's `utxo_to_sqlite.py`) or Parquet
+//! (`export_utxos`), and its balances per script, with each script's
+//! address (`script_address`), a sorted table written in a memory budget
+//! (`balances`).
+//!
 //! ```no_run
 //! # fn main() -> seekless_blocks::Result<()> {
 //! use seekless_blocks::{Chain, ScanOptions, list_block_files, scan};

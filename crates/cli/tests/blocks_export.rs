@@ -324,3 +324,62 @@ fn a_damaged_snapshot_or_an_unwritable_output_fails_and_leaves_nothing() {
     assert!(line.contains("not a UTXO snapshot"), "{line}");
     assert!(out.read_dir().unwrap().next().is_none());
 }
+
+#[cfg(unix)]
+#[test]
+fn balances_to_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    // 5,000 scripts of their own: rows well past a pipe's buffer.
+    let dir = TempDir::new("cli-balances-pipe");
+    let path = dir.join("s.dat");
+    let mut rng = generate::Rng::new(3);
+    let mut coins: Vec<(OutPoint, Coin)> = (0..5000)
+        .map(|_| {
+            let mut txid = [0u8; 32];
+            rng.fill(&mut txid);
+            let mut script = vec![0x00, 32];
+            script.extend((0..32).map(|_| rng.below(256) as u8));
+            let coin = Coin {
+                value: rng.below(1 << 40),
+                height: 7,
+                coinbase: false,
+                script,
+            };
+            (OutPoint { txid, vout: 0 }, coin)
+        })
+        .collect();
+    coins.sort_by(|a, b| a.0.core_cmp(&b.0));
+    let file = std::fs::File::create(&path).unwrap();
+    let base = seekless_blocks::BlockHash([1; 32]);
+    let mut writer =
+        seekless_blocks::SnapshotWriter::new(file, Network::Main, base, coins.len() as u64)
+            .unwrap();
+    for (outpoint, coin) in &coins {
+        writer.push(outpoint, coin).unwrap();
+    }
+    writer.finish().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seekless"))
+        .args(["blocks", "balances", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "address,scriptpubkey,balance,coins\n");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() || out.status.signal() == Some(13),
+        "{:?}",
+        out.status
+    );
+}

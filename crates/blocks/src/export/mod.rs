@@ -2,7 +2,7 @@
 //! `export`): the columns and values of Core's
 //! `contrib/utxo-tools/utxo_to_sqlite.py` (`txid, vout, value, coinbase,
 //! height, scriptpubkey`), in the snapshot's order. The balances table
-//! (`balances.rs`) goes through the same writers.
+//! (`balances/`) goes through the same writers.
 //!
 //! A table is written under a temporary name beside its file and renamed
 //! into place when complete and synced; a failure leaves what was there.
