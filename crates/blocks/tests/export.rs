@@ -602,3 +602,28 @@ fn an_unwritable_output_is_named_and_nothing_is_left() {
     }
     assert_eq!(seekless_testkit::file_names(&dir), ["s.dat"]);
 }
+
+#[test]
+fn an_empty_snapshot_makes_empty_tables() {
+    let dir = TempDir::new("export-empty");
+    let snapshot = dir.join("empty.dat");
+    let file = std::fs::File::create(&snapshot).unwrap();
+    SnapshotWriter::new(file, Network::Signet, BlockHash([1; 32]), 0)
+        .unwrap()
+        .finish()
+        .unwrap();
+    for format in ExportFormat::ALL {
+        let out = dir.join(format!("u.{}", format.name()));
+        export_utxos(&snapshot, &out, format, &mut |_| {}).unwrap();
+        let rows = match format {
+            ExportFormat::Csv => utxos_from_csv(&out),
+            ExportFormat::Sqlite => utxos_from_sqlite(&out).1,
+            _ => utxos_from_parquet(&out),
+        };
+        assert!(rows.is_empty(), "{format:?}");
+        let out = dir.join(format!("b.{}", format.name()));
+        let to = BalancesTo::File { path: &out, format };
+        let report = balances(&snapshot, to, &BalanceOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!((report.scripts, report.coins), (0, 0));
+    }
+}

@@ -74,6 +74,9 @@ fn close(out: BufWriter<File>, path: &Path) -> Result<()> {
         .map_err(|e| Error::io(path, "write", e.into_error()))
 }
 
+/// What the partition hash mixes in before the script.
+const PARTITION_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// Scripts' partial sums spread over partition files.
 pub(crate) struct Partitions {
     files: Vec<BufWriter<File>>,
@@ -103,7 +106,11 @@ impl Partitions {
     }
 
     pub(crate) fn push(&mut self, script: &[u8], balance: u64, coins: u64) -> Result<()> {
-        let i = (self.hasher.hash_one(script) % self.files.len() as u64) as usize;
+        // Salted, so that even a hasher seeded as the tally's is gives
+        // bits unrelated to those its table places a script by (else one
+        // partition's scripts would crowd a fraction of the table).
+        let hash = self.hasher.hash_one((PARTITION_SALT, script));
+        let i = (hash % self.files.len() as u64) as usize;
         write_record(&mut self.files[i], script, balance, coins)
             .map_err(|e| Error::io(&self.paths[i], "write", e))
     }
