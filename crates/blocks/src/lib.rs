@@ -23,6 +23,12 @@
 //! and hashes a UTXO set as `gettxoutsetinfo` does ([`MuHash3072`],
 //! [`UtxoStats`]).
 //!
+//! With the `export` feature, a snapshot's coins become a table in CSV,
+//! SQLite (the schema of Core's `utxo_to_sqlite.py`) or Parquet
+//! (`export_utxos`), and its balances per script, with each script's
+//! address (`script_address`), a sorted table written in a memory budget
+//! (`balances`).
+//!
 //! ```no_run
 //! # fn main() -> seekless_blocks::Result<()> {
 //! use seekless_blocks::{Chain, ScanOptions, list_block_files, scan};
@@ -36,12 +42,18 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "export")]
+mod address;
+#[cfg(feature = "export")]
+mod balances;
 mod block;
 mod chain;
 mod coin;
 mod compress;
 mod entry;
 mod error;
+#[cfg(feature = "export")]
+mod export;
 mod fetch;
 mod files;
 #[cfg(any(test, feature = "test-util"))]
@@ -70,10 +82,16 @@ mod u256;
 mod utxo;
 mod xor;
 
+#[cfg(feature = "export")]
+pub use address::script_address;
+#[cfg(feature = "export")]
+pub use balances::{BalanceOptions, BalancesReport, BalancesTo, balances};
 pub use chain::{BlockInfo, Chain};
 pub use coin::{Coin, MAX_SCRIPT_SIZE, OutPoint, is_unspendable};
 pub use compress::{MAX_MONEY, compress_amount, decompress_amount};
 pub use error::{Error, ErrorKind, Reject, Result};
+#[cfg(feature = "export")]
+pub use export::{ExportFormat, export_utxos};
 pub use files::{BlockFile, list_block_files};
 pub use hash::BlockHash;
 pub use linearize::{

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::report::fail;
 
+mod export;
 mod txindex;
 
 /// Where the blocks are and how to read them.
@@ -124,6 +125,45 @@ pub enum Command {
               value_parser = crate::size::parse_positive)]
         memory: u64,
     },
+    /// Write the coins of a UTXO snapshot (`blocks utxo`'s, or Core's
+    /// `dumptxoutset`) as a table, one row a coin in the snapshot's order,
+    /// with the columns of Core's utxo_to_sqlite.py: txid, vout, value,
+    /// coinbase, height, scriptpubkey.
+    Export {
+        /// The snapshot file.
+        snapshot: PathBuf,
+        /// The file to write (replaced when complete).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: PathBuf,
+        /// The file's format (default: from OUT's extension: .csv; .sqlite,
+        /// .sqlite3 or .db; .parquet).
+        #[arg(long, value_enum)]
+        format: Option<export::Format>,
+    },
+    /// Sum a UTXO snapshot's coins by scriptPubKey: one row a distinct
+    /// script (address, scriptpubkey, balance, coins), by balance
+    /// descending, then script. CSV to standard output without -o.
+    Balances {
+        /// The snapshot file.
+        snapshot: PathBuf,
+        /// The file to write (replaced when complete).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// The file's format (default: from OUT's extension; CSV on
+        /// standard output).
+        #[arg(long, value_enum)]
+        format: Option<export::Format>,
+        /// Memory budget for the sums, in bytes (suffixes K, M, G, T;
+        /// default 1G). Beyond it, they go to files in a directory beside
+        /// the output.
+        #[arg(long, value_parser = crate::size::parse)]
+        memory: Option<u64>,
+        /// Directory for those files (default: the output's directory, or
+        /// the system's temporary directory for standard output); removed
+        /// at the end.
+        #[arg(long)]
+        tmp_dir: Option<PathBuf>,
+    },
     /// Print transactions by txid from an index `blocks txindex` wrote: the
     /// raw transaction as hex, one a line. Exit 1 if one is not there.
     Tx {
@@ -189,6 +229,23 @@ pub fn run(command: Command) -> ExitCode {
             json,
             blocks,
         } => txindex::run_tx(&index, &txids, json, blocks.as_deref()),
+        Command::Export {
+            snapshot,
+            output,
+            format,
+        } => export::run_export(&snapshot, &output, format),
+        Command::Balances {
+            snapshot,
+            output,
+            format,
+            memory,
+            tmp_dir,
+        } => export::run_balances(
+            &snapshot,
+            output.as_deref(),
+            format,
+            &export::balance_options(memory, tmp_dir),
+        ),
     };
     result.unwrap_or_else(fail)
 }

@@ -458,3 +458,41 @@ fn a_txindex_written_to_a_full_disk_names_it_and_leaves_nothing() {
     ];
     assert!(fails_cleanly(&dir, &args, 16 << 10) > 0);
 }
+
+#[cfg(feature = "blocks")]
+#[test]
+fn an_export_or_balances_on_a_full_disk_names_it_and_leaves_nothing() {
+    use seekless_blocks::Network;
+    use seekless_blocks::generate::{self, spends::SpendingChain};
+    let dir = TempDir::new("cli-full-export");
+    let blocks = dir.join("blocks");
+    std::fs::create_dir(&blocks).unwrap();
+    let mut chain = SpendingChain::new(9);
+    for _ in 0..140 {
+        chain.extend(10);
+    }
+    let (files, _) = generate::layout_files(
+        Network::Regtest,
+        chain.builder.blocks.iter().map(|b| b.bytes.as_slice()),
+        1 << 20,
+        Default::default(),
+    );
+    std::fs::write(blocks.join("blk00000.dat"), &files[0]).unwrap();
+    let snapshot = dir.join("utxo.dat");
+    let (b, s) = (blocks.to_str().unwrap(), snapshot.to_str().unwrap());
+    let out = seekless(&["blocks", "utxo", b, "-o", s], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Hundreds of coins: every table is tens of KB, into 4 KB; the
+    // balances' spill files (4K of memory) go beside the output too.
+    for name in ["u.csv", "u.sqlite", "u.parquet"] {
+        let target = format!("{{out}}/{name}");
+        let args = ["blocks", "export", s, "-o", &target];
+        assert!(fails_cleanly(&dir, &args, 4 << 10) > 0, "{name}");
+        let args = ["blocks", "balances", s, "-o", &target, "--memory", "4K"];
+        assert!(fails_cleanly(&dir, &args, 4 << 10) > 0, "{name}");
+    }
+}
