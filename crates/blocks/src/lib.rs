@@ -95,7 +95,8 @@ pub use txindex::{
 };
 pub use u256::U256;
 pub use utxo::{
-    COINBASE_MATURITY, CoinStore, ConnectReport, DiskCoins, MemoryCoins, connect, write_snapshot,
+    COINBASE_MATURITY, ChainState, CoinStore, ConnectReport, DEFAULT_UNDO_BLOCKS, DiskCoins,
+    MemoryCoins, StateOptions, UpdateReport, connect, write_snapshot,
 };
 pub use xor::XorKey;
 
@@ -114,3 +115,5 @@ pub use record::{
 };
 #[cfg(feature = "test-util")]
 pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};
+#[cfg(feature = "test-util")]
+pub use utxo::state_files;

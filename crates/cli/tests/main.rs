@@ -7,6 +7,7 @@ mod common;
 
 mod bencode;
 mod blocks;
+mod blocks_state;
 mod blocks_txindex;
 mod blocks_utxo;
 mod bundle;

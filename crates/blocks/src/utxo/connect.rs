@@ -20,8 +20,10 @@ pub const COINBASE_MATURITY: u32 = 100;
 /// A rule broken: the transaction (when one) and the rule.
 pub(crate) type Broken = (Option<[u8; 32]>, Reject);
 
-/// One change made to the set, kept until the block is connected.
-enum Change {
+/// One change made to the set: kept until the block is connected, and in
+/// a chainstate directory as the block's undo data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Change {
     /// A coin spent (to put back).
     Spent(OutPoint, Coin),
     /// A coin added, and the coin it replaced (a duplicate coinbase).
@@ -34,20 +36,21 @@ pub(crate) struct BlockCounts {
     pub(crate) transactions: u64,
 }
 
-/// Connects `block` at `height` to `coins`; on a broken rule, `coins` is
-/// left as it was.
+/// Connects `block` at `height` to `coins`, its changes in order in
+/// `changes` (cleared first); on a broken rule, `coins` is left as it was.
 pub(crate) fn connect_block(
     block: &[u8],
     height: u32,
     coins: &mut (impl CoinStore + ?Sized),
+    changes: &mut Vec<Change>,
 ) -> Result<BlockCounts, Broken> {
+    changes.clear();
     let txs = check_block(block)?;
-    let mut changes = Vec::new();
     let result = txs
         .iter()
-        .try_for_each(|(tx, txid)| connect_tx(tx, txid, height, coins, &mut changes));
+        .try_for_each(|(tx, txid)| connect_tx(tx, txid, height, coins, changes));
     if let Err(broken) = result {
-        undo(changes, coins);
+        undo(std::mem::take(changes), coins);
         return Err(broken);
     }
     Ok(BlockCounts {
@@ -228,19 +231,21 @@ fn connect_tx(
     Ok(())
 }
 
-/// Puts back what `changes` changed, last first.
-fn undo(changes: Vec<Change>, coins: &mut (impl CoinStore + ?Sized)) {
+/// Puts back what `changes` changed, last first; false when the set does
+/// not hold what they say (a coin to remove missing, or one to put back
+/// there already): undo data that is not this set's.
+pub(crate) fn undo(changes: Vec<Change>, coins: &mut (impl CoinStore + ?Sized)) -> bool {
+    let mut matched = true;
     for change in changes.into_iter().rev() {
-        match change {
-            Change::Spent(outpoint, coin) => {
-                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
-            }
-            Change::Added(outpoint, None) => {
-                coins.spend(&outpoint);
-            }
-            Change::Added(outpoint, Some(coin)) => {
-                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
-            }
-        }
+        matched &= match change {
+            Change::Spent(outpoint, coin) => coins
+                .add(&outpoint, coin.value, coin.code(), &coin.script)
+                .is_none(),
+            Change::Added(outpoint, None) => coins.spend(&outpoint).is_some(),
+            Change::Added(outpoint, Some(coin)) => coins
+                .add(&outpoint, coin.value, coin.code(), &coin.script)
+                .is_some(),
+        };
     }
+    matched
 }

@@ -13,11 +13,15 @@
 mod connect;
 mod disk;
 mod dump;
+mod state;
 mod store;
 
 pub use connect::COINBASE_MATURITY;
 pub use disk::DiskCoins;
 pub use dump::write_snapshot;
+#[cfg(feature = "test-util")]
+pub use state::state_files;
+pub use state::{ChainState, DEFAULT_UNDO_BLOCKS, StateOptions, UpdateReport};
 pub use store::{CoinStore, MemoryCoins};
 
 use crate::chain::Chain;
@@ -71,7 +75,7 @@ pub fn connect(
         }
     };
     let mut fetcher = BlockFetcher::new(files);
-    let mut block = Vec::new();
+    let (mut block, mut changes) = (Vec::new(), Vec::new());
     let mut report = ConnectReport {
         height: 0,
         hash: chain.network().genesis(),
@@ -89,7 +93,7 @@ pub fn connect(
             continue;
         }
         fetcher.read(&info, &mut block)?;
-        let connected = connect::connect_block(&block, at, coins);
+        let connected = connect::connect_block(&block, at, coins, &mut changes);
         if let Some(error) = coins.take_error() {
             return Err(error);
         }
