@@ -237,7 +237,7 @@ pub(crate) fn replay(dir: &Path, path: &Path) -> Result<Journal> {
         Journal::Torn => return Ok(Journal::Torn),
         Journal::Committed(_) => {}
     }
-    let mut files: Vec<Option<(PathBuf, File)>> = (0..256).map(|_| None).collect();
+    let mut files: Vec<Option<(PathBuf, File, u64)>> = (0..256).map(|_| None).collect();
     let journal = read_journal(open()?, path, &mut |part, number, bytes| {
         let slot = &mut files[part as usize];
         if slot.is_none() {
@@ -247,14 +247,11 @@ pub(crate) fn replay(dir: &Path, path: &Path) -> Result<Journal> {
                 .write(true)
                 .open(&name)
                 .map_err(|e| Error::io(&name, "open", e))?;
-            *slot = Some((name, file));
+            let len = file.metadata().map_err(|e| Error::io(&name, "read", e))?;
+            *slot = Some((name, file, len.len()));
         }
-        let (name, file) = slot.as_ref().expect("opened above");
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(name, "read", e))?
-            .len();
-        let at = number.checked_mul(PAGE as u64).filter(|at| *at < len);
+        let (name, file, len) = slot.as_ref().expect("opened above");
+        let at = number.checked_mul(PAGE as u64).filter(|at| at < len);
         let Some(at) = at else {
             return Err(ErrorKind::BadState {
                 path: path.to_path_buf(),
@@ -267,7 +264,7 @@ pub(crate) fn replay(dir: &Path, path: &Path) -> Result<Journal> {
         };
         write_all_at(file, bytes, at).map_err(|e| Error::io(name, "write", e))
     })?;
-    for (name, file) in files.iter().flatten() {
+    for (name, file, _) in files.iter().flatten() {
         file.sync_data().map_err(|e| Error::io(name, "sync", e))?;
     }
     Ok(journal)
@@ -301,7 +298,7 @@ mod tests {
 
     #[test]
     fn committed_journals_replay_torn_ones_do_not() {
-        let dir = seekless_testkit_free_dir("journal");
+        let dir = fresh_dir("journal");
         std::fs::write(dir.join("part-03"), vec![0u8; 4 * PAGE]).unwrap();
         let path = journal(&dir, &[(3, 1, 7), (3, 3, 9)], None);
         assert!(matches!(replay(&dir, &path).unwrap(), Journal::Torn));
@@ -354,7 +351,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    fn seekless_testkit_free_dir(name: &str) -> PathBuf {
+    fn fresh_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("seekless-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).unwrap();

@@ -112,6 +112,14 @@ impl DiskCoins {
         if let Some(error) = self.error.take() {
             return Err(error);
         }
+        if self.failed {
+            let reason = "an earlier error left the set in memory incomplete: not committed";
+            return Err(ErrorKind::BadState {
+                path: self.dir.clone(),
+                reason: reason.to_string(),
+            }
+            .into());
+        }
         let result = self.try_commit(tip);
         // A commit that failed half-way left the cache half written: the
         // set on disk is the last commit's, and this one stops.
