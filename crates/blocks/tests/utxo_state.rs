@@ -2,9 +2,9 @@
 //! genesis on generated chains: runs in steps (files added one at a time)
 //! end in the same snapshot bytes; reorgs (a fork that overtakes, and back)
 //! disconnect and end as a fresh run on the final chain; a reorg or a
-//! height deeper than the undo kept is refused, the state unchanged;
-//! damaged, foreign and locked states are refused, a torn journal
-//! recovered.
+//! height deeper than the undo kept is refused, the state unchanged; a
+//! block that does not connect leaves the state at its parent; damaged,
+//! foreign and locked states are refused, a torn journal recovered.
 
 use std::path::{Path, PathBuf};
 
@@ -253,4 +253,62 @@ fn damaged_foreign_and_busy_states_are_refused() {
     std::fs::write(other.join("notes.txt"), "mine").unwrap();
     let error = ChainState::open(&other, Network::Regtest, &options(288)).unwrap_err();
     assert!(error.to_string().contains("not a state"), "{error}");
+}
+
+#[test]
+fn a_block_that_does_not_connect_leaves_the_state_at_its_parent() {
+    use seekless_blocks::OutPoint;
+    use seekless_blocks::generate::spends::GenTx;
+    let mut chain = spending_chain(71, 40);
+    let ghost = OutPoint {
+        txid: [7; 32],
+        vout: 1,
+    };
+    let tx = GenTx::spend(&[ghost], &[(5, vec![0x51])], false);
+    chain.extend_with(&[1, 2, 3], &[(50, vec![0x51])], vec![tx.clone()]);
+    chain.extend(8);
+    let blocks = TempDir::new("state-bad-block");
+    let paths = write_blocks(&blocks, &best(&chain), 9);
+    let state = TempDir::new("state-bad-block-dir");
+    let dir = state.join("state");
+    for _ in 0..2 {
+        let (chain, output) = scanned(&paths);
+        let mut open = ChainState::open(&dir, Network::Regtest, &options(288)).unwrap();
+        let report = open
+            .update(&chain, &output.files, None, &mut |_| {})
+            .unwrap();
+        let failure = report.connect.failure.expect("block 41 does not connect");
+        match failure.kind() {
+            ErrorKind::NotConnected { height, txid, .. } => {
+                assert_eq!((*height, *txid), (41, Some(tx.txid)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((open.height(), report.connect.height), (40, 40));
+        let bytes = snapshot(open.coins(), open.hash());
+        assert!(bytes == fresh(&paths, None).0);
+    }
+    // A partition cut short is refused, naming it.
+    let part = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("part-")
+        })
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    let error = ChainState::open(&dir, Network::Regtest, &options(288)).unwrap_err();
+    assert!(
+        error.to_string().contains(part.to_str().unwrap()),
+        "{error}"
+    );
 }
