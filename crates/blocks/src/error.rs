@@ -280,6 +280,14 @@ pub enum ErrorKind {
         /// The lock file.
         path: PathBuf,
     },
+    /// The state's tip is not among the blocks scanned (and no height was
+    /// asked): not a reorg, block files missing.
+    StateTipUnknown {
+        /// The state's tip.
+        height: u32,
+        /// Its hash (internal byte order).
+        hash: [u8; 32],
+    },
     /// The state's tip must go back past what its undo data reaches: a
     /// reorg deeper than the undo kept, or `--height` below it.
     UndoTooShort {
@@ -733,6 +741,12 @@ impl fmt::Display for Error {
                 f,
                 "the state directory is in use by another run (lock {} held)",
                 path.display()
+            ),
+            ErrorKind::StateTipUnknown { height, hash } => write!(
+                f,
+                "the state's tip {} at height {height} is not in the block files: \
+                 give the files it was built from (or --height to go back)",
+                Reversed(hash)
             ),
             ErrorKind::UndoTooShort { height, reach } => write!(
                 f,

@@ -127,6 +127,17 @@ fn runs_in_steps_end_where_one_run_ends() {
     // Again with nothing new: nothing connected, the same set.
     let (bytes, height, _) = step(&dir, &paths, None, 288);
     assert_eq!((bytes, height), fresh(&paths, None));
+    // Fewer files than the state was built from: refused, not a reorg.
+    let (chain, output) = scanned(&paths[..2]);
+    let mut open = ChainState::open(&dir, Network::Regtest, &options(288)).unwrap();
+    let error = open
+        .update(&chain, &output.files, None, &mut |_| {})
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::StateTipUnknown { height: 130, .. }),
+        "{error}"
+    );
+    drop(open);
     // A height below the tip disconnects down to it; the tip again after.
     for height in [128, 100, 130] {
         let (bytes, at, _) = step(&dir, &paths, Some(height), 288);

@@ -175,8 +175,9 @@ impl ChainState {
     /// the memory budget fills and at the end. A block that breaks a rule
     /// is not an error: the report names it and the state stays at its
     /// parent. Fails (the state at its last commit) on an I/O error, a
-    /// `height` past the tip, and a state that must go back further than
-    /// its undo data reaches.
+    /// `height` past the tip, a state whose tip is not among the blocks
+    /// scanned (unless `height` is given), and a state that must go back
+    /// further than its undo data reaches.
     pub fn update(
         &mut self,
         chain: &Chain,
@@ -199,6 +200,13 @@ impl ChainState {
             .map(|b| b.hash.0)
             .collect();
         let from = self.tip.height;
+        if height.is_none() && chain.get(&BlockHash(self.tip.hash)).is_none() {
+            // A reorg leaves the old branch in the files (Core keeps stale
+            // blocks): a tip not there means files left out, and going
+            // back to what they hold would undo the state's work.
+            let (height, hash) = (self.tip.height, self.tip.hash);
+            return Err(ErrorKind::StateTipUnknown { height, hash }.into());
+        }
         let back = self.path_back(&best)?;
         for &(height, hash) in &back {
             self.disconnect(height, hash)?;
