@@ -62,9 +62,15 @@ impl DiskCoins {
             if grow.exists() {
                 fs::remove_file(&grow).map_err(|e| Error::io(&grow, "remove", e))?;
             }
-            if path.exists() {
+            if count == 0 && used == 0 {
+                // No record committed: whatever the file holds (a run may
+                // have died creating it, before its first page) goes.
+                if path.exists() {
+                    fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+                }
+            } else if path.exists() {
                 coins.parts[p] = Some(Pages::open(path, p as u8, used, count)?);
-            } else if count > 0 || used > 0 {
+            } else {
                 let reason = format!("holds {count} coins and is missing");
                 return Err(ErrorKind::BadState { path, reason }.into());
             }
