@@ -114,6 +114,11 @@ impl Pages {
     /// A partition of one empty page at `path`.
     pub(super) fn create(path: PathBuf, part: u8, durable: bool) -> Result<Self> {
         let file = create(&path, 1)?;
+        if durable {
+            // Its length must survive a power cut before a journal's pages
+            // are replayed into it.
+            file.sync_all().map_err(|e| Error::io(&path, "sync", e))?;
+        }
         Ok(Pages {
             path,
             file,
