@@ -266,6 +266,36 @@ pub enum ErrorKind {
         /// Offset of the transaction.
         offset: u64,
     },
+    /// A file of a chainstate directory (`--state`) is not what the state
+    /// keeps there: damaged, of a newer version or another network, or the
+    /// directory is not a state.
+    BadState {
+        /// The file (or the directory).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another run holds the chainstate directory's lock.
+    StateInUse {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The state's tip is not among the blocks scanned (and no height was
+    /// asked): not a reorg, block files missing.
+    StateTipUnknown {
+        /// The state's tip.
+        height: u32,
+        /// Its hash (internal byte order).
+        hash: [u8; 32],
+    },
+    /// The state's tip must go back past what its undo data reaches: a
+    /// reorg deeper than the undo kept, or `--height` below it.
+    UndoTooShort {
+        /// The state's tip.
+        height: u32,
+        /// The lowest height its undo data can take it back to.
+        reach: u32,
+    },
 }
 
 /// Why a block does not connect, with Core's reject reason.
@@ -701,6 +731,28 @@ impl fmt::Display for Error {
                 "no indexed transaction at offset {offset} of {}: \
                  the block files changed since the index was built; rebuild it",
                 path.display()
+            ),
+            ErrorKind::BadState { path, reason } => write!(
+                f,
+                "state file {}: {reason} (not rebuilt: remove the state directory to start over)",
+                path.display()
+            ),
+            ErrorKind::StateInUse { path } => write!(
+                f,
+                "the state directory is in use by another run (lock {} held)",
+                path.display()
+            ),
+            ErrorKind::StateTipUnknown { height, hash } => write!(
+                f,
+                "the state's tip {} at height {height} is not in the block files: \
+                 give the files it was built from (or --height to go back)",
+                Reversed(hash)
+            ),
+            ErrorKind::UndoTooShort { height, reach } => write!(
+                f,
+                "the state at height {height} must go back below height {reach}, \
+                 as far as its undo data reaches (a deeper reorg or a lower --height \
+                 than --undo-blocks allows); start a new state directory"
             ),
         }
     }

@@ -113,8 +113,8 @@ pub use txindex::{
 };
 pub use u256::U256;
 pub use utxo::{
-    COINBASE_MATURITY, CoinStore, ConnectReport, ConnectedBlock, DiskCoins, MemoryCoins, connect,
-    connect_each, write_snapshot,
+    COINBASE_MATURITY, ChainState, CoinStore, ConnectReport, ConnectedBlock, DEFAULT_UNDO_BLOCKS,
+    DiskCoins, MemoryCoins, StateOptions, UpdateReport, connect, connect_each, write_snapshot,
 };
 pub use xor::XorKey;
 
@@ -133,3 +133,5 @@ pub use record::{
 };
 #[cfg(feature = "test-util")]
 pub use tx::{MAX_COMPACT_SIZE, Transaction, TxIn, TxOut, write_compact_size};
+#[cfg(feature = "test-util")]
+pub use utxo::state_files;

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use seekless_blocks::{
-    BadKind, BlockFile, Chain, CoinStore, DEFAULT_MAX_FILE_SIZE, DiskCoins, LinearizeOptions,
-    Network, ScanOptions, ScanOutput, TxIndexOptions, XorKey, check_linearize_output, connect,
-    linearize, list_block_files, scan, write_snapshot,
+    BadKind, BlockFile, Chain, ChainState, CoinStore, ConnectReport, DEFAULT_MAX_FILE_SIZE,
+    DiskCoins, LinearizeOptions, Network, ScanOptions, ScanOutput, StateOptions, TxIndexOptions,
+    UtxoStats, XorKey, check_linearize_output, connect, linearize, list_block_files, scan,
+    write_snapshot,
 };
 use serde_json::{Value, json};
 
@@ -105,8 +106,18 @@ pub enum Command {
         memory: Option<u64>,
         /// Directory for the coins' files (default: the output's
         /// directory); removed at the end.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "state")]
         tmp_dir: Option<PathBuf>,
+        /// Keep the chainstate in DIR between runs (made at the first):
+        /// connect only the blocks new since the last run, disconnect
+        /// those that left the best chain (or are above --height).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// With --state: blocks whose undo data is kept, the deepest reorg
+        /// (or lowest --height below the state's tip) it can go back.
+        #[arg(long, value_name = "N", default_value_t = seekless_blocks::DEFAULT_UNDO_BLOCKS,
+              requires = "state")]
+        undo_blocks: u32,
         /// Print one JSON object, with `gettxoutsetinfo`'s keys.
         #[arg(long)]
         json: bool,
@@ -207,6 +218,8 @@ pub fn run(command: Command) -> ExitCode {
             height,
             memory,
             tmp_dir,
+            state,
+            undo_blocks,
             json,
         } => run_utxo(
             &source,
@@ -215,6 +228,7 @@ pub fn run(command: Command) -> ExitCode {
             &Store {
                 memory: memory.unwrap_or_else(DiskCoins::default_budget),
                 dir: tmp_dir,
+                state: state.map(|dir| (dir, undo_blocks)),
             },
             json,
         ),
@@ -523,6 +537,8 @@ fn run_linearize(
 struct Store {
     memory: u64,
     dir: Option<PathBuf>,
+    /// `--state DIR` and `--undo-blocks`.
+    state: Option<(PathBuf, u32)>,
 }
 
 impl Store {
@@ -556,6 +572,14 @@ fn run_utxo(
 ) -> Result<ExitCode, String> {
     let inputs: Vec<&Path> = source.paths.iter().map(PathBuf::as_path).collect();
     crate::guard::output_apart(output, &inputs)?;
+    if let Some((dir, undo_blocks)) = &store.state {
+        // The state refuses a directory holding anything but its own files.
+        let options = StateOptions {
+            memory: store.memory,
+            undo_blocks: *undo_blocks,
+        };
+        return run_utxo_state(source, output, height, dir, &options, as_json);
+    }
     let (scanned, chain) = load(source)?;
     let stop = height.or(chain.tip().and_then(|t| t.height)).unwrap_or(0);
     let total = chain
@@ -576,6 +600,17 @@ fn run_utxo(
     })
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
+    print_utxo(&report, &stats, output, as_json)
+}
+
+/// Prints what `gettxoutsetinfo` prints; exit 1 when a block did not
+/// connect.
+fn print_utxo(
+    report: &ConnectReport,
+    stats: &UtxoStats,
+    output: &Path,
+    as_json: bool,
+) -> Result<ExitCode, String> {
     let amount = format!(
         "{}.{:08}",
         stats.total_amount / 100_000_000,
@@ -604,7 +639,7 @@ fn run_utxo(
         println!("muhash        {}", stats.muhash_hex());
         println!("snapshot      {path}");
     }
-    Ok(match report.failure {
+    Ok(match &report.failure {
         Some(failure) => {
             eprintln!(
                 "seekless: {failure}; the snapshot is the set at height {}",
@@ -614,4 +649,42 @@ fn run_utxo(
         }
         None => ExitCode::SUCCESS,
     })
+}
+
+/// `blocks utxo --state DIR`: the state opened (locked) after the scan,
+/// brought to the best chain, its set written as the snapshot.
+fn run_utxo_state(
+    source: &Source,
+    output: &Path,
+    height: Option<u32>,
+    dir: &Path,
+    options: &StateOptions,
+    as_json: bool,
+) -> Result<ExitCode, String> {
+    let (scanned, chain) = load(source)?;
+    let mut state = ChainState::open(dir, chain.network(), options).map_err(|e| e.to_string())?;
+    let stop = height.or(chain.tip().and_then(|t| t.height)).unwrap_or(0);
+    let total = chain
+        .best_chain()
+        .take(stop as usize + 1)
+        .skip(state.height() as usize + 1)
+        .map(|b| b.size as u64)
+        .sum();
+    let bar = crate::progress::bytes(total, "connect");
+    let update = state
+        .update(&chain, &scanned.files, height, &mut |n| bar.inc(n))
+        .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let bar = crate::progress::counted(state.coins().len(), "coins");
+    let report = update.connect;
+    let stats = write_snapshot(
+        state.coins(),
+        chain.network(),
+        report.hash,
+        output,
+        &mut |n| bar.inc(n),
+    )
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    print_utxo(&report, &stats, output, as_json)
 }

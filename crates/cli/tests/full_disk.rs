@@ -459,15 +459,15 @@ fn a_txindex_written_to_a_full_disk_names_it_and_leaves_nothing() {
     assert!(fails_cleanly(&dir, &args, 16 << 10) > 0);
 }
 
+/// A generated chain of 140 blocks spending earlier outputs, in one plain
+/// block file in `DIR/blocks`; returns that directory.
 #[cfg(feature = "blocks")]
-#[test]
-fn an_export_or_balances_on_a_full_disk_names_it_and_leaves_nothing() {
+fn one_file_chain(dir: &Path, seed: u64) -> PathBuf {
     use seekless_blocks::Network;
     use seekless_blocks::generate::{self, spends::SpendingChain};
-    let dir = TempDir::new("cli-full-export");
     let blocks = dir.join("blocks");
     std::fs::create_dir(&blocks).unwrap();
-    let mut chain = SpendingChain::new(9);
+    let mut chain = SpendingChain::new(seed);
     for _ in 0..140 {
         chain.extend(10);
     }
@@ -478,6 +478,14 @@ fn an_export_or_balances_on_a_full_disk_names_it_and_leaves_nothing() {
         Default::default(),
     );
     std::fs::write(blocks.join("blk00000.dat"), &files[0]).unwrap();
+    blocks
+}
+
+#[cfg(feature = "blocks")]
+#[test]
+fn an_export_or_balances_on_a_full_disk_names_it_and_leaves_nothing() {
+    let dir = TempDir::new("cli-full-export");
+    let blocks = one_file_chain(&dir, 9);
     let snapshot = dir.join("utxo.dat");
     let (b, s) = (blocks.to_str().unwrap(), snapshot.to_str().unwrap());
     let out = seekless(&["blocks", "utxo", b, "-o", s], None);
@@ -495,4 +503,44 @@ fn an_export_or_balances_on_a_full_disk_names_it_and_leaves_nothing() {
         let args = ["blocks", "balances", s, "-o", &target, "--memory", "4K"];
         assert!(fails_cleanly(&dir, &args, 4 << 10) > 0, "{name}");
     }
+}
+
+#[cfg(feature = "blocks")]
+#[test]
+fn a_state_that_cannot_write_names_the_file_and_stays_at_its_last_commit() {
+    let dir = TempDir::new("cli-full-state");
+    let blocks = one_file_chain(&dir, 6);
+    let (whole, out, state) = (
+        dir.join("whole.dat"),
+        dir.join("out.dat"),
+        dir.join("state"),
+    );
+    let text = |p: &Path| p.to_str().unwrap().to_string();
+    let (b, s) = (text(&blocks), text(&state));
+    let clean = seekless(&["blocks", "utxo", &b, "-o", &text(&whole)], None);
+    assert!(clean.status.success());
+    let run = |height: Option<&str>, limit| {
+        let mut args = vec!["blocks", "utxo", &b, "-o", "", "--state", &s];
+        let o = text(&out);
+        args[4] = &o;
+        if let Some(h) = height {
+            args.extend(["--height", h]);
+        }
+        seekless(&args, limit)
+    };
+    assert!(run(Some("60"), None).status.success());
+    let tip = std::fs::read(state.join("tip")).unwrap();
+    // No file may pass 8 KB: the commit's journal cannot be written.
+    let failed = run(None, Some(8 << 10));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&s) && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(state.join("tip")).unwrap(), tip);
+    // Room again: the same command ends where one run from genesis ends.
+    assert!(run(None, None).status.success());
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&whole).unwrap());
 }

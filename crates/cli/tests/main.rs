@@ -8,6 +8,7 @@ mod common;
 mod bencode;
 mod blocks;
 mod blocks_export;
+mod blocks_state;
 mod blocks_txindex;
 mod blocks_utxo;
 mod bundle;

@@ -21,8 +21,9 @@ pub const COINBASE_MATURITY: u32 = 100;
 /// A rule broken: the transaction (when one) and the rule.
 pub(crate) type Broken = (Option<[u8; 32]>, Reject);
 
-/// One change made to the set, kept until the block is connected.
-#[derive(Debug)]
+/// One change made to the set: kept until the block is connected, and in
+/// a chainstate directory as the block's undo data.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Change {
     /// A coin spent (to put back).
     Spent(OutPoint, Coin),
@@ -65,6 +66,19 @@ pub(crate) fn connect_checked(
     Ok(BlockCounts {
         transactions: txs.len() as u64,
     })
+}
+
+/// [`check_block`], then [`connect_checked`]: a block read on the thread
+/// that connects it.
+pub(crate) fn connect_block(
+    block: &[u8],
+    height: u32,
+    coins: &mut (impl CoinStore + ?Sized),
+    changes: &mut Vec<Change>,
+) -> Result<BlockCounts, Broken> {
+    changes.clear();
+    let txs = check_block(block)?;
+    connect_checked(block, &txs, height, coins, changes)
 }
 
 /// A block just connected, as [`connect_each`](crate::connect_each) shows
@@ -282,19 +296,24 @@ fn connect_tx(
     Ok(())
 }
 
-/// Puts back what `changes` changed, last first.
-fn undo(changes: impl DoubleEndedIterator<Item = Change>, coins: &mut (impl CoinStore + ?Sized)) {
+/// Puts back what `changes` changed, last first; false when the set does
+/// not hold what they say (a coin to remove missing, or one to put back
+/// there already): undo data that is not this set's.
+pub(crate) fn undo(
+    changes: impl DoubleEndedIterator<Item = Change>,
+    coins: &mut (impl CoinStore + ?Sized),
+) -> bool {
+    let mut matched = true;
     for change in changes.rev() {
-        match change {
-            Change::Spent(outpoint, coin) => {
-                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
-            }
-            Change::Added(outpoint, None) => {
-                coins.spend(&outpoint);
-            }
-            Change::Added(outpoint, Some(coin)) => {
-                coins.add(&outpoint, coin.value, coin.code(), &coin.script);
-            }
-        }
+        matched &= match change {
+            Change::Spent(outpoint, coin) => coins
+                .add(&outpoint, coin.value, coin.code(), &coin.script)
+                .is_none(),
+            Change::Added(outpoint, None) => coins.spend(&outpoint).is_some(),
+            Change::Added(outpoint, Some(coin)) => coins
+                .add(&outpoint, coin.value, coin.code(), &coin.script)
+                .is_some(),
+        };
     }
+    matched
 }

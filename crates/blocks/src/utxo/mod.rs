@@ -14,11 +14,15 @@
 mod connect;
 mod disk;
 mod dump;
+mod state;
 mod store;
 
 pub use connect::{COINBASE_MATURITY, ConnectedBlock};
 pub use disk::DiskCoins;
 pub use dump::write_snapshot;
+#[cfg(feature = "test-util")]
+pub use state::state_files;
+pub use state::{ChainState, DEFAULT_UNDO_BLOCKS, StateOptions, UpdateReport};
 pub use store::{CoinStore, MemoryCoins};
 
 use std::sync::mpsc;

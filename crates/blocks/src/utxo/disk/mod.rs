@@ -12,15 +12,26 @@
 //! not know. On disk a coin is Core's compressed coin (`compress.rs`).
 
 mod file_at;
+mod journal;
+mod kept;
 mod pages;
+mod tip;
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File};
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 
 use file_at::{read_exact_at, write_all_at};
+use journal::JournalWriter;
 use pages::{Change, INLINE_MAX, Key, PAGE, POINTER, POINTER_LEN, Pages};
+use siphasher::sip::SipHasher13;
+
+#[cfg(feature = "test-util")]
+pub(crate) use journal::{Journal, read_journal};
+pub(crate) use kept::{KEPT_FILES, TipId, sync_dir};
+#[cfg(feature = "test-util")]
+pub(crate) use tip::Tip;
 
 use crate::coin::{Coin, OutPoint};
 use crate::error::{Error, Result};
@@ -63,7 +74,16 @@ struct Slot {
 pub struct DiskCoins {
     dir: PathBuf,
     budget: u64,
-    hasher: RandomState,
+    /// SipHash-1-3 keys placing coins in pages: random for a set of one
+    /// run, kept in the tip record for a set kept between runs.
+    keys: [u64; 2],
+    /// The set is kept between runs (a chainstate directory): flushes are
+    /// commits, through the journal, at block boundaries; the directory
+    /// stays.
+    kept: bool,
+    /// A kept set's cache passed its budget: the next block boundary
+    /// commits.
+    full: bool,
     cache: Vec<hashbrown::HashMap<Key, Slot>>,
     /// Bytes of the cache's tables.
     tables: u64,
@@ -102,10 +122,17 @@ impl DiskCoins {
     /// `budget`: bytes of memory for the cache.
     pub fn create(dir: &Path, budget: u64) -> Result<Self> {
         fs::create_dir(dir).map_err(|e| Error::io(dir, "create", e))?;
-        Ok(DiskCoins {
+        Ok(Self::empty(dir, budget, random_keys(), false))
+    }
+
+    /// A set of no coins over `dir`, placing coins by `keys`.
+    fn empty(dir: &Path, budget: u64, keys: [u64; 2], kept: bool) -> Self {
+        DiskCoins {
             dir: dir.to_path_buf(),
             budget,
-            hasher: RandomState::new(),
+            keys,
+            kept,
+            full: false,
             cache: (0..PARTITIONS).map(|_| hashbrown::HashMap::new()).collect(),
             tables: 0,
             arena: Vec::new(),
@@ -116,7 +143,7 @@ impl DiskCoins {
             failed: false,
             flushes: 0,
             coin: empty_coin(),
-        })
+        }
     }
 
     /// The budget `blocks utxo` takes when none is given: half of the
@@ -154,7 +181,7 @@ impl DiskCoins {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        sip(self.keys, key)
     }
 
     /// Flushes the cache if `bytes` more in the arena and an entry more in
@@ -174,7 +201,13 @@ impl DiskCoins {
         };
         let total = self.tables + table_growth + arena + arena_growth;
         if (total > self.budget && self.cached() > 0) || arena > u32::MAX as u64 {
-            self.flush()?;
+            if self.kept {
+                // A kept set commits whole blocks only: at the next
+                // boundary (a block adds well under the arena's 4 GiB).
+                self.full = true;
+            } else {
+                self.flush(None)?;
+            }
         }
         Ok(())
     }
@@ -243,8 +276,9 @@ impl DiskCoins {
         Ok(())
     }
 
-    /// Writes the cache out: each partition's changes sorted by page.
-    fn flush(&mut self) -> Result<()> {
+    /// Writes the cache out: each partition's changes sorted by page, in
+    /// place or into `journal`.
+    fn flush(&mut self, mut journal: Option<&mut JournalWriter>) -> Result<()> {
         self.flushes += 1;
         let mut changes = Vec::new();
         let mut data = Vec::new();
@@ -290,11 +324,17 @@ impl DiskCoins {
             self.cache[p] = table;
             changes.sort_unstable_by_key(|c| c.hash);
             if self.parts[p].is_none() {
-                self.parts[p] = Some(Pages::create(self.dir.join(format!("part-{p:02x}")))?);
+                let path = self.dir.join(format!("part-{p:02x}"));
+                self.parts[p] = Some(Pages::create(path, p as u8, self.kept)?);
             }
-            let hasher = self.hasher.clone();
+            let keys = self.keys;
             let part = self.parts[p].as_mut().expect("created above");
-            part.apply(&changes, &data, &|key| hasher.hash_one(key))?;
+            part.apply(
+                &changes,
+                &data,
+                &|key| sip(keys, key),
+                journal.as_deref_mut(),
+            )?;
         }
         self.arena.clear();
         self.coin = coin;
@@ -483,8 +523,25 @@ impl Drop for DiskCoins {
     fn drop(&mut self) {
         self.parts.clear();
         self.overflow = None;
-        let _ = fs::remove_dir_all(&self.dir);
+        if !self.kept {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
     }
+}
+
+/// SipHash-1-3 of `key` under `keys` (std's `HashMap` hash, keyed by us).
+fn sip(keys: [u64; 2], key: &[u8]) -> u64 {
+    let mut hasher = SipHasher13::new_with_keys(keys[0], keys[1]);
+    hasher.write(key);
+    hasher.finish()
+}
+
+/// 128 random bits: std's per-process random SipHash keys, hashed.
+fn random_keys() -> [u64; 2] {
+    [
+        RandomState::new().hash_one(1u8),
+        RandomState::new().hash_one(2u8),
+    ]
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use super::file_at::{read_exact_at, write_all_at};
-use crate::error::{Error, Result};
+use super::journal::JournalWriter;
+use crate::error::{Error, ErrorKind, Result};
 
-/// Bytes of a page.
-pub(super) const PAGE: usize = 4096;
+/// Bytes of a page (the journal's page entries hold one).
+pub(super) const PAGE: usize = super::journal::PAGE;
 /// A page's header: the bytes of records that follow (u16, little-endian).
 const PAGE_HEADER: usize = 2;
 /// Bytes of an outpoint: the txid, then the index little-endian.
@@ -94,6 +95,11 @@ fn seal(page: &mut Vec<u8>) {
 pub(super) struct Pages {
     path: PathBuf,
     file: File,
+    /// Its partition (the journal names it).
+    part: u8,
+    /// Whether a grown file is synced before it takes the old one's name
+    /// (a chainstate kept between runs).
+    durable: bool,
     /// Pages: `1 << bits`.
     bits: u32,
     /// Bytes of records in the pages.
@@ -106,16 +112,57 @@ pub(super) struct Pages {
 
 impl Pages {
     /// A partition of one empty page at `path`.
-    pub(super) fn create(path: PathBuf) -> Result<Self> {
+    pub(super) fn create(path: PathBuf, part: u8, durable: bool) -> Result<Self> {
         let file = create(&path, 1)?;
+        if durable {
+            // Its length must survive a power cut before a journal's pages
+            // are replayed into it.
+            file.sync_all().map_err(|e| Error::io(&path, "sync", e))?;
+        }
         Ok(Pages {
             path,
             file,
+            part,
+            durable,
             bits: 0,
             used: 0,
             count: 0,
             page: Vec::with_capacity(PAGE),
         })
+    }
+
+    /// The partition at `path` a state committed, holding `count` records
+    /// of `used` bytes; its pages are its length's.
+    pub(super) fn open(path: PathBuf, part: u8, used: u64, count: u64) -> Result<Self> {
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, "open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&path, "read", e))?
+            .len();
+        let pages = len / PAGE as u64;
+        if len % PAGE as u64 != 0 || !pages.is_power_of_two() || pages > 1 << 40 {
+            let reason = format!("{len} bytes is not a power of two of 4 KiB pages");
+            return Err(ErrorKind::BadState { path, reason }.into());
+        }
+        Ok(Pages {
+            path,
+            file,
+            part,
+            durable: true,
+            bits: pages.trailing_zeros(),
+            used,
+            count,
+            page: Vec::with_capacity(PAGE),
+        })
+    }
+
+    /// Bytes of records held.
+    pub(super) fn used(&self) -> u64 {
+        self.used
     }
 
     /// Records held.
@@ -156,13 +203,16 @@ impl Pages {
     }
 
     /// Applies `changes` (sorted by hash) whose records' data are in
-    /// `data`. Applying twice does what applying once does, so a page that
-    /// overflows grows the partition and the batch starts again.
+    /// `data`: the new pages written in place, or into `journal` (the file
+    /// untouched until the journal is committed and replayed). Applying
+    /// twice does what applying once does, so a page that overflows grows
+    /// the partition and the batch starts again (the journal cut back).
     pub(super) fn apply(
         &mut self,
         changes: &[Change],
         data: &[u8],
         hash: &dyn Fn(&[u8]) -> u64,
+        mut journal: Option<&mut JournalWriter>,
     ) -> Result<()> {
         let added: u64 = changes
             .iter()
@@ -174,14 +224,27 @@ impl Pages {
             bits += 1;
         }
         self.grow(bits, hash)?;
-        while !self.apply_once(changes, data)? {
+        let before = (self.used, self.count);
+        let mark = journal.as_ref().map(|j| j.mark());
+        while !self.apply_once(changes, data, journal.as_deref_mut())? {
+            if let (Some(journal), Some(mark)) = (journal.as_deref_mut(), mark) {
+                // The pages went to the journal, not the file: the counts
+                // and the journal go back to before the batch.
+                (self.used, self.count) = before;
+                journal.rollback(mark)?;
+            }
             self.grow(self.bits + 1, hash)?;
         }
         Ok(())
     }
 
     /// One pass of [`Pages::apply`]; false when a page overflowed.
-    fn apply_once(&mut self, changes: &[Change], data: &[u8]) -> Result<bool> {
+    fn apply_once(
+        &mut self,
+        changes: &[Change],
+        data: &[u8],
+        mut journal: Option<&mut JournalWriter>,
+    ) -> Result<bool> {
         let mut old = vec![0u8; PAGE];
         let mut page = std::mem::take(&mut self.page);
         let mut rest = changes;
@@ -221,8 +284,11 @@ impl Pages {
                 return Ok(false);
             }
             seal(&mut page);
-            write_all_at(&self.file, &page, bucket * PAGE as u64)
-                .map_err(|e| Error::io(&self.path, "write", e))?;
+            match journal.as_deref_mut() {
+                Some(journal) => journal.put(self.part, bucket, &page)?,
+                None => write_all_at(&self.file, &page, bucket * PAGE as u64)
+                    .map_err(|e| Error::io(&self.path, "write", e))?,
+            }
             self.used = self.used - before.0 + used;
             self.count = self.count - before.1 + count;
         }
@@ -267,6 +333,11 @@ impl Pages {
             }
         }
         self.page = page;
+        if self.durable {
+            // The grown file holds the records the old one holds, laid out
+            // anew: it may take the old one's name at any moment, once whole.
+            file.sync_data().map_err(|e| Error::io(&grown, "sync", e))?;
+        }
         drop(file);
         fs::rename(&grown, &self.path).map_err(|e| Error::io(&grown, "rename", e))?;
         self.file = File::options()
