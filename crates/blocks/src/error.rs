@@ -1,7 +1,7 @@
 //! The one error type of this crate.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What went wrong, with the position where it applies.
 #[derive(Debug)]
@@ -476,6 +476,19 @@ impl Error {
             source,
         }
         .into()
+    }
+
+    /// This error with an I/O failure's path set to `path`: the snapshot
+    /// reader and writer name their stream, not the file behind it.
+    pub(crate) fn in_file(self, path: &Path) -> Self {
+        match self.kind() {
+            ErrorKind::Io { action, source, .. } => Error::io(
+                path,
+                action,
+                std::io::Error::new(source.kind(), source.to_string()),
+            ),
+            _ => self,
+        }
     }
 }
 

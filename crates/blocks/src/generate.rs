@@ -341,19 +341,56 @@ pub fn headers_first_order(mut order: Vec<usize>, window: usize, rng: &mut Rng) 
 }
 
 /// Writes `files` into `dir` as `blk00000.dat`…, and `key` as `xor.dat`
-/// beside them when there is one.
+/// beside them when there is one; returns the files' paths.
 pub fn write_block_files(
     dir: &std::path::Path,
     files: &[Vec<u8>],
     key: Option<XorKey>,
-) -> std::io::Result<()> {
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut paths = Vec::with_capacity(files.len());
     for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes)?;
+        let path = dir.join(format!("blk{n:05}.dat"));
+        std::fs::write(&path, bytes)?;
+        paths.push(path);
     }
     if let Some(key) = key {
         std::fs::write(dir.join("xor.dat"), key.0)?;
     }
-    Ok(())
+    Ok(paths)
+}
+
+/// Block files as Core lays them out: [`write_core_dir`]'s files and where
+/// each block went.
+#[derive(Clone, Debug)]
+pub struct CoreDir {
+    /// The files written, `blk00000.dat` first.
+    pub paths: Vec<std::path::PathBuf>,
+    /// Each block's (file, offset), in the order the blocks were given.
+    pub positions: Vec<(usize, u64)>,
+}
+
+/// Writes regtest `blocks` into `dir` as Core would: in headers-first order
+/// (by height, shuffled in windows of `window`), split in `blk00000.dat`…
+/// of at most `file_size` bytes, XORed with `key`, `xor.dat` beside them.
+pub fn write_core_dir(
+    dir: &std::path::Path,
+    blocks: &[&GenBlock],
+    window: usize,
+    file_size: usize,
+    key: XorKey,
+    rng: &mut Rng,
+) -> std::io::Result<CoreDir> {
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&i| blocks[i].height);
+    let order = headers_first_order(order, window, rng);
+    let laid = order.iter().map(|&i| blocks[i].bytes.as_slice());
+    let (files, placed) = layout_files(Network::Regtest, laid, file_size, key);
+    let paths = write_block_files(dir, &files, Some(key))?;
+    let mut positions = vec![(0, 0); order.len()];
+    for (k, &i) in order.iter().enumerate() {
+        positions[i] = placed[k];
+    }
+    Ok(CoreDir { paths, positions })
 }
 
 /// One file record: magic, little-endian size, block.

@@ -74,6 +74,7 @@ mod record;
 mod scan;
 mod secp256k1;
 mod snapshot;
+mod staged;
 mod stats;
 #[cfg_attr(not(feature = "test-util"), allow(dead_code))]
 mod tx;

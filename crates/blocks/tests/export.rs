@@ -52,9 +52,7 @@ fn chain_snapshot(dir: &Path) -> PathBuf {
         1 << 20,
         XorKey::default(),
     );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(blocks.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
+    generate::write_block_files(&blocks, &files, None).unwrap();
     let files = list_block_files(&[blocks], None).unwrap();
     let mut output = scan(files, &ScanOptions::default(), &mut |_| {}).unwrap();
     let chain = Chain::build(&mut output);

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use seekless_blocks::generate::spends::SpendingChain;
 use seekless_blocks::generate::{self};
 use seekless_blocks::{
-    BlockHash, Chain, MemoryCoins, Network, ScanOptions, XorKey, connect_each, list_block_files,
-    scan, write_snapshot,
+    BlockHash, Chain, MemoryCoins, ScanOptions, XorKey, connect_each, list_block_files, scan,
+    write_snapshot,
 };
 use seekless_testkit::TempDir;
 use serde_json::{Value, json};
@@ -48,22 +48,10 @@ fn write_blocks(dir: &Path) {
     }
     path.reverse();
     chain.builder.extend_chain(path[100], 2);
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 8, chain.rng());
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        24_000,
-        KEY,
-    );
     std::fs::create_dir_all(dir).unwrap();
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(dir.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(dir.join("xor.dat"), KEY.0).unwrap();
+    let mut rng = chain.rng().clone();
+    let blocks: Vec<_> = chain.builder.blocks.iter().collect();
+    generate::write_core_dir(dir, &blocks, 8, 24_000, KEY, &mut rng).unwrap();
 }
 
 /// Scans and connects the blocks in `dir`, writes the snapshot at `snapshot`

@@ -22,25 +22,10 @@ const KEY: XorKey = XorKey([0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
 /// Lays `blocks` out as XORed block files of about 12 KB in `dir`, in
 /// headers-first order; returns their paths.
 fn write_blocks(dir: &Path, blocks: &[&GenBlock], seed: u64) -> Vec<PathBuf> {
-    let mut order: Vec<usize> = (0..blocks.len()).collect();
-    order.sort_by_key(|&i| blocks[i].height);
-    let order = generate::headers_first_order(order, 6, &mut generate::Rng::new(seed));
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order.iter().map(|&i| blocks[i].bytes.as_slice()),
-        12_000,
-        KEY,
-    );
-    std::fs::write(dir.join("xor.dat"), KEY.0).unwrap();
-    files
-        .iter()
-        .enumerate()
-        .map(|(n, bytes)| {
-            let path = dir.join(format!("blk{n:05}.dat"));
-            std::fs::write(&path, bytes).unwrap();
-            path
-        })
-        .collect()
+    let mut rng = generate::Rng::new(seed);
+    generate::write_core_dir(dir, blocks, 6, 12_000, KEY, &mut rng)
+        .unwrap()
+        .paths
 }
 
 fn scanned(paths: &[PathBuf]) -> (Chain, ScanOutput) {

@@ -2,7 +2,7 @@
 #![cfg(feature = "blocks")]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use seekless_blocks::generate::{self, ChainBuilder, SizeMix};
 use seekless_blocks::{Network, XorKey};
@@ -11,14 +11,8 @@ use serde_json::Value;
 use seekless_testkit::TempDir;
 
 use crate::common;
+use crate::common::seekless;
 use common::snapshot;
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// A 50-block chain with a 3-block stale fork, out of order, split in
 /// files, obfuscated with xor.dat. Returns the builder, the best tip index

@@ -10,16 +10,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::seekless;
 use seekless_blocks::generate::{self, spends::SpendingChain};
 use seekless_blocks::{Coin, Network, OutPoint, SnapshotReader, XorKey, script_address};
 use seekless_testkit::TempDir;
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn ok(output: &Output) -> String {
     assert!(
@@ -60,10 +54,7 @@ fn snapshot(dir: &Path) -> Vec<(OutPoint, Coin)> {
         1 << 20,
         key,
     );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(blocks.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
-    std::fs::write(blocks.join("xor.dat"), key.0).unwrap();
+    generate::write_block_files(&blocks, &files, Some(key)).unwrap();
     let out = dir.join("utxo.dat");
     let (b, o) = (blocks.to_str().unwrap(), out.to_str().unwrap());
     ok(&seekless(&["blocks", "utxo", b, "-o", o]));

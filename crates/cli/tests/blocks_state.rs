@@ -9,17 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::seekless;
 use seekless_blocks::generate;
 use seekless_blocks::generate::spends::SpendingChain;
 use seekless_blocks::{ChainState, Network, StateOptions, XorKey};
 use seekless_testkit::TempDir;
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn text(path: &Path) -> &str {
     path.to_str().unwrap()
@@ -32,28 +26,12 @@ fn write_chain(dir: &Path) -> Vec<PathBuf> {
     for _ in 0..150 {
         chain.extend(12);
     }
-    let mut order: Vec<usize> = (0..chain.builder.blocks.len()).collect();
-    order.sort_by_key(|&i| chain.builder.blocks[i].height);
-    let order = generate::headers_first_order(order, 8, chain.rng());
+    let blocks: Vec<_> = chain.builder.blocks.iter().collect();
     let key = XorKey([9, 8, 7, 6, 5, 4, 3, 2]);
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        order
-            .iter()
-            .map(|&i| chain.builder.blocks[i].bytes.as_slice()),
-        14_000,
-        key,
-    );
-    std::fs::write(dir.join("xor.dat"), key.0).unwrap();
-    files
-        .iter()
-        .enumerate()
-        .map(|(n, bytes)| {
-            let path = dir.join(format!("blk{n:05}.dat"));
-            std::fs::write(&path, bytes).unwrap();
-            path
-        })
-        .collect()
+    let mut rng = generate::Rng::new(61);
+    generate::write_core_dir(dir, &blocks, 8, 14_000, key, &mut rng)
+        .unwrap()
+        .paths
 }
 
 fn xorshift(state: &mut u64) -> u64 {

@@ -4,20 +4,14 @@
 #![cfg(feature = "blocks")]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use seekless_blocks::generate::spends::SpendingChain;
 use seekless_blocks::{BlockHash, Transaction, XorKey};
 use serde_json::Value;
 
+use crate::common::seekless;
 use seekless_testkit::TempDir;
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// One best-chain transaction: txid (as shown), bytes, height, position.
 struct Tx {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use seekless_blocks::generate::spends::{GenTx, SpendingChain};
 use seekless_blocks::{
@@ -14,14 +14,8 @@ use seekless_blocks::{
 };
 use serde_json::Value;
 
+use crate::common::seekless;
 use seekless_testkit::TempDir;
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn json(output: &Output) -> Value {
     assert!(

@@ -396,22 +396,8 @@ fn per_range_files_on_a_full_disk_name_the_file_and_leave_nothing() {
 #[cfg(feature = "blocks")]
 #[test]
 fn a_utxo_snapshot_on_a_full_disk_names_it_and_leaves_nothing() {
-    use seekless_blocks::Network;
-    use seekless_blocks::generate::{self, spends::SpendingChain};
     let dir = TempDir::new("cli-full-utxo");
-    let blocks = dir.join("blocks");
-    std::fs::create_dir(&blocks).unwrap();
-    let mut chain = SpendingChain::new(5);
-    for _ in 0..140 {
-        chain.extend(10);
-    }
-    let (files, _) = generate::layout_files(
-        Network::Regtest,
-        chain.builder.blocks.iter().map(|b| b.bytes.as_slice()),
-        1 << 20,
-        Default::default(),
-    );
-    std::fs::write(blocks.join("blk00000.dat"), &files[0]).unwrap();
+    let blocks = one_file_chain(&dir, 5);
     let ok = dir.join("whole.dat");
     let (b, o) = (blocks.to_str().unwrap(), ok.to_str().unwrap());
     let out = seekless(&["blocks", "utxo", b, "-o", o], None);
@@ -442,9 +428,7 @@ fn a_txindex_written_to_a_full_disk_names_it_and_leaves_nothing() {
         1 << 20,
         seekless_blocks::XorKey::default(),
     );
-    for (n, bytes) in files.iter().enumerate() {
-        std::fs::write(blocks.join(format!("blk{n:05}.dat")), bytes).unwrap();
-    }
+    seekless_blocks::generate::write_block_files(&blocks, &files, None).unwrap();
     // Hundreds of transactions: pages past the 16 KiB the disk holds,
     // sorted runs (of 18 records) that fit.
     let args = [

@@ -8,14 +8,13 @@
 #![cfg(all(feature = "serve", feature = "update"))]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use seekless_testkit::{Rng, TempDir};
 
 use crate::common;
 
 use common::serve::{Server, wait_healthy};
-use common::{SEEKLESS, prepare_index, snapshot};
+use common::{prepare_index, seekless, snapshot};
 
 /// Three corpora of SHA-1 hashes, each made of the one before: some gone,
 /// some recounted, some new.
@@ -55,10 +54,6 @@ fn indexes(dir: &Path) -> [PathBuf; 3] {
             &dir.join(format!("{name}.idx")),
         )
     })
-}
-
-fn seekless(args: &[&str]) -> Output {
-    Command::new(SEEKLESS).args(args).output().unwrap()
 }
 
 fn s(path: &Path) -> &str {

@@ -9,11 +9,12 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::coin::{Coin, OutPoint};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::snapshot::{SnapshotMetadata, SnapshotReader};
+use crate::staged::Staged;
 
 pub(crate) mod csv;
 mod parquet;
@@ -94,11 +95,11 @@ pub(crate) fn write_table(
     out: &Path,
     fill: &mut dyn FnMut(&mut dyn Sink) -> Result<()>,
 ) -> Result<()> {
-    let staged = Staged::beside(out);
+    let staged = Staged::beside(out, "export");
     let mut sink: Box<dyn Sink> = match format {
-        ExportFormat::Sqlite => Box::new(sqlite::SqliteSink::create(table, &staged.0, out)?),
+        ExportFormat::Sqlite => Box::new(sqlite::SqliteSink::create(table, staged.path(), out)?),
         ExportFormat::Csv | ExportFormat::Parquet => {
-            let file = File::create(&staged.0).map_err(|e| Error::io(out, "create", e))?;
+            let file = File::create(staged.path()).map_err(|e| Error::io(out, "create", e))?;
             let file = std::io::BufWriter::with_capacity(1 << 20, file);
             if format == ExportFormat::Csv {
                 Box::new(csv::CsvSink::new(table, file, out.to_path_buf())?)
@@ -112,60 +113,10 @@ pub(crate) fn write_table(
     staged.commit(out)
 }
 
-/// The file a table is written to before it is complete: removed on drop
-/// unless renamed into place.
-struct Staged(PathBuf, bool);
-
-impl Staged {
-    fn beside(out: &Path) -> Staged {
-        let name = out.file_name().unwrap_or_default().to_string_lossy();
-        let temp = out.with_file_name(format!(".{name}.seekless-export-{}", std::process::id()));
-        Staged(temp, false)
-    }
-
-    /// Renames the file into place and makes the rename durable.
-    fn commit(mut self, out: &Path) -> Result<()> {
-        std::fs::rename(&self.0, out).map_err(|e| Error::io(out, "rename into place", e))?;
-        self.1 = true;
-        #[cfg(unix)]
-        {
-            let dir = match out.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if let Ok(dir) = File::open(dir) {
-                let _ = dir.sync_all();
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.1 {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-}
-
 /// Opens a snapshot file for reading; its I/O errors name it.
 pub(crate) fn open_snapshot(path: &Path) -> Result<SnapshotReader<File>> {
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-    SnapshotReader::new(file).map_err(|e| in_snapshot(e, path))
-}
-
-/// The snapshot reader names its stream, not the file: an I/O error gets
-/// the file's path.
-pub(crate) fn in_snapshot(error: Error, path: &Path) -> Error {
-    match error.kind() {
-        ErrorKind::Io { action, source, .. } => Error::io(
-            path,
-            action,
-            std::io::Error::new(source.kind(), source.to_string()),
-        ),
-        _ => error,
-    }
+    SnapshotReader::new(file).map_err(|e| e.in_file(path))
 }
 
 /// The next coin of `reader` into `coin`, I/O errors naming `path`.
@@ -174,7 +125,7 @@ pub(crate) fn next_coin<R: Read>(
     coin: &mut Coin,
     path: &Path,
 ) -> Result<Option<OutPoint>> {
-    reader.read_into(coin).map_err(|e| in_snapshot(e, path))
+    reader.read_into(coin).map_err(|e| e.in_file(path))
 }
 
 /// Coins between two calls of the progress function.

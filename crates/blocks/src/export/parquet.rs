@@ -254,36 +254,10 @@ fn error(out: &Path, error: ParquetError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::table::Column;
+    // The balances' table: a nullable text column first.
+    use crate::balances::BALANCES;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
-
-    /// A table of the balances' shape: a nullable text column first.
-    const BALANCES: Table = Table {
-        name: "balances",
-        columns: &[
-            Column {
-                name: "address",
-                kind: Kind::Text,
-                nullable: true,
-            },
-            Column {
-                name: "scriptpubkey",
-                kind: Kind::Text,
-                nullable: false,
-            },
-            Column {
-                name: "balance",
-                kind: Kind::Int64,
-                nullable: false,
-            },
-            Column {
-                name: "coins",
-                kind: Kind::Int64,
-                nullable: false,
-            },
-        ],
-    };
 
     #[test]
     fn row_groups_are_bounded_and_nulls_kept() {

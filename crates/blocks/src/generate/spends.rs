@@ -12,11 +12,10 @@
 
 use std::path::Path;
 
-use super::{ChainBuilder, Rng, SizeMix};
+use super::{ChainBuilder, GenBlock, Rng, SizeMix};
 use crate::block::merkle_root;
 use crate::coin::{OutPoint, is_unspendable};
 use crate::hash::sha256d;
-use crate::network::Network;
 use crate::tx::{Transaction, write_compact_size};
 use crate::xor::XorKey;
 
@@ -205,19 +204,9 @@ impl SpendingChain {
         file_size: usize,
         key: XorKey,
     ) -> std::io::Result<Vec<(usize, u64)>> {
-        let mut order: Vec<usize> = (0..self.builder.blocks.len()).collect();
-        order.sort_by_key(|&i| self.builder.blocks[i].height);
-        let order = super::headers_first_order(order, 12, &mut self.rng);
-        let blocks = order
-            .iter()
-            .map(|&i| self.builder.blocks[i].bytes.as_slice());
-        let (files, positions) = super::layout_files(Network::Regtest, blocks, file_size, key);
-        super::write_block_files(dir, &files, Some(key))?;
-        let mut by_block = vec![(0, 0); order.len()];
-        for (k, &i) in order.iter().enumerate() {
-            by_block[i] = positions[k];
-        }
-        Ok(by_block)
+        let blocks: Vec<&GenBlock> = self.builder.blocks.iter().collect();
+        let laid = super::write_core_dir(dir, &blocks, 12, file_size, key, &mut self.rng)?;
+        Ok(laid.positions)
     }
 
     /// A random output script: mostly the common shapes, some `OP_RETURN`,

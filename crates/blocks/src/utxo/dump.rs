@@ -6,14 +6,15 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use crate::coin::{Coin, OutPoint};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::hash::BlockHash;
 use crate::network::Network;
 use crate::snapshot::SnapshotWriter;
+use crate::staged::Staged;
 use crate::stats::UtxoStats;
 use crate::utxo::store::CoinStore;
 
@@ -28,37 +29,25 @@ pub fn write_snapshot(
     path: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<UtxoStats> {
-    let temp = Temp::beside(path);
-    let file = File::create(&temp.0).map_err(|e| Error::io(&temp.0, "create", e))?;
+    let temp = Staged::beside(path, "utxo");
+    let file = File::create(temp.path()).map_err(|e| Error::io(temp.path(), "create", e))?;
     let out = BufWriter::with_capacity(1 << 20, file);
     let mut writer = SnapshotWriter::new(out, network, base, coins.len())?;
     let stats = stats_beside(|gather| {
         coins.visit_in_core_order(&mut |outpoint, coin| {
             gather(outpoint, coin);
             progress(1);
-            writer.push(outpoint, coin).map_err(|e| in_file(e, path))
+            writer.push(outpoint, coin).map_err(|e| e.in_file(path))
         })
     })?;
     let file = writer
         .finish()
-        .map_err(|e| in_file(e, path))?
+        .map_err(|e| e.in_file(path))?
         .into_inner()
         .map_err(|e| Error::io(path, "write", e.into_error()))?;
     file.sync_all().map_err(|e| Error::io(path, "sync", e))?;
     drop(file);
-    std::fs::rename(&temp.0, path).map_err(|e| Error::io(path, "rename into place", e))?;
-    temp.keep();
-    #[cfg(unix)]
-    if let Some(dir) = path.parent().and_then(|p| {
-        let p = if p.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            p
-        };
-        File::open(p).ok()
-    }) {
-        let _ = dir.sync_all();
-    }
+    temp.commit(path)?;
     Ok(stats)
 }
 
@@ -117,40 +106,4 @@ where
         }
         walked.map(|()| total)
     })
-}
-
-/// The snapshot writer names its stream, not the file: an I/O error gets
-/// the file's path.
-fn in_file(error: Error, path: &Path) -> Error {
-    match error.kind() {
-        ErrorKind::Io { action, source, .. } => Error::io(
-            path,
-            action,
-            std::io::Error::new(source.kind(), source.to_string()),
-        ),
-        _ => error,
-    }
-}
-
-/// The file being written, removed unless kept.
-struct Temp(PathBuf, bool);
-
-impl Temp {
-    fn beside(path: &Path) -> Temp {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let temp = path.with_file_name(format!(".{name}.seekless-utxo-{}", std::process::id()));
-        Temp(temp, false)
-    }
-
-    fn keep(mut self) {
-        self.1 = true;
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        if !self.1 {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
 }

@@ -87,6 +87,20 @@ pub struct ConnectReport {
     pub failure: Option<Error>,
 }
 
+/// The height a run stops at: `height`, or the tip without one; past the
+/// tip (or with no chain) an error.
+pub(crate) fn stop_height(chain: &Chain, height: Option<u32>) -> Result<u32> {
+    let tip = chain.tip().and_then(|tip| tip.height);
+    match (height, tip) {
+        (None, Some(tip)) => Ok(tip),
+        (Some(height), Some(tip)) if height <= tip => Ok(height),
+        (height, tip) => {
+            let height = height.unwrap_or(0);
+            Err(ErrorKind::HeightPastTip { height, tip }.into())
+        }
+    }
+}
+
 /// Connects the best chain of `chain` (scanned from `files`) into `coins`,
 /// from genesis up to the tip or to `height`. `coins` should be empty
 /// (a set from an earlier run is not checked against the chain).
@@ -122,18 +136,7 @@ pub fn connect_each(
     coins: &mut (impl CoinStore + ?Sized),
     visit: &mut dyn FnMut(&ConnectedBlock<'_>) -> Result<()>,
 ) -> Result<ConnectReport> {
-    let tip = chain.tip().and_then(|tip| tip.height);
-    let stop = match (height, tip) {
-        (None, Some(tip)) => tip,
-        (Some(height), Some(tip)) if height <= tip => height,
-        (height, tip) => {
-            return Err(ErrorKind::HeightPastTip {
-                height: height.unwrap_or(0),
-                tip,
-            }
-            .into());
-        }
-    };
+    let stop = stop_height(chain, height)?;
     let mut report = ConnectReport {
         height: 0,
         hash: chain.network().genesis(),

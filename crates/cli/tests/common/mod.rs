@@ -76,6 +76,12 @@ pub fn spawn(args: &[&str]) -> Child {
         .expect("run seekless")
 }
 
+/// Runs `seekless ARGS` (standard input empty) and collects what it
+/// printed.
+pub fn seekless(args: &[&str]) -> Output {
+    Command::new(SEEKLESS).args(args).output().unwrap()
+}
+
 /// Runs `seekless ARGS` with `stdin` as its standard input (written from
 /// another thread, so a large output cannot stall it; a command that exits
 /// before reading it all is fine) and collects what it printed.

@@ -4,6 +4,24 @@
 
 use std::fs::File;
 use std::io;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Opens the existing file at `path` to read and write; returns it and
+/// its length. Errors name the file.
+pub(super) fn open_existing(path: &Path) -> Result<(File, u64)> {
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, "open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "read", e))?
+        .len();
+    Ok((file, len))
+}
 
 /// Fills `buf` from `offset`; reading past the end is an error.
 pub(super) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {

@@ -7,6 +7,7 @@
 use std::fs::{self, File};
 use std::path::Path;
 
+use super::file_at::open_existing;
 use super::journal::{self, Journal, JournalWriter};
 use super::pages::Pages;
 use super::tip::{TIP_LEN, Tip};
@@ -77,15 +78,7 @@ impl DiskCoins {
         }
         let path = dir.join("overflow");
         if path.exists() {
-            let file = File::options()
-                .read(true)
-                .write(true)
-                .open(&path)
-                .map_err(|e| Error::io(&path, "open", e))?;
-            let len = file
-                .metadata()
-                .map_err(|e| Error::io(&path, "read", e))?
-                .len();
+            let (file, len) = open_existing(&path)?;
             if len < tip.overflow {
                 let reason = format!("{len} bytes, the tip record counts {}", tip.overflow);
                 return Err(ErrorKind::BadState { path, reason }.into());

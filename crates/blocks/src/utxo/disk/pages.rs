@@ -9,7 +9,7 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use super::file_at::{read_exact_at, write_all_at};
+use super::file_at::{open_existing, read_exact_at, write_all_at};
 use super::journal::JournalWriter;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -134,15 +134,7 @@ impl Pages {
     /// The partition at `path` a state committed, holding `count` records
     /// of `used` bytes; its pages are its length's.
     pub(super) fn open(path: PathBuf, part: u8, used: u64, count: u64) -> Result<Self> {
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, "open", e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(&path, "read", e))?
-            .len();
+        let (file, len) = open_existing(&path)?;
         let pages = len / PAGE as u64;
         if len % PAGE as u64 != 0 || !pages.is_power_of_two() || pages > 1 << 40 {
             let reason = format!("{len} bytes is not a power of two of 4 KiB pages");

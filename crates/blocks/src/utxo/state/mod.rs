@@ -185,15 +185,7 @@ impl ChainState {
         height: Option<u32>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<UpdateReport> {
-        let tip = chain.tip().and_then(|tip| tip.height);
-        let stop = match (height, tip) {
-            (None, Some(tip)) => tip,
-            (Some(height), Some(tip)) if height <= tip => height,
-            (height, tip) => {
-                let height = height.unwrap_or(0);
-                return Err(ErrorKind::HeightPastTip { height, tip }.into());
-            }
-        };
+        let stop = crate::utxo::stop_height(chain, height)?;
         let best: Vec<[u8; 32]> = chain
             .best_chain()
             .take(stop as usize + 1)
