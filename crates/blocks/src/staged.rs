@@ -2,7 +2,6 @@
 //! it only when complete: a reader never sees half of it, a failed write
 //! leaves what was there, and the temporary file is removed on drop.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -40,7 +39,7 @@ impl Staged {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            if let Ok(dir) = File::open(dir) {
+            if let Ok(dir) = std::fs::File::open(dir) {
                 let _ = dir.sync_all();
             }
         }
